@@ -1,0 +1,8 @@
+//! `inferlint report`.
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<i32> {
+    anyhow::bail!("'report' is not built yet")
+}

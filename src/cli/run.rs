@@ -1,0 +1,8 @@
+//! `inferlint run`.
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn run(_args: Args) -> anyhow::Result<i32> {
+    anyhow::bail!("'run' is not built yet")
+}
