@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the system packages the test suite uses, only when missing, so a warm machine pays
+# nothing. Debian's packages are cached by apt outside the repository.
+set -euo pipefail
+
+need=()
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v slurmctld >/dev/null 2>&1 || need+=(slurm-wlm)
+command -v munged >/dev/null 2>&1 || need+=(munge)
+command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "== installing: ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
