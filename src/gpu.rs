@@ -1,1 +1,611 @@
-//! (being written)
+//! GPU readings (spec §5.3–§5.4): the cards and their memory, from NVML when
+//! `libnvidia-ml.so.1` loads, else from `nvidia-smi`, or from the simulated GPU
+//! (`INFERLINT_GPU=sim:<dir>`); and the "N consecutive clear readings" waiter.
+//!
+//! `INFERLINT_GPU` chooses the source: `sim:<dir>`, `nvml`, `nvidia-smi`; unset means NVML when
+//! it loads, else `nvidia-smi`. The kill guarantee never depends on any of this: GPU readings
+//! are an extra verification.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+/// The default limit of a clear reading.
+pub const DEFAULT_MAX_USED_MIB: u64 = 800;
+/// The environment variable that chooses the GPU source.
+pub const GPU_ENV: &str = "INFERLINT_GPU";
+/// nvidia-smi's time limit.
+pub const SMI_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// One card.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Gpu {
+    pub index: u32,
+    pub name: String,
+    pub memory_total_mib: Option<u64>,
+    pub memory_used_mib: Option<u64>,
+    pub memory_free_mib: Option<u64>,
+    pub driver: Option<String>,
+    pub compute_cap: Option<String>,
+}
+
+impl Gpu {
+    /// The architecture family of its compute capability.
+    pub fn family(&self) -> Option<&'static str> {
+        self.compute_cap.as_deref().and_then(family)
+    }
+
+    /// The JSON form in T2's evidence: every field plus `family`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "index": self.index,
+            "name": self.name,
+            "memory_total_mib": self.memory_total_mib,
+            "memory_used_mib": self.memory_used_mib,
+            "memory_free_mib": self.memory_free_mib,
+            "driver": self.driver,
+            "compute_cap": self.compute_cap,
+            "family": self.family(),
+        })
+    }
+}
+
+/// The family of a compute capability: 6.x Pascal, 7.0/7.2 Volta, 7.5 Turing, 8.9 Ada
+/// Lovelace, other 8.x Ampere, 9.x Hopper, 10.x/11.x/12.x Blackwell, else none.
+pub fn family(cap: &str) -> Option<&'static str> {
+    let (major, minor) = cap.trim().split_once('.')?;
+    let major: u32 = major.parse().ok()?;
+    let minor: u32 = minor.parse().ok()?;
+    match (major, minor) {
+        (6, _) => Some("Pascal"),
+        (7, 0) | (7, 2) => Some("Volta"),
+        (7, 5) => Some("Turing"),
+        (8, 9) => Some("Ada Lovelace"),
+        (8, _) => Some("Ampere"),
+        (9, _) => Some("Hopper"),
+        (10..=12, _) => Some("Blackwell"),
+        _ => None,
+    }
+}
+
+/// Why the GPUs could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    #[error("nvidia-smi is missing")]
+    NoTool,
+    #[error("{tool} failed: {detail}")]
+    Failed { tool: String, detail: String },
+    #[error("nvidia-smi line {line}: {text:?} is not a GPU row")]
+    Parse { line: usize, text: String },
+}
+
+/// The query `gpu-inspect` and the readings use (§5.4).
+pub const QUERY_GPU: &str =
+    "index,name,memory.total,memory.used,memory.free,driver_version,compute_cap";
+
+/// A value, or None for nvidia-smi's `[N/A]`, `[Not Supported]`, … and empty fields.
+fn value(s: &str) -> Option<String> {
+    let s = s.trim();
+    (!s.is_empty() && !s.starts_with('[')).then(|| s.to_string())
+}
+
+/// A MiB value (tolerating a ` MiB` unit).
+fn mib(s: &str) -> Option<u64> {
+    let v = value(s)?;
+    let v = v.trim_end_matches("MiB").trim();
+    v.parse::<u64>()
+        .ok()
+        .or_else(|| v.parse::<f64>().ok().map(|f| f.round() as u64))
+}
+
+/// Parses `--query-gpu=index,name,memory.total,memory.used,memory.free,driver_version[,compute_cap]
+/// --format=csv,noheader,nounits`. A comma inside the name is kept: the name is everything
+/// between the index and the fixed trailing fields. A header line is skipped.
+pub fn parse_query_gpu(text: &str, with_compute_cap: bool) -> Result<Vec<Gpu>, GpuError> {
+    let trailing = if with_compute_cap { 5 } else { 4 };
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with("index") {
+            continue;
+        }
+        let parts: Vec<&str> = line.split(',').collect();
+        let bad = || GpuError::Parse {
+            line: i + 1,
+            text: line.to_string(),
+        };
+        if parts.len() < trailing + 2 {
+            return Err(bad());
+        }
+        let index: u32 = parts[0].trim().parse().map_err(|_| bad())?;
+        let tail = &parts[parts.len() - trailing..];
+        let name = parts[1..parts.len() - trailing].join(",").trim().to_string();
+        out.push(Gpu {
+            index,
+            name,
+            memory_total_mib: mib(tail[0]),
+            memory_used_mib: mib(tail[1]),
+            memory_free_mib: mib(tail[2]),
+            driver: value(tail[3]),
+            compute_cap: if with_compute_cap {
+                value(tail[4])
+            } else {
+                None
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// One row of `--query-compute-apps`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ComputeApp {
+    pub gpu_uuid: Option<String>,
+    pub pid: u32,
+    /// `[Not Found]` (a pid of another PID namespace) reads as None.
+    pub process_name: Option<String>,
+    pub used_mib: Option<u64>,
+}
+
+/// Parses `--query-compute-apps` output with a header (`pid, process_name, used_gpu_memory
+/// [MiB]`, values with ` MiB`) or, without one, as `gpu_uuid,pid,process_name,used_memory`
+/// (`noheader,nounits`). Rows that do not fit are skipped.
+pub fn parse_compute_apps(text: &str) -> Vec<ComputeApp> {
+    let mut cols: Vec<String> = vec![
+        "gpu_uuid".into(),
+        "pid".into(),
+        "process_name".into(),
+        "used_memory".into(),
+    ];
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('$') || line.starts_with('#') {
+            continue;
+        }
+        let parts: Vec<&str> = line.split(", ").collect();
+        if parts.iter().any(|p| p.trim() == "pid") {
+            cols = parts
+                .iter()
+                .map(|p| {
+                    let p = p.trim();
+                    let p = p.split(" [").next().unwrap_or(p);
+                    match p {
+                        "used_gpu_memory" => "used_memory".to_string(),
+                        other => other.to_string(),
+                    }
+                })
+                .collect();
+            continue;
+        }
+        if parts.len() != cols.len() {
+            continue;
+        }
+        let get = |k: &str| cols.iter().position(|c| c == k).map(|i| parts[i]);
+        let Some(pid) = get("pid").and_then(|p| p.trim().parse().ok()) else {
+            continue;
+        };
+        out.push(ComputeApp {
+            gpu_uuid: get("gpu_uuid").and_then(value),
+            pid,
+            process_name: get("process_name").and_then(value),
+            used_mib: get("used_memory").and_then(mib),
+        });
+    }
+    out
+}
+
+/// Where GPU readings come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GpuSource {
+    /// The simulator's holdings folder.
+    Sim(PathBuf),
+    Nvml,
+    NvidiaSmi(PathBuf),
+    /// Nothing: no NVML and no nvidia-smi.
+    None,
+}
+
+/// `nvidia-smi` on PATH, else `/usr/lib/wsl/lib/nvidia-smi`.
+pub fn locate_nvidia_smi() -> Option<PathBuf> {
+    locate_in(std::env::var_os("PATH").as_deref())
+}
+
+fn locate_in(path: Option<&std::ffi::OsStr>) -> Option<PathBuf> {
+    if let Some(path) = path {
+        for dir in std::env::split_paths(path) {
+            let p = dir.join("nvidia-smi");
+            if is_executable(&p) {
+                return Some(p);
+            }
+        }
+    }
+    let wsl = PathBuf::from("/usr/lib/wsl/lib/nvidia-smi");
+    is_executable(&wsl).then_some(wsl)
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The source chosen by `INFERLINT_GPU` (see the module docs).
+pub fn source_from_env() -> GpuSource {
+    match std::env::var(GPU_ENV).ok().as_deref().map(str::trim) {
+        Some(v) if v.starts_with("sim:") && v.len() > 4 => GpuSource::Sim(PathBuf::from(&v[4..])),
+        Some("nvml") => GpuSource::Nvml,
+        Some("nvidia-smi") => locate_nvidia_smi().map_or(GpuSource::None, GpuSource::NvidiaSmi),
+        _ => {
+            if nvml::available() {
+                GpuSource::Nvml
+            } else {
+                locate_nvidia_smi().map_or(GpuSource::None, GpuSource::NvidiaSmi)
+            }
+        }
+    }
+}
+
+/// Runs nvidia-smi with `args` (bounded by `timeout`); its stdout on exit 0.
+pub fn run_smi(exe: &Path, args: &[&str], timeout: Duration) -> Result<String, GpuError> {
+    let failed = |detail: String| GpuError::Failed {
+        tool: "nvidia-smi".into(),
+        detail,
+    };
+    let mut child = Command::new(exe)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(e.to_string()))?;
+    let mut stdout = child.stdout.take().expect("piped");
+    let mut stderr = child.stderr.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + timeout;
+    let status = loop {
+        if let Some(st) = child.try_wait().map_err(|e| failed(e.to_string()))? {
+            break st;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(failed(format!("no answer within {}s", timeout.as_secs())));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let out = reader.join().unwrap_or_default();
+    let err = err_reader.join().unwrap_or_default();
+    if !status.success() {
+        let first = err.lines().chain(out.lines()).next().unwrap_or("").trim();
+        return Err(failed(format!("{status}: {first}")));
+    }
+    Ok(out)
+}
+
+/// The cards via nvidia-smi: asks with `compute_cap`, and again without it when an old driver
+/// rejects that field.
+pub fn read_gpus_smi(exe: &Path) -> Result<Vec<Gpu>, GpuError> {
+    let q = |fields: &str| {
+        run_smi(
+            exe,
+            &[&format!("--query-gpu={fields}"), "--format=csv,noheader,nounits"],
+            SMI_TIMEOUT,
+        )
+    };
+    match q(QUERY_GPU) {
+        Ok(text) => parse_query_gpu(&text, true),
+        Err(_) => {
+            let fields = QUERY_GPU.trim_end_matches(",compute_cap");
+            parse_query_gpu(&q(fields)?, false)
+        }
+    }
+}
+
+/// The cards from the chosen source.
+pub fn read_gpus(source: &GpuSource) -> Result<Vec<Gpu>, GpuError> {
+    match source {
+        GpuSource::Sim(dir) => Ok(sim::gpus(dir)),
+        GpuSource::Nvml => nvml::gpus(),
+        GpuSource::NvidiaSmi(exe) => read_gpus_smi(exe),
+        GpuSource::None => Err(GpuError::NoTool),
+    }
+}
+
+/// The reading of §5.3: the largest used MiB over all cards; None when unreadable or when
+/// there is no card.
+pub fn max_used_mib(source: &GpuSource) -> Option<u64> {
+    let gpus = read_gpus(source).ok()?;
+    gpus.iter().map(|g| g.memory_used_mib).collect::<Option<Vec<u64>>>()?.into_iter().max()
+}
+
+/// GPU memory per pid (for reporting leftovers), when the source can tell.
+pub fn mib_by_pid(source: &GpuSource) -> BTreeMap<u32, u64> {
+    let apps = match source {
+        GpuSource::Sim(dir) => crate::sim::gpu::sim_gpu_readings(dir),
+        GpuSource::Nvml => nvml::compute_apps().unwrap_or_default(),
+        GpuSource::NvidiaSmi(exe) => run_smi(
+            exe,
+            &[
+                "--query-compute-apps=gpu_uuid,pid,process_name,used_memory",
+                "--format=csv,noheader,nounits",
+            ],
+            SMI_TIMEOUT,
+        )
+        .map(|t| {
+            parse_compute_apps(&t)
+                .into_iter()
+                .filter_map(|a| Some((a.pid, a.used_mib?)))
+                .collect()
+        })
+        .unwrap_or_default(),
+        GpuSource::None => Vec::new(),
+    };
+    let mut out = BTreeMap::new();
+    for (pid, m) in apps {
+        *out.entry(pid).or_insert(0) += m;
+    }
+    out
+}
+
+/// The simulated GPU: the simulator's holdings (`crate::sim::gpu`), summed per card.
+mod sim {
+    use super::Gpu;
+    use std::path::Path;
+
+    /// A simulated card's size: an 80 GB-class GPU.
+    pub const SIM_TOTAL_MIB: u64 = 81_559;
+
+    pub fn gpus(dir: &Path) -> Vec<Gpu> {
+        let holdings = crate::sim::gpu::sim_gpu_holdings(dir);
+        let cards = holdings.iter().map(|h| h.gpu).max().map_or(1, |m| m + 1);
+        (0..cards)
+            .map(|i| {
+                let used: u64 = holdings.iter().filter(|h| h.gpu == i).map(|h| h.mib).sum();
+                Gpu {
+                    index: i,
+                    name: "Simulated GPU".into(),
+                    memory_total_mib: Some(SIM_TOTAL_MIB),
+                    memory_used_mib: Some(used),
+                    memory_free_mib: Some(SIM_TOTAL_MIB.saturating_sub(used)),
+                    driver: Some("sim".into()),
+                    compute_cap: None,
+                }
+            })
+            .collect()
+    }
+}
+
+/// NVML through nvml-wrapper: the library is loaded at run time, so a machine without the
+/// driver builds and runs fine (the load fails with an error, once).
+pub mod nvml {
+    use std::sync::OnceLock;
+
+    use nvml_wrapper::enums::device::UsedGpuMemory;
+    use nvml_wrapper::Nvml;
+
+    use super::{Gpu, GpuError};
+
+    fn handle() -> Option<&'static Nvml> {
+        static NVML: OnceLock<Option<Nvml>> = OnceLock::new();
+        NVML.get_or_init(|| Nvml::init().ok()).as_ref()
+    }
+
+    /// Whether `libnvidia-ml` loaded and initialised.
+    pub fn available() -> bool {
+        handle().is_some()
+    }
+
+    fn err(e: impl std::fmt::Display) -> GpuError {
+        GpuError::Failed {
+            tool: "NVML".into(),
+            detail: e.to_string(),
+        }
+    }
+
+    pub fn gpus() -> Result<Vec<Gpu>, GpuError> {
+        let nvml = handle().ok_or_else(|| err("libnvidia-ml.so.1 did not load"))?;
+        let driver = nvml.sys_driver_version().ok();
+        let n = nvml.device_count().map_err(err)?;
+        let mib = |b: u64| b / (1024 * 1024);
+        (0..n)
+            .map(|i| {
+                let d = nvml.device_by_index(i).map_err(err)?;
+                let mem = d.memory_info().ok();
+                Ok(Gpu {
+                    index: d.index().unwrap_or(i),
+                    name: d.name().unwrap_or_default(),
+                    memory_total_mib: mem.as_ref().map(|m| mib(m.total)),
+                    memory_used_mib: mem.as_ref().map(|m| mib(m.used)),
+                    memory_free_mib: mem.as_ref().map(|m| mib(m.free)),
+                    driver: driver.clone(),
+                    compute_cap: d
+                        .cuda_compute_capability()
+                        .ok()
+                        .map(|c| format!("{}.{}", c.major, c.minor)),
+                })
+            })
+            .collect()
+    }
+
+    /// `(pid, MiB)` of every compute process on every card.
+    pub fn compute_apps() -> Result<Vec<(u32, u64)>, GpuError> {
+        let nvml = handle().ok_or_else(|| err("libnvidia-ml.so.1 did not load"))?;
+        let mut out = Vec::new();
+        for i in 0..nvml.device_count().map_err(err)? {
+            let d = nvml.device_by_index(i).map_err(err)?;
+            for p in d.running_compute_processes().map_err(err)? {
+                if let UsedGpuMemory::Used(b) = p.used_gpu_memory {
+                    out.push((p.pid, b / (1024 * 1024)));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// "N consecutive clear readings" (§5.3)
+
+/// Settings of the waiter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClearOptions {
+    pub max_used_mib: u64,
+    pub consecutive: u32,
+    pub timeout_s: f64,
+    pub interval_s: f64,
+    /// False when no GPU can be read at all: then only the processes decide, and the result
+    /// can never be a pass (see [`ClearResult::gpu_unreadable`]).
+    pub require_gpu: bool,
+}
+
+impl Default for ClearOptions {
+    fn default() -> Self {
+        ClearOptions {
+            max_used_mib: DEFAULT_MAX_USED_MIB,
+            consecutive: 2,
+            timeout_s: 120.0,
+            interval_s: 2.0,
+            require_gpu: true,
+        }
+    }
+}
+
+/// One reading: seconds since the start, the largest used MiB (None = unreadable), and the
+/// number of live server processes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Reading {
+    pub elapsed_s: f64,
+    pub used: Option<u64>,
+    pub n_live: usize,
+}
+
+impl Reading {
+    /// `[elapsed rounded to ms, used or null, n_live]`.
+    pub fn to_json(&self) -> Value {
+        json!([
+            crate::result::json_f64((self.elapsed_s * 1000.0).round() / 1000.0),
+            self.used,
+            self.n_live
+        ])
+    }
+
+    pub fn is_clear(&self, max_used_mib: u64) -> bool {
+        self.n_live == 0 && self.used.is_some_and(|u| u <= max_used_mib)
+    }
+}
+
+/// The waiter's outcome.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClearResult {
+    pub clear: bool,
+    pub readings: Vec<Reading>,
+    /// `2 consecutive clear readings`, or `not clear after 10s: last reading 21768 MiB used,
+    /// 1 server processes alive`.
+    pub reason: String,
+    /// No GPU could be read (the waiter judged the processes only).
+    pub gpu_unreadable: bool,
+}
+
+impl ClearResult {
+    pub fn readings_json(&self) -> Value {
+        Value::Array(self.readings.iter().map(Reading::to_json).collect())
+    }
+}
+
+/// The clock the waiter reads and sleeps on (substituted in tests).
+pub trait Clock {
+    /// Seconds since an arbitrary origin.
+    fn now(&self) -> f64;
+    fn sleep(&mut self, secs: f64);
+}
+
+/// The real clock.
+#[derive(Debug)]
+pub struct SystemClock(Instant);
+
+impl Default for SystemClock {
+    fn default() -> Self {
+        SystemClock(Instant::now())
+    }
+}
+
+impl Clock for SystemClock {
+    fn now(&self) -> f64 {
+        self.0.elapsed().as_secs_f64()
+    }
+    fn sleep(&mut self, secs: f64) {
+        std::thread::sleep(Duration::from_secs_f64(secs.max(0.0)));
+    }
+}
+
+/// `--consecutive` below 1.
+#[derive(Debug, thiserror::Error)]
+#[error("--consecutive must be at least 1 (got {0})")]
+pub struct BadConsecutive(pub u32);
+
+/// Takes readings every `interval_s` until `consecutive` clear ones in a row (any unclear
+/// reading resets the count), or until `timeout_s` has elapsed. At least one reading is taken.
+pub fn wait_until_clear(
+    opts: &ClearOptions,
+    n_live: &mut dyn FnMut() -> usize,
+    used: &mut dyn FnMut() -> Option<u64>,
+    clock: &mut dyn Clock,
+) -> Result<ClearResult, BadConsecutive> {
+    if opts.consecutive < 1 {
+        return Err(BadConsecutive(opts.consecutive));
+    }
+    let start = clock.now();
+    let mut readings = Vec::new();
+    let mut run = 0;
+    loop {
+        let r = Reading {
+            elapsed_s: clock.now() - start,
+            used: used(),
+            n_live: n_live(),
+        };
+        readings.push(r);
+        let clear = if opts.require_gpu {
+            r.is_clear(opts.max_used_mib)
+        } else {
+            r.n_live == 0
+        };
+        run = if clear { run + 1 } else { 0 };
+        if run >= opts.consecutive {
+            return Ok(ClearResult {
+                clear: opts.require_gpu,
+                readings,
+                reason: format!("{} consecutive clear readings", opts.consecutive),
+                gpu_unreadable: !opts.require_gpu,
+            });
+        }
+        if clock.now() - start >= opts.timeout_s {
+            let used = r.used.map_or("?".to_string(), |u| u.to_string());
+            return Ok(ClearResult {
+                clear: false,
+                reason: format!(
+                    "not clear after {}s: last reading {used} MiB used, {} server processes alive",
+                    crate::fmt::g(opts.timeout_s),
+                    r.n_live
+                ),
+                readings,
+                gpu_unreadable: !opts.require_gpu,
+            });
+        }
+        let left = opts.timeout_s - (clock.now() - start);
+        clock.sleep(opts.interval_s.min(left.max(0.0)));
+    }
+}

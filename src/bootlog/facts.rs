@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::classify::Failure;
 use crate::engine::Engine;
 
 /// A line whose key phrase was found but whose value did not parse.
@@ -81,4 +82,20 @@ pub struct BootFacts {
     pub lines_cut: u64,
     /// Lines that were not valid UTF-8 and were read lossily.
     pub lines_lossy: u64,
+    /// Lines read.
+    #[serde(default)]
+    pub lines: u64,
+    /// The engine the log's own markers name (`engine` falls back to the user's hint).
+    #[serde(default)]
+    pub log_engine: Option<Engine>,
+    /// Line number of the first `[shutdown]` line (vLLM's orderly stop); the failure classifier
+    /// ignores what follows it.
+    #[serde(default)]
+    pub shutdown_lineno: Option<usize>,
+    /// Unparsed lines beyond those kept in `unparsed` (only hostile input has that many).
+    #[serde(default)]
+    pub unparsed_more: u64,
+    /// The start-up or serving failure the log shows (spec §3.6), if any.
+    #[serde(default)]
+    pub failure: Option<Failure>,
 }

@@ -1,8 +1,155 @@
-//! `inferlint gpu-inspect`.
+//! `inferlint gpu-inspect`: the cards, then T2 — is the GPU free? No server process alive and
+//! every card's memory released, for N consecutive readings.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use crate::fmt::thousands;
+use crate::gpu::{self, ClearOptions, Gpu};
+use crate::procs::{self, RealSystem};
+use crate::result::{CheckResult, Tripwire};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// A reading is clear only when every GPU uses at most this many MiB.
+    #[arg(long, default_value_t = gpu::DEFAULT_MAX_USED_MIB)]
+    pub max_used_mib: u64,
+    /// Clear readings needed in a row.
+    #[arg(long, default_value_t = 2)]
+    pub consecutive: u32,
+    /// Seconds to wait for the clear readings.
+    #[arg(long, default_value_t = 10.0)]
+    pub timeout: f64,
+    /// Print the result as JSON (with the cards in its evidence).
+    #[arg(long)]
+    pub json: bool,
+    /// Another /proc root (tests).
+    #[arg(long, hide = true, default_value = "/proc")]
+    pub proc_root: PathBuf,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("'gpu-inspect' is not built yet")
+/// The lines printed for one card.
+pub fn gpu_lines(g: &Gpu) -> Vec<String> {
+    let mut lines = vec![format!("GPU {}   {}", g.index, g.name)];
+    let mut parts = Vec::new();
+    if let Some(f) = g.family() {
+        parts.push(f.to_string());
+    }
+    if let Some(c) = &g.compute_cap {
+        parts.push(format!("compute capability {c}"));
+    }
+    if let Some(d) = &g.driver {
+        parts.push(format!("driver {d}"));
+    }
+    if !parts.is_empty() {
+        lines.push(format!("        {}", parts.join(", ")));
+    }
+    let n = |v: Option<u64>| v.map_or("?".to_string(), |m| thousands(m as i64));
+    lines.push(format!(
+        "        memory: {} MiB total, {} MiB used, {} MiB free",
+        n(g.memory_total_mib),
+        n(g.memory_used_mib),
+        n(g.memory_free_mib)
+    ));
+    lines
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    if args.consecutive < 1 {
+        anyhow::bail!("--consecutive must be at least 1 (got {})", args.consecutive);
+    }
+    let mut out = std::io::stdout().lock();
+    let source = gpu::source_from_env();
+    let gpus = gpu::read_gpus(&source).ok().filter(|g| !g.is_empty());
+    let print = |out: &mut dyn Write, results: &[CheckResult]| {
+        let _ = crate::output::print_results(out, results, args.json);
+    };
+    if !args.json {
+        match &gpus {
+            Some(gs) => {
+                for g in gs {
+                    for l in gpu_lines(g) {
+                        let _ = writeln!(out, "{l}");
+                    }
+                }
+            }
+            None => {
+                let _ = writeln!(out, "no NVIDIA GPU found: nvidia-smi is missing or failed");
+            }
+        }
+    }
+    let gpus_json: Vec<serde_json::Value> = gpus.iter().flatten().map(Gpu::to_json).collect();
+    if !args.proc_root.is_dir() {
+        let r = super::teardown::needs_linux("Checking that the GPU is free")
+            .with("gpus", &gpus_json);
+        print(&mut out, &[r]);
+        return Ok(2);
+    }
+    let opts = ClearOptions {
+        max_used_mib: args.max_used_mib,
+        consecutive: args.consecutive,
+        timeout_s: args.timeout.max(0.0),
+        interval_s: 2.0,
+        require_gpu: true,
+    };
+    let mut system = RealSystem::new(&args.proc_root, source);
+    let self_pid = std::process::id() as i32;
+    if gpus.is_none() {
+        // Nothing to read: one look at the processes, and no verdict on the card.
+        let n_live = procs::list_processes(&args.proc_root)
+            .map(|p| procs::all_servers(&p, self_pid).len())
+            .unwrap_or(0);
+        let clear = gpu::ClearResult {
+            clear: false,
+            readings: vec![gpu::Reading {
+                elapsed_s: 0.0,
+                used: None,
+                n_live,
+            }],
+            reason: String::new(),
+            gpu_unreadable: true,
+        };
+        let r = super::teardown::t2_result(&clear, "")
+            .with("readings", clear.readings_json())
+            .with("gpus", &gpus_json);
+        print(&mut out, &[r]);
+        return Ok(2);
+    }
+    let clear = procs::wait_clear(&mut system, self_pid, &opts)?;
+    let r = super::teardown::t2_result(&clear, "card not clear; refusing to boot. ")
+        .with("readings", clear.readings_json())
+        .with("gpus", &gpus_json);
+    print(&mut out, std::slice::from_ref(&r));
+    Ok(match r.status {
+        crate::result::Status::Pass => 0,
+        crate::result::Status::Fail => 1,
+        _ => 2,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn card_lines_match_the_spec() {
+        let g = gpu::parse_query_gpu("0, NVIDIA GeForce RTX 4090, 24564, 0, 24138, 616.56, 8.9", true)
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            gpu_lines(&g),
+            vec![
+                "GPU 0   NVIDIA GeForce RTX 4090",
+                "        Ada Lovelace, compute capability 8.9, driver 616.56",
+                "        memory: 24,564 MiB total, 0 MiB used, 24,138 MiB free",
+            ]
+        );
+        let g = gpu::parse_query_gpu("1, X, [N/A], 5, [N/A], [N/A]", false)
+            .unwrap()
+            .remove(0);
+        assert_eq!(
+            gpu_lines(&g),
+            vec!["GPU 1   X", "        memory: ? MiB total, 5 MiB used, ? MiB free"]
+        );
+    }
 }

@@ -1,8 +1,178 @@
-//! `inferlint run`.
+//! `inferlint run` (alias `xray`): start the server (or attach to one), probe it, run the load
+//! while recording the server, check the tripwires, write the run folder and the report, and
+//! stop everything that was started.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::engine::named_engine;
+use crate::output::counts_line;
+use crate::run::{self, GpuCheck, Interrupt, Outcome, RunInputs, Sink, Terminal};
+
+/// The usage error when nothing follows `--`.
+pub const NO_LOAD: &str = "xray needs the load command after --, e.g. -- vllm bench serve ..., or the engine's own benchmark client";
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(after_help = AFTER_HELP)]
+pub struct Args {
+    /// The run folder (default: xray-YYYYmmdd-HHMMSS)
+    #[arg(short = 'o', long = "out")]
+    pub out: Option<PathBuf>,
+    /// The command that starts the server, in quotes; inferlint becomes its parent and stops it
+    #[arg(long, value_name = "CMD")]
+    pub serve: Option<String>,
+    /// The server's address (default: --host/--port of --serve, else http://127.0.0.1:8000,
+    /// SGLang :30000)
+    #[arg(long)]
+    pub url: Option<String>,
+    /// The running server's log, when attaching to a server you started (no --serve)
+    #[arg(long, value_name = "LOG")]
+    pub boot_log: Option<PathBuf>,
+    /// The concurrency the load asks for (default: its --max-concurrency or --concurrency,
+    /// else the result file's max_concurrency)
+    #[arg(long, value_name = "N")]
+    pub requested: Option<u64>,
+    /// The load's result file (default: found; vLLM, SGLang and TensorRT-LLM clients are told
+    /// to save it in the run folder; aiperf and GuideLLM results are looked for)
+    #[arg(long, value_name = "PATH")]
+    pub bench_result: Option<PathBuf>,
+    /// Seconds between two recordings of the server's metrics
+    #[arg(long, default_value_t = 0.25)]
+    pub interval: f64,
+    /// Seconds to wait for the server to be ready
+    #[arg(long, default_value_t = 900.0)]
+    pub ready_timeout: f64,
+    /// Do not send the 9 probe requests (T7)
+    #[arg(long)]
+    pub no_probe: bool,
+    /// The report's title
+    #[arg(long)]
+    pub title: Option<String>,
+    /// The engine: vllm, sglang or trtllm (default: $INFERLINT_ENGINE, else detected)
+    #[arg(long)]
+    pub engine: Option<String>,
+    /// A warning makes the exit status 1
+    #[arg(long)]
+    pub strict: bool,
+    /// Accepted for compatibility; the results go to results.json in the run folder
+    #[arg(long, hide = true)]
+    pub json: bool,
+    /// Also write the tripwires as a JUnit XML test suite to FILE (for CI systems)
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Skip the GPU check before the server starts (a CPU build, the simulator)
+    #[arg(long)]
+    pub no_gpu_check: bool,
+    /// Seconds the server gets to stop after SIGTERM before its processes are killed
+    #[arg(long, default_value_t = 30.0)]
+    pub stop_grace: f64,
+    /// Without a terminal, print the server's state every this many seconds
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub status_every: f64,
+    /// The load command (everything after --)
+    #[arg(last = true, value_name = "LOAD COMMAND")]
+    pub load: Vec<String>,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("'run' is not built yet")
+const AFTER_HELP: &str = "\
+The GPU check (T2) before the server starts waits for two consecutive clear readings: no
+inference server process alive and every GPU's used memory at most 800 MiB. On a machine
+without NVIDIA GPUs (nvidia-smi missing or failing) it says so and checks only that no server
+process is alive, so CPU builds and the simulator run; INFERLINT_GPU=sim:DIR reads the
+simulated GPU instead. --no-gpu-check skips it.
+
+Ctrl-C (or SIGTERM, as Slurm's scancel sends) stops the load and still takes the last
+snapshot, checks, report and teardown (exit 130); a second Ctrl-C kills everything at once.
+If inferlint itself is killed, its shepherd stops what it started.
+
+Exit status: 130 if interrupted; 1 on a problem, a failed load or a failed tripwire (a warning
+too with --strict); 2 if a tripwire could not tell; else 0.";
+
+fn secs(x: f64, what: &str) -> anyhow::Result<Duration> {
+    if !(x.is_finite() && x >= 0.0) {
+        anyhow::bail!("{what} must be a number of seconds, not {x}");
+    }
+    Ok(Duration::from_secs_f64(x))
+}
+
+/// The run's inputs from the command line.
+pub fn inputs(args: &Args) -> anyhow::Result<RunInputs> {
+    if args.load.is_empty() {
+        anyhow::bail!(NO_LOAD);
+    }
+    let engine = named_engine(args.engine.as_deref())?;
+    let interval = secs(args.interval, "--interval")?;
+    if interval < Duration::from_millis(10) {
+        anyhow::bail!("--interval must be at least 0.01 s");
+    }
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(run::folder::default_folder_name()));
+    let mut i = RunInputs::new(out, args.load.clone());
+    i.url = args.url.clone();
+    i.serve = args.serve.clone();
+    i.boot_log = args.boot_log.clone();
+    i.requested = args.requested;
+    i.bench_result = args.bench_result.clone();
+    i.interval = interval;
+    i.ready_timeout = secs(args.ready_timeout, "--ready-timeout")?;
+    i.probe = !args.no_probe;
+    i.title = args.title.clone();
+    i.engine = engine;
+    i.gpu_check = if args.no_gpu_check {
+        GpuCheck::Off
+    } else {
+        GpuCheck::Auto
+    };
+    i.junit = args.junit.clone();
+    i.stop_grace = secs(args.stop_grace, "--stop-grace")?;
+    if let Some(serve) = &i.serve {
+        if shlex::split(serve).is_none_or(|a| a.is_empty()) {
+            anyhow::bail!("--serve: cannot split {serve:?} into a command (unbalanced quotes?)");
+        }
+    }
+    if let Some(p) = &i.boot_log {
+        if i.serve.is_some() {
+            anyhow::bail!("--boot-log is for attaching to a running server; with --serve the run writes boot.log itself");
+        }
+        if !p.is_file() {
+            anyhow::bail!("{}: no such file", p.display());
+        }
+    }
+    Ok(i)
+}
+
+/// Runs the sequence with the terminal and the signals, and prints the closing lines.
+pub fn execute(inputs: RunInputs, strict: bool, status_every: Duration) -> anyhow::Result<i32> {
+    let rt = super::runtime()?;
+    let outcome = rt.block_on(async move {
+        let interrupt = Interrupt::new();
+        interrupt.listen_to_signals()?;
+        let sink: Arc<dyn Sink> = Arc::new(Terminal::new(status_every));
+        let outcome = run::run(inputs, sink.clone(), interrupt).await;
+        print_closing(sink.as_ref(), &outcome);
+        anyhow::Ok(outcome)
+    })?;
+    // The runtime's tasks (the signal listener) end with it; nothing else is left running.
+    rt.shutdown_timeout(Duration::from_secs(1));
+    Ok(outcome.exit_code(strict))
+}
+
+/// `{counts}`, `report: {path}` and `files:  {out}`.
+pub fn print_closing(sink: &dyn Sink, outcome: &Outcome) {
+    sink.clear_status();
+    sink.line(&counts_line(&outcome.results));
+    if let Some(r) = &outcome.report {
+        sink.line(&format!("report: {}", r.display()));
+    }
+    sink.line(&format!("files:  {}", outcome.out.display()));
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let strict = args.strict;
+    let every = secs(args.status_every, "--status-every")?.max(Duration::from_millis(100));
+    let inputs = inputs(&args)?;
+    execute(inputs, strict, every)
 }

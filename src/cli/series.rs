@@ -1,8 +1,78 @@
-//! `inferlint series`.
+//! `inferlint series REC`: T14 (or N/A), T9 and T8 on a recording, in that order.
+
+use std::path::PathBuf;
+
+use crate::checks::{t14, t8, t9};
+use crate::cli::preemption::{
+    choose_engine, load_series, load_snapshot, parse_boot_log, print_verdicts, Input,
+};
+use crate::engine;
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// The recording (inferlint watch, or run.series.jsonl of a run folder).
+    #[arg(value_name = "REC")]
+    pub series: PathBuf,
+    /// A snapshot of the same boot: its block count checks the usage gauge (T14).
+    #[arg(long, value_name = "SNAP")]
+    pub snapshot: Option<PathBuf>,
+    /// The concurrency the load tool asked for (T8).
+    #[arg(long, value_name = "N")]
+    pub requested: Option<u64>,
+    /// The server's log: its limits explain a shortfall (T8).
+    #[arg(long = "boot-log", value_name = "LOG")]
+    pub boot_log: Option<PathBuf>,
+    /// The engine the inputs came from (vllm, sglang, trtllm); another engine's input is refused.
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<String>,
+    /// Print the results as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Exit 1 on a warning too.
+    #[arg(long)]
+    pub strict: bool,
+}
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("'series' is not built yet")
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let named = engine::named_engine(args.engine.as_deref())?;
+    let series = load_series(&args.series)?;
+    let snapshot = args.snapshot.as_deref().map(load_snapshot).transpose()?;
+    let hint = named.as_ref().map(|n| n.engine);
+    let (facts, log_engine) = match args.boot_log.as_deref() {
+        Some(p) => {
+            let (f, e) = parse_boot_log(p, hint)?;
+            (Some(f), e)
+        }
+        None => (None, None),
+    };
+    let rec = args.series.display().to_string();
+    let mut inputs = vec![Input::new(rec.clone(), series.engine())];
+    if let (Some(s), Some(p)) = (&snapshot, &args.snapshot) {
+        inputs.push(Input::new(p.display().to_string(), s.engine()));
+    }
+    if let Some(p) = &args.boot_log {
+        inputs.push(Input::new(p.display().to_string(), log_engine));
+    }
+    let engine = match choose_engine(named.as_ref(), &inputs, &rec) {
+        Ok(e) => e,
+        Err(code) => return Ok(code),
+    };
+    let mut results = Vec::new();
+    // T14 gate (spec §1.2): N/A on engines without a block count; else only with a snapshot
+    // from an engine that exports the cache-info series.
+    let mut usable_blocks = None;
+    if !t14::applies_to(engine) {
+        results.push(t14::not_applicable(engine));
+    } else if let Some(snap) = &snapshot {
+        if snap.engine().unwrap_or(engine).metrics().cache_info.is_some() {
+            let r = t14::check(&series, snap, engine);
+            usable_blocks = t14::usable_blocks(&r);
+            results.push(r);
+        }
+    }
+    results.push(t9::check(&series, usable_blocks, engine));
+    if let Some(n) = args.requested {
+        results.push(t8::check(&series, n, facts.as_ref(), engine));
+    }
+    print_verdicts(&results, args.json, args.strict)
 }

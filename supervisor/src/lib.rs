@@ -1,1 +1,213 @@
-pub fn placeholder() {}
+//! `inferlint-supervisor`: owning a command's whole Linux process tree, so that nothing it
+//! starts outlives its supervisor — on a normal end, an error, Ctrl-C, SIGTERM (Slurm's
+//! `scancel`), SIGHUP, and SIGKILL of the supervisor itself. It knows nothing of inference
+//! servers; the design and its reasons are in `../shared/spec/supervisor.md` §7 and
+//! `docs/supervision.md`.
+//!
+//! # Topology
+//!
+//! ```text
+//! supervisor (your process: any threads, tokio or not; child subreaper #2)
+//! └─ shepherd (`inferlint shepherd …`: single thread, own session, child subreaper #1)
+//!    └─ server (own process group; own cgroup when delegated; PDEATHSIG=SIGTERM;
+//!       │        INFERLINT_RUN_ID=<run id> in its environment; stdout/stderr = pipes to you)
+//!       └─ its children, setsid/double-fork escapees, renamed engines…
+//! ```
+//!
+//! # The API a supervisor uses
+//!
+//! ```no_run
+//! use inferlint_supervisor::{become_subreaper, Graces, ShepherdProgram, SpawnOptions,
+//!     StopMode, Supervised, SignalMux, StopRequest};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! become_subreaper()?; // orphans of a SIGKILLed shepherd come to us, not to PID 1
+//! let mut opts = SpawnOptions::new(
+//!     ShepherdProgram::this_exe("shepherd")?,           // the hidden subcommand
+//!     vec!["vllm".into(), "serve".into(), "Qwen/Qwen3-8B".into()],
+//! );
+//! opts.raw_output = Some("run/boot.log".into());        // raw bytes first, always
+//! opts.graces = Graces::default();                       // 15 s + 5 s + force: < Slurm's 30 s
+//! let mut server = Supervised::spawn(opts)?;             // returns once the server exists
+//! println!("server pid {} ({})", server.leader_pid(), server.info().backend());
+//!
+//! let mut lines = server.take_lines().unwrap();          // bounded; never blocks the server
+//! std::thread::spawn(move || while let Some(line) = lines.blocking_recv() {
+//!     // feed the boot-log analyzer; `lines.recv().await` in async code
+//!     let _ = line.text;
+//! });
+//!
+//! // Ctrl-C once = graceful, twice = force, three times = exit now (the shepherd finishes).
+//! let handle = std::sync::Arc::new(std::sync::Mutex::new(None::<StopMode>));
+//! let h = handle.clone();
+//! let _mux = SignalMux::install(move |req| {
+//!     *h.lock().unwrap() = Some(match req {
+//!         StopRequest::Graceful(_) => StopMode::Graceful,
+//!         StopRequest::Force(_) | StopRequest::ExitNow => StopMode::Force,
+//!     });
+//! })?;
+//!
+//! if let Some(status) = server.wait_exit(std::time::Duration::from_secs(1)) {
+//!     println!("server exited early: {status}");         // `server.exited().await` in async code
+//! }
+//! server.stop(StopMode::Force);                          // non-blocking; escalates a running stop
+//! let report = server.teardown(StopMode::Graceful);      // blocking; `teardown_async` / `done()`
+//! for line in report.leftover_lines() {                  // pid, command line, GPU MiB if known
+//!     eprintln!("{line}");
+//! }
+//! std::process::exit(if report.is_clean() { 0 } else { inferlint_supervisor::LEFTOVER_EXIT_STATUS });
+//! # }
+//! ```
+//!
+//! * [`Supervised::spawn`] → [`Supervised`]: [`Supervised::leader_pid`], [`Supervised::info`]
+//!   (process group, session, cgroup or why none), [`Supervised::take_lines`] (a
+//!   [`LineReceiver`]: `recv().await` or `blocking_recv()`; `\r` ends a line, lines are capped,
+//!   a slow consumer loses lines — counted by [`Supervised::dropped_lines`] — never the raw
+//!   file), [`Supervised::wait_exit`] / [`Supervised::exited`], [`Supervised::stop`],
+//!   [`Supervised::teardown`] / [`Supervised::teardown_async`] / [`Supervised::done`] →
+//!   [`TeardownReport`]. Dropping the handle tears down too.
+//! * The shepherd entry point for the binary's hidden subcommand: [`shepherd::main_with_args`].
+//! * [`SignalMux`] and [`signals::say`] (terminal writes that never panic).
+//! * Reconciliation: [`reap::find_stale`] and [`reap::reap`].
+//! * The pieces, for attach-mode tools: [`ProcScanner`] (a `/proc`-style root), [`Tracked`]
+//!   (pidfd or `(pid, start time)`), [`Tree`] (the census) and [`teardown::teardown`].
+//!
+//! # Guarantees and their one gap
+//!
+//! Every ending runs the one staged teardown of [`teardown`]. When the supervisor dies, the
+//! shepherd sees end of file on its control socket and tears down alone; when the shepherd dies,
+//! the server gets SIGTERM (parent-death signal) and the supervisor tears down from what it
+//! recorded. When both die, a cgroup still holds the tree and `reap` finds it by marker or
+//! cgroup name — except a process that cleared its environment and left the process group while
+//! no cgroup was in use: nothing ties it to the run any more (tested as exactly that limit).
+
+pub mod cgroup;
+pub mod output;
+pub mod pidfd;
+pub mod procfs;
+pub mod protocol;
+pub mod reap;
+pub mod shepherd;
+pub mod signals;
+pub mod supervised;
+pub mod sys;
+pub mod teardown;
+pub mod tree;
+
+use serde::{Deserialize, Serialize};
+
+pub use cgroup::CgroupMode;
+pub use output::{LineReceiver, OutputLine, Stream};
+pub use pidfd::Tracked;
+pub use procfs::{ProcId, ProcInfo, ProcScanner};
+pub use signals::{SignalMux, StopRequest};
+pub use supervised::{ShepherdProgram, SpawnError, SpawnOptions, SpawnedInfo, Supervised};
+pub use teardown::{Graces, Leftover, TeardownReport, LEFTOVER_EXIT_STATUS};
+pub use tree::{Tree, OWNERS_ENV, RUN_ID_ENV};
+
+/// How to stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopMode {
+    /// The staged teardown from stage 1 (SIGTERM to the leader).
+    Graceful,
+    /// Straight to stage 3 (SIGKILL everything).
+    Force,
+}
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExitKind {
+    Code(i32),
+    Signal(i32),
+}
+
+impl ExitKind {
+    /// From a raw `waitpid` status.
+    pub fn from_wait_status(status: i32) -> ExitKind {
+        if libc::WIFSIGNALED(status) {
+            ExitKind::Signal(libc::WTERMSIG(status))
+        } else {
+            ExitKind::Code(libc::WEXITSTATUS(status))
+        }
+    }
+
+    /// The shell's convention: the code, or 128 + the signal.
+    pub fn shell_code(self) -> i32 {
+        match self {
+            ExitKind::Code(c) => c,
+            ExitKind::Signal(s) => 128 + s,
+        }
+    }
+}
+
+impl std::fmt::Display for ExitKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ExitKind::Code(c) => write!(f, "exit code {c}"),
+            ExitKind::Signal(s) => write!(f, "killed by {}", sys::signal_name(*s)),
+        }
+    }
+}
+
+/// Makes the calling process a child subreaper. A supervisor calls it once at start: if a
+/// shepherd is SIGKILLed, the server's tree is reparented here instead of to PID 1, where the
+/// fallback teardown finds it.
+pub fn become_subreaper() -> std::io::Result<()> {
+    sys::set_child_subreaper()
+}
+
+/// A fresh run id, `<pid>-<start time>-<random>` of the calling process: reconciliation reads
+/// the owner back from it (and from the cgroup name), so a run id says whose run it is.
+pub fn new_run_id() -> String {
+    let me = sys::getpid();
+    let start = ProcScanner::system()
+        .id_of(me)
+        .map(|i| i.starttime)
+        .unwrap_or(0);
+    let mut bytes = [0u8; 4];
+    let random = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .map(|_| u32::from_le_bytes(bytes))
+        .unwrap_or_else(|_| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0)
+        });
+    format!("{me}-{start}-{random:08x}")
+}
+
+/// Makes a run id safe as a cgroup folder name (letters, digits, `-`, `_`, `.`).
+pub fn sanitize_run_id(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_ids_name_their_owner() {
+        let id = new_run_id();
+        let parts: Vec<&str> = id.splitn(3, '-').collect();
+        assert_eq!(parts[0], std::process::id().to_string());
+        assert_ne!(new_run_id(), id);
+        assert_eq!(sanitize_run_id("a/b c"), "a_b_c");
+    }
+
+    #[test]
+    fn exit_kinds() {
+        assert_eq!(ExitKind::Signal(9).shell_code(), 137);
+        assert_eq!(ExitKind::Code(3).to_string(), "exit code 3");
+        assert_eq!(ExitKind::Signal(15).to_string(), "killed by SIGTERM");
+    }
+}

@@ -1,0 +1,133 @@
+//! `inferlint series REC --snapshot SNAP --requested 32` on a 24-hour recording at 0.25 s
+//! (345,600 samples). Target: ≤ 0.5 s wall and ≤ 64 MiB peak RSS.
+//!
+//! The recording is generated from the recorded vLLM 0.28 live run: its samples repeated with
+//! the clocks shifted forward and the counters carried on, written to a temporary file. The
+//! release binary runs as a child, so the numbers are the command's own: wall time around the
+//! child, peak RSS from the kernel's accounting of waited-for children.
+//!
+//! `cargo bench --bench series_check`
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::process::Command;
+use std::time::Instant;
+
+use inferlint::series::Series;
+
+const SAMPLES: usize = 345_600;
+const INTERVAL_S: f64 = 0.25;
+const RUNS: usize = 5;
+const WALL_TARGET_S: f64 = 0.5;
+const RSS_TARGET_MIB: f64 = 64.0;
+
+fn main() {
+    let Some(rec) = inferlint::testkit::evidence("vllm-0.28/live/run.series.jsonl") else {
+        return;
+    };
+    let snap = inferlint::testkit::evidence("vllm-0.28/live/after.snapshot.json")
+        .expect("the live run's snapshot");
+    let recorded = Series::load(&rec).expect("the recorded series reads");
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("day.series.jsonl");
+    let bytes = write_day(&recorded, &path);
+    println!(
+        "series_check: {SAMPLES} samples ({:.1} MB) generated from {} recorded ones",
+        bytes as f64 / 1e6,
+        recorded.samples.len()
+    );
+
+    let exe = env!("CARGO_BIN_EXE_inferlint");
+    let mut walls = Vec::new();
+    for _ in 0..RUNS {
+        let start = Instant::now();
+        let out = Command::new(exe)
+            .arg("series")
+            .arg(&path)
+            .arg("--snapshot")
+            .arg(&snap)
+            .args(["--requested", "32", "--engine", "vllm"])
+            .output()
+            .expect("the binary runs");
+        walls.push(start.elapsed().as_secs_f64());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.starts_with("[T14] PASS  gauge denominator is 42"),
+            "{stdout}"
+        );
+    }
+    walls.sort_by(f64::total_cmp);
+    let rss_mib = children_max_rss_kib() as f64 / 1024.0;
+    println!(
+        "series_check: wall min {:.3} s, median {:.3} s, max {:.3} s over {RUNS} runs (target ≤ {WALL_TARGET_S} s)",
+        walls[0],
+        walls[RUNS / 2],
+        walls[RUNS - 1]
+    );
+    println!("series_check: peak RSS {rss_mib:.1} MiB (target ≤ {RSS_TARGET_MIB} MiB)");
+    let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
+    println!(
+        "series_check: wall target {}, RSS target {}",
+        verdict(walls[RUNS / 2] <= WALL_TARGET_S),
+        verdict(rss_mib <= RSS_TARGET_MIB)
+    );
+}
+
+/// Writes the header and `SAMPLES` rows: the recorded rows in a loop, clocks shifted by the
+/// interval, counters continued across loops so they never go down. Returns the bytes written.
+fn write_day(recorded: &Series, path: &std::path::Path) -> usize {
+    let rows = &recorded.samples;
+    assert!(!rows.is_empty());
+    let first = &rows[0];
+    let last = &rows[rows.len() - 1];
+    let gain = |f: fn(&inferlint::series::SeriesSample) -> Option<f64>| {
+        f(last).unwrap_or(0.0) - f(first).unwrap_or(0.0)
+    };
+    let gains = [
+        gain(|s| s.preemptions),
+        gain(|s| s.generation_tokens),
+        gain(|s| s.prompt_tokens),
+    ];
+    let t0 = first.t_wall;
+    let m0 = first.t_mono_ns.unwrap_or(0);
+    let mut text = String::with_capacity(SAMPLES * 200);
+    text.push_str(
+        "{\"schema\": \"inferlint.series/1\", \"url\": \"http://127.0.0.1:8000\", \"interval_s\": 0.25, \"engine\": \"vllm\"}\n",
+    );
+    let num = |x: Option<f64>| x.map_or("null".to_string(), |v| format!("{v:?}"));
+    for i in 0..SAMPLES {
+        let s = &rows[i % rows.len()];
+        let lap = (i / rows.len()) as f64;
+        let counter = |v: Option<f64>, k: usize| num(v.map(|v| v + lap * gains[k]));
+        let _ = writeln!(
+            text,
+            "{{\"t_wall\": {:.6}, \"t_mono_ns\": {}, \"running\": {}, \"waiting\": {}, \"kv_usage\": {}, \"preemptions\": {}, \"generation_tokens\": {}, \"prompt_tokens\": {}}}",
+            t0 + i as f64 * INTERVAL_S,
+            m0 + i as i64 * 250_000_000,
+            num(s.running),
+            num(s.waiting),
+            num(s.kv_usage),
+            counter(s.preemptions, 0),
+            counter(s.generation_tokens, 1),
+            counter(s.prompt_tokens, 2),
+        );
+    }
+    let mut f = std::fs::File::create(path).expect("the temporary file");
+    f.write_all(text.as_bytes()).expect("written");
+    text.len()
+}
+
+/// The largest peak resident set of the children waited for so far, in KiB.
+fn children_max_rss_kib() -> i64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    assert_eq!(rc, 0, "getrusage");
+    usage.ru_maxrss
+}

@@ -1,0 +1,896 @@
+//! The run's steps in order (spec §4), each printing its lines through the [`Sink`]. A finding
+//! never stops the sequence; a problem (no server, a failed boot, a wrong engine) skips to the
+//! stop, and the run folder is written whatever happened.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::bench::BenchResult;
+use crate::bootlog::BootFacts;
+use crate::checks::t10;
+use crate::engine::{detect_from_argv, Engine};
+use crate::report::{self, BootLog, Report};
+use crate::result::{CheckResult, Status, Tripwire};
+use crate::series::Series;
+use crate::snapshot::{Scraper, Snapshot, SCRAPE_TIMEOUT};
+
+use super::drive::{run_load, LoadSpec, Recorder};
+use super::folder::{self, RunRecord};
+use super::interrupt::{Interrupt, Level};
+use super::live::Sink;
+use super::load::{self, LoadTool, ResultLocation};
+use super::proc::{graces_within, this_shepherd, Lines, Proc, ProcOptions};
+use inferlint_supervisor::{ShepherdProgram, StopMode, TeardownReport};
+use super::redact::{self, Secrets};
+use super::server::{self, LogEvent, Readiness};
+use super::{gate, GpuCheck, Outcome, RunInputs, Timings};
+
+/// The server the run started.
+struct Started {
+    proc: Proc,
+    events: tokio::sync::mpsc::UnboundedReceiver<LogEvent>,
+    log_task: tokio::task::JoinHandle<()>,
+}
+
+/// The server shepherd's own teardown report, written only if it had to act alone (inferlint
+/// was killed).
+pub const SERVER_TEARDOWN: &str = "server.teardown.json";
+
+/// The run's state as the steps fill it in.
+struct Run {
+    inputs: RunInputs,
+    sink: Arc<dyn Sink>,
+    interrupt: Interrupt,
+    out: PathBuf,
+    url: String,
+    serve_argv: Option<Vec<String>>,
+    secrets: Secrets,
+    api_key: Option<String>,
+    record: RunRecord,
+    results: Vec<CheckResult>,
+    /// Results only the live run can produce, handed to the report (T2, T7, T15).
+    extra: Vec<CheckResult>,
+    problem: Option<String>,
+    /// Whether a report may be written (not when no server answered at all).
+    no_report: bool,
+    engine: Option<Engine>,
+    server: Option<Started>,
+    scraper: Arc<Scraper>,
+    facts: Option<BootFacts>,
+    boot_text: Option<String>,
+    server_version: Option<String>,
+    before: Option<Snapshot>,
+    after: Option<Snapshot>,
+    series: Option<Series>,
+    bench: Option<BenchResult>,
+    bench_path: Option<PathBuf>,
+    requested: Option<u64>,
+    untimed: u64,
+    load_exit: Option<i32>,
+    timings: Timings,
+    t0: Instant,
+}
+
+/// Runs the whole sequence and returns its outcome; the run folder is complete when it returns.
+pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -> Outcome {
+    let t0 = Instant::now();
+    let serve_argv = inputs.serve.as_deref().map(|s| shlex::split(s).unwrap_or_default());
+    let named = inputs.engine.as_ref().map(|n| n.engine);
+    let url = match &inputs.url {
+        Some(u) if !u.trim().is_empty() => u.trim().trim_end_matches('/').to_string(),
+        _ => match &serve_argv {
+            Some(argv) => super::url::server_url(argv, named.or_else(|| serve_engine(argv))),
+            None => format!(
+                "http://127.0.0.1:{}",
+                named.unwrap_or(Engine::Vllm).default_port()
+            ),
+        },
+    };
+    let mut secrets = Secrets::default();
+    if let Some(argv) = &serve_argv {
+        secrets.add_argv(argv);
+    }
+    secrets.add_argv(&inputs.load);
+    secrets.add_env(std::env::vars());
+    let api_key = inputs
+        .probe_options
+        .api_key
+        .clone()
+        .or_else(|| {
+            serve_argv
+                .as_deref()
+                .and_then(|a| super::url::flag_value(a, "--api-key"))
+        })
+        .or_else(|| std::env::var("OPENAI_API_KEY").ok())
+        .filter(|k| !k.is_empty());
+    if let Some(k) = &api_key {
+        secrets.add(k);
+    }
+    let mut record = RunRecord::new(&url, inputs.interval.as_secs_f64());
+    record.serve_command = serve_argv
+        .as_deref()
+        .map(|a| redact::redact_command(a, &secrets));
+    record.load_command = Some(redact::redact_command(&inputs.load, &secrets));
+    record.boot_log = inputs
+        .boot_log
+        .as_ref()
+        .map(|p| p.display().to_string());
+    let out = inputs.out.clone();
+    let mut run = Run {
+        sink,
+        interrupt,
+        out,
+        url,
+        serve_argv,
+        secrets,
+        api_key,
+        record,
+        results: Vec::new(),
+        extra: Vec::new(),
+        problem: None,
+        no_report: false,
+        engine: None,
+        server: None,
+        scraper: Arc::new(Scraper::new()),
+        facts: None,
+        boot_text: None,
+        server_version: None,
+        before: None,
+        after: None,
+        series: None,
+        bench: None,
+        bench_path: None,
+        requested: inputs.requested,
+        untimed: 0,
+        load_exit: None,
+        timings: Timings::default(),
+        t0,
+        inputs,
+    };
+    if let Err(e) = std::fs::create_dir_all(&run.out) {
+        run.problem = Some(format!(
+            "cannot create the run folder {}: {e}",
+            run.out.display()
+        ));
+        run.sink.line(&format!("problem: {}", run.problem.as_deref().unwrap_or("")));
+        return run.outcome(None, Vec::new());
+    }
+    run.save_record();
+    run.steps().await;
+    run.stop_server().await;
+    run.finish().await
+}
+
+/// The engine a `--serve` command starts; inferlint's own simulator is a vLLM.
+fn serve_engine(argv: &[String]) -> Option<Engine> {
+    detect_from_argv(argv).or_else(|| {
+        let sim = argv.windows(3).any(|w| {
+            Path::new(&w[0])
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("inferlint"))
+                && w[1] == "sim"
+                && w[2] == "serve"
+        });
+        sim.then_some(Engine::Vllm)
+    })
+}
+
+impl Run {
+    fn line(&self, s: &str) {
+        self.sink.line(s);
+    }
+
+    fn record_result(&mut self, r: CheckResult) {
+        self.line(&r.line());
+        self.results.push(r);
+    }
+
+    fn set_problem(&mut self, p: impl Into<String>) {
+        if self.problem.is_none() {
+            self.problem = Some(p.into());
+        }
+    }
+
+    fn save_record(&self) {
+        if let Err(e) = self.record.save(&self.out) {
+            self.line(&format!("note: cannot write run.json: {e}"));
+        }
+    }
+
+    fn shepherd(&self) -> Result<ShepherdProgram, String> {
+        match &self.inputs.shepherd {
+            Some(s) => Ok(s.clone()),
+            None => this_shepherd().map_err(|e| format!("cannot find inferlint's own program: {e}")),
+        }
+    }
+
+    fn named(&self) -> Option<Engine> {
+        self.inputs.engine.as_ref().map(|n| n.engine)
+    }
+
+    /// The engine to read things as: known, named, from the command, else vLLM.
+    fn engine(&self) -> Engine {
+        self.engine
+            .or(self.named())
+            .or_else(|| self.serve_argv.as_deref().and_then(serve_engine))
+            .unwrap_or(Engine::Vllm)
+    }
+
+    fn interrupted(&mut self) -> bool {
+        if self.interrupt.interrupted() {
+            self.set_problem("interrupted");
+            true
+        } else {
+            false
+        }
+    }
+
+    async fn steps(&mut self) {
+        // 1. The engine.
+        let named = self.named();
+        let from_serve = self.serve_argv.as_deref().and_then(serve_engine);
+        if let (Some(n), Some(s)) = (named, from_serve) {
+            if n != s {
+                self.set_problem(format!(
+                    "the engine named is {}, but the --serve command is {}'s",
+                    n.name(),
+                    s.name()
+                ));
+                return;
+            }
+        }
+        if let Some(n) = named {
+            self.line(&format!("== engine: {}", n.name()));
+            self.engine = Some(n);
+        } else if let Some(s) = from_serve {
+            self.line(&format!("== engine: {} (from the --serve command)", s.name()));
+            self.engine = Some(s);
+        }
+
+        // 2./3. Start the server, or find the running one.
+        if self.serve_argv.is_some() {
+            if !self.start_server().await {
+                self.boot_log_step().await;
+                return;
+            }
+        } else if !crate::probe::healthy(&self.url, Duration::from_secs(10)).await {
+            self.set_problem(format!("no server answers at {}/health", self.url));
+            self.no_report = true;
+            return;
+        }
+
+        // 4. Metrics and engine; 5. the boot log runs before a metrics problem stops the run.
+        let metrics_ok = self.metrics_step().await;
+        self.boot_log_step().await;
+        if !metrics_ok || self.problem.is_some() || self.interrupted() {
+            return;
+        }
+
+        // 6. Probe.
+        if self.inputs.probe {
+            let n = self.inputs.probe_options.concurrency;
+            self.line(&format!("== probe: one request, then {n} at once"));
+            let mut opts = self.inputs.probe_options.clone();
+            opts.api_key = self.api_key.clone();
+            let r = tokio::select! {
+                r = crate::probe::probe(&self.url, &opts) => Some(r),
+                _ = self.interrupt.reached(Level::Graceful) => None,
+            };
+            match r {
+                Some(r) => {
+                    self.extra.push(r.clone());
+                    self.record_result(r);
+                }
+                None => {
+                    self.interrupted();
+                    return;
+                }
+            }
+        }
+        if self.interrupted() {
+            return;
+        }
+
+        // 7. Before snapshot.
+        self.before = self.snapshot_to(folder::BEFORE, "before").await;
+
+        // 8. The load, recorded.
+        self.load_step().await;
+
+        // 10. The boot log again, now that it covers the run (TensorRT-LLM logs pauses there).
+        self.reparse_boot_log();
+
+        // 11. The run checks.
+        self.checks_step();
+    }
+
+    /// Step 2: the GPU gate, then the server under its own group, then the wait for ready.
+    async fn start_server(&mut self) -> bool {
+        if !Path::new("/proc/self").exists() {
+            self.set_problem("--serve needs Linux (or WSL): stopping the server reads /proc");
+            return false;
+        }
+        if self.inputs.gpu_check != GpuCheck::Off {
+            self.line("== is the GPU free?");
+            let (t2, note) = gate::before_start(self.inputs.gate_timeout, self.inputs.gpu_check).await;
+            if let Some(n) = note {
+                self.line(&format!("note: {n}"));
+            }
+            let clear = t2.status == Status::Pass;
+            self.extra.push(t2.clone());
+            self.record_result(t2);
+            if !clear {
+                self.set_problem("the GPU is not free; start no server on it");
+                return false;
+            }
+        }
+        let log_path = self.out.join(folder::BOOT_LOG);
+        self.line(&format!(
+            "== start the server (output in {})",
+            log_path.display()
+        ));
+        let argv = self.serve_argv.clone().unwrap_or_default();
+        if argv.is_empty() {
+            self.set_problem("the --serve command is empty (or its quotes do not balance)");
+            return false;
+        }
+        let shepherd = match self.shepherd() {
+            Ok(s) => s,
+            Err(e) => {
+                self.set_problem(e);
+                return false;
+            }
+        };
+        let opts = ProcOptions {
+            shepherd,
+            raw_output: Some(log_path.clone()),
+            shepherd_report: Some(self.out.join(SERVER_TEARDOWN)),
+            graces: graces_within(self.inputs.stop_grace),
+        };
+        let started = Instant::now();
+        let mut proc = match Proc::spawn(&argv, &opts) {
+            Ok(p) => p,
+            Err(e) => {
+                self.set_problem(format!("cannot start the server ({}): {e}", argv[0]));
+                return false;
+            }
+        };
+        let lines = std::mem::replace(&mut proc.lines, Lines::closed());
+        let (events, log_task) = server::watch_log(lines, Some(self.engine()));
+        self.server = Some(Started {
+            proc,
+            events,
+            log_task,
+        });
+        let s = self.server.as_mut().expect("just set");
+        let readiness = server::wait_ready(
+            &s.proc,
+            &mut s.events,
+            &self.url,
+            self.inputs.ready_timeout,
+            &self.sink,
+            &self.interrupt,
+        )
+        .await;
+        self.timings.boot_s = started.elapsed().as_secs_f64();
+        match readiness {
+            Readiness::Ready { without_line, .. } => {
+                if without_line {
+                    self.line(&format!(
+                        "note: the server answers {}/health but printed no '{}' line",
+                        self.url,
+                        server::READY_MARKER
+                    ));
+                }
+                true
+            }
+            Readiness::Exited(e) => {
+                self.wait_log_end(Duration::from_secs(2)).await;
+                self.set_problem(format!(
+                    "the server exited with code {} before it was ready",
+                    e.code()
+                ));
+                false
+            }
+            Readiness::Failed(summary) => {
+                self.set_problem(format!("the server failed before it was ready: {summary}"));
+                false
+            }
+            Readiness::TimedOut(t) => {
+                self.set_problem(format!(
+                    "the server was not ready after {} s",
+                    crate::fmt::g(t.as_secs_f64())
+                ));
+                false
+            }
+            Readiness::Interrupted => {
+                self.set_problem("interrupted");
+                false
+            }
+        }
+    }
+
+    /// Waits (bounded) for the server's output to close, so its log is complete.
+    async fn wait_log_end(&mut self, limit: Duration) {
+        if let Some(s) = self.server.as_mut() {
+            let _ = tokio::time::timeout(limit, &mut s.log_task).await;
+        }
+    }
+
+    /// Step 4: one scrape to learn the engine from the metric names.
+    async fn metrics_step(&mut self) -> bool {
+        let snap = self.scraper.scrape(&self.url, None, SCRAPE_TIMEOUT).await;
+        let (detected, error) = match &snap {
+            Ok(s) => (s.engine(), None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        let Some(actual) = detected else {
+            let known = self.engine;
+            let fix = match known {
+                Some(e) => e.metrics_hint().to_string(),
+                None => Engine::ALL
+                    .iter()
+                    .map(|e| format!("for {}, {}", e.name(), e.metrics_hint()))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            };
+            let err = error.map(|e| format!(" ({e})")).unwrap_or_default();
+            self.set_problem(format!(
+                "no vLLM, SGLang or TensorRT-LLM metrics at {}{err}: {fix}",
+                self.url
+            ));
+            return false;
+        };
+        if let Some(n) = self.named().filter(|&n| n != actual) {
+            self.set_problem(format!(
+                "the engine named is {}, but the server at {} is {}'s",
+                n.name(),
+                self.url,
+                actual.name()
+            ));
+            return false;
+        }
+        if self.engine.is_none() {
+            self.line(&format!("== engine: {} (from its metrics)", actual.name()));
+        }
+        self.engine = Some(actual);
+        self.record.engine = Some(actual.key().to_string());
+        true
+    }
+
+    /// The boot log's path: the run's own, or the one given in attach mode.
+    fn boot_log_path(&self) -> Option<PathBuf> {
+        if self.serve_argv.is_some() {
+            let p = self.out.join(folder::BOOT_LOG);
+            p.exists().then_some(p)
+        } else {
+            self.inputs.boot_log.clone()
+        }
+    }
+
+    fn read_boot_log(&self) -> Option<Result<String, String>> {
+        let path = self.boot_log_path()?;
+        Some(
+            std::fs::read(&path)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .map_err(|e| format!("cannot read the boot log {}: {e}", path.display())),
+        )
+    }
+
+    /// Step 5: the boot log's engine, facts, version and checks (T12 or T7, T5, T6).
+    async fn boot_log_step(&mut self) {
+        let Some(text) = self.read_boot_log() else {
+            return;
+        };
+        self.line("== boot log");
+        let text = match text {
+            Ok(t) => t,
+            Err(e) => {
+                self.set_problem(e);
+                return;
+            }
+        };
+        let hint = self.engine.or(self.named());
+        let mut facts = crate::bootlog::parse_text(&text, hint);
+        if let (Some(n), Some(actual)) = (self.named(), facts.engine) {
+            if n != actual {
+                self.set_problem(format!(
+                    "the engine named is {}, but the boot log is {}'s",
+                    n.name(),
+                    actual.name()
+                ));
+                return;
+            }
+        }
+        if facts.vllm_version.is_none() && self.server_version.is_none() {
+            let alive = self
+                .server
+                .as_ref()
+                .is_none_or(|s| s.proc.exited().is_none());
+            if alive {
+                self.server_version =
+                    server::server_version(&self.url, self.api_key.as_deref()).await;
+            }
+        }
+        if let Some(v) = &self.server_version {
+            facts.server_version = Some(v.clone());
+            if facts.version.is_none() {
+                facts.version = Some(v.clone());
+            }
+        }
+        if let Some(note) = crate::bootlog::untested_version_note(&facts) {
+            let note = note.strip_prefix("note: ").unwrap_or(&note).to_string();
+            self.line(&format!("note: {note}"));
+        }
+        self.record.engine_version = facts.version.clone();
+        let label = folder::BOOT_LOG.to_string();
+        let checks = report::boot_checks(
+            &[BootLog {
+                label: label.clone(),
+                text: text.clone(),
+            }],
+            &[(label, facts.clone())],
+        );
+        for r in checks {
+            if r.tripwire == Tripwire::T7 {
+                self.extra.push(r.clone());
+            }
+            self.record_result(r);
+        }
+        self.facts = Some(facts);
+        self.boot_text = Some(text);
+    }
+
+    /// Step 10: the boot log read again after the load, keeping the server's version.
+    fn reparse_boot_log(&mut self) {
+        let Some(Ok(text)) = self.read_boot_log() else {
+            return;
+        };
+        let mut facts = crate::bootlog::parse_text(&text, Some(self.engine()));
+        if let Some(v) = &self.server_version {
+            facts.server_version = Some(v.clone());
+            if facts.version.is_none() {
+                facts.version = Some(v.clone());
+            }
+        }
+        self.facts = Some(facts);
+        self.boot_text = Some(text);
+    }
+
+    /// Scrapes once into a snapshot file of the run folder.
+    async fn snapshot_to(&mut self, name: &str, what: &str) -> Option<Snapshot> {
+        match self.scraper.scrape(&self.url, None, SCRAPE_TIMEOUT).await {
+            Ok(s) => {
+                if let Err(e) = s.save(&self.out.join(name)) {
+                    self.line(&format!("note: cannot write {name}: {e}"));
+                }
+                Some(s)
+            }
+            Err(e) => {
+                self.line(&format!("note: the {what} snapshot failed: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Steps 8 and 9: the load, the recording, the after snapshot and the result file.
+    async fn load_step(&mut self) {
+        let rewrite = load::rewrite(&self.inputs.load, &self.out);
+        let requested_live = self
+            .requested
+            .or_else(|| load::requested_concurrency(&self.inputs.load));
+        let shown = redact::redact_command(&rewrite.argv, &self.secrets);
+        self.record.load_command_run = Some(shown.clone());
+        self.record.requested = requested_live;
+        self.save_record();
+        self.line(&format!("== load: {shown}"));
+        let engine = self.engine();
+        let mut recorder = Recorder::start(
+            &self.url,
+            &self.out.join(folder::SERIES),
+            self.inputs.interval,
+            Some(engine),
+            self.scraper.clone(),
+        );
+        let shepherd = match self.shepherd() {
+            Ok(s) => s,
+            Err(e) => {
+                self.set_problem(e);
+                return;
+            }
+        };
+        let server_exit = self.server.as_ref().map(|s| s.proc.exit_watch());
+        let server_events = self.server.as_mut().map(|s| &mut s.events);
+        let outcome = run_load(
+            LoadSpec {
+                argv: &rewrite.argv,
+                out: &self.out,
+                engine,
+                requested: requested_live,
+                sink: self.sink.clone(),
+                interrupt: &self.interrupt,
+                secrets: &self.secrets,
+                shepherd,
+                server_exit,
+                server_events,
+            },
+            &mut recorder,
+        )
+        .await;
+        self.sink.clear_status();
+        self.timings.load_s = outcome.seconds;
+        // Whatever happened to the load: the after snapshot, then the recorder's end.
+        self.after = self.snapshot_to(folder::AFTER, "after").await;
+        if let Err(e) = recorder.stop().await {
+            self.line(&format!("note: {e}"));
+        }
+        self.series = Series::load(&self.out.join(folder::SERIES)).ok();
+        if let Some(e) = outcome.start_error {
+            self.set_problem(e);
+        }
+        if let Some(exit) = outcome.exit {
+            self.load_exit = Some(exit.code());
+            if !exit.success() {
+                self.line(&format!(
+                    "the load command exited with code {}",
+                    exit.code()
+                ));
+            }
+        }
+        self.record.load_exit_code = self.load_exit;
+        if let Some(e) = outcome.server_died {
+            self.set_problem(format!(
+                "the server exited with code {} during the load",
+                e.code()
+            ));
+        }
+        // 9. The result file.
+        let path = self
+            .inputs
+            .bench_result
+            .clone()
+            .or_else(|| load::find_result(&rewrite.result, outcome.started));
+        if let Some(path) = path {
+            match read_result(&path, rewrite.tool, &rewrite.result) {
+                Ok(r) => {
+                    self.bench = Some(r);
+                    self.bench_path = Some(path.clone());
+                    self.record.result_file = Some(path.display().to_string());
+                }
+                Err(e) => self.line(&format!("note: cannot read the load's result: {e}")),
+            }
+        } else if rewrite.result != ResultLocation::None {
+            self.line("note: the load left no result file; T15 needs one (--bench-result)");
+        }
+        self.requested = requested_live.or_else(|| {
+            self.bench
+                .as_ref()
+                .and_then(|b| b.max_concurrency)
+                .filter(|c| *c >= 1.0 && c.fract() == 0.0)
+                .map(|c| c as u64)
+        });
+        self.record.requested = self.requested;
+        // Untimed requests are known only for the engines' own clients.
+        if rewrite.tool.and_then(LoadTool::engine).is_some() {
+            let text = std::fs::read(self.out.join(folder::LOAD_LOG))
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            self.untimed = crate::bench::untimed_requests(&text);
+        }
+    }
+
+    /// Step 11: T1, T10 (with the integer-second comparison), T14 or N/A, T9, T8, T15.
+    fn checks_step(&mut self) {
+        self.line("== checks");
+        let results = report::run_checks(
+            self.before.as_ref(),
+            self.after.as_ref(),
+            self.series.as_ref(),
+            self.facts.as_ref(),
+            self.requested,
+            self.bench.as_ref(),
+            self.untimed,
+            self.engine(),
+        );
+        for r in results {
+            let r = if r.tripwire == Tripwire::T10 {
+                t10::with_integer_second_comparison(&r)
+            } else {
+                r
+            };
+            if r.tripwire == Tripwire::T15 {
+                self.extra.push(r.clone());
+            }
+            self.record_result(r);
+        }
+    }
+
+    /// Step 12: stop the server the run started (the staged teardown of its whole tree:
+    /// SIGTERM, grace, SIGKILL), then the full teardown of any server left and its T2.
+    async fn stop_server(&mut self) {
+        let Some(server) = self.server.as_mut() else {
+            return;
+        };
+        self.sink.clear_status();
+        self.sink.line("== stop the server");
+        let mode = if self.interrupt.level() >= Level::Force {
+            StopMode::Force
+        } else {
+            StopMode::Graceful
+        };
+        server.proc.stop(mode);
+        let report: TeardownReport = tokio::select! {
+            r = server.proc.done() => r,
+            // A second Ctrl-C during the stop forces it.
+            _ = self.interrupt.reached(Level::Force), if mode == StopMode::Graceful => {
+                server.proc.stop(StopMode::Force);
+                server.proc.done().await
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(2), &mut server.log_task).await;
+        for l in report.leftover_lines() {
+            self.sink.line(&l);
+        }
+        let t2 = gate::after_stop(self.inputs.teardown_timeout, &report, self.engine()).await;
+        self.extra.push(t2.clone());
+        self.record_result(t2);
+    }
+
+    /// Steps 13 and 14: the problem line, the report, `results.json`, `run.json`, JUnit.
+    async fn finish(mut self) -> Outcome {
+        self.sink.clear_status();
+        if self.interrupt.interrupted() {
+            self.set_problem("interrupted");
+        }
+        if let Some(p) = &self.problem {
+            self.line(&format!("problem: {p}"));
+        }
+        // In attach mode the server's log is copied in, so the folder holds the whole run.
+        if self.serve_argv.is_none() {
+            if let (Some(text), Some(src)) = (&self.boot_text, &self.inputs.boot_log) {
+                let dst = self.out.join(folder::BOOT_LOG);
+                let same = std::fs::canonicalize(src).ok() == std::fs::canonicalize(&dst).ok();
+                if !same {
+                    let _ = folder::write_atomic(&dst, self.secrets.scrub(text).as_bytes());
+                }
+            }
+        }
+        let mut report_path = None;
+        let mut insights = Vec::new();
+        let can_report = !self.no_report
+            && (self.boot_text.is_some() || (self.before.is_some() && self.after.is_some()));
+        if can_report {
+            let report = Report::build(self.report_inputs());
+            insights = report.insights().iter().map(|i| i.line()).collect::<Vec<_>>();
+            if !insights.is_empty() {
+                self.line("== what limited this run");
+                for i in &insights {
+                    self.line(&format!("- {i}"));
+                }
+            }
+            let path = self.out.join(folder::REPORT);
+            match report.write(&path) {
+                Ok(()) => report_path = Some(path),
+                Err(e) => self.line(&format!("note: cannot write the report: {e}")),
+            }
+        }
+        if let Err(e) = folder::write_results(&self.out, &self.results) {
+            self.line(&format!("note: cannot write results.json: {e}"));
+        }
+        let total = self.t0.elapsed().as_secs_f64();
+        if let Some(junit) = &self.inputs.junit {
+            if let Err(e) = folder::write_junit(junit, &self.results, "inferlint run", total) {
+                self.line(&format!("note: cannot write {}: {e}", junit.display()));
+            }
+        }
+        self.timings.total_s = total;
+        let outcome = self.outcome(report_path, insights);
+        self.record.ended_at = Some(folder::now_rfc3339());
+        self.record.state = "finished";
+        self.record.exit_code = Some(outcome.exit_code(false));
+        self.record.exit_reason = Some(match (&outcome.problem, outcome.load_exit) {
+            _ if outcome.interrupted => "interrupted".to_string(),
+            (Some(p), _) => format!("problem: {p}"),
+            (None, Some(c)) if c != 0 => format!("the load command exited with code {c}"),
+            _ => "completed".to_string(),
+        });
+        self.record.report = outcome.report.as_ref().map(|p| p.display().to_string());
+        if self.record.engine.is_none() {
+            self.record.engine = self.engine.map(|e| e.key().to_string());
+        }
+        self.save_record();
+        if let Err(e) = self.secrets.scrub_folder(&self.out) {
+            self.line(&format!("note: cannot check the run folder for secrets: {e}"));
+        }
+        outcome
+    }
+
+    fn report_inputs(&self) -> report::Inputs {
+        let mut sources = Vec::new();
+        if self.boot_text.is_some() {
+            sources.push(folder::BOOT_LOG.to_string());
+        }
+        if self.before.is_some() {
+            sources.push(folder::BEFORE.to_string());
+        }
+        if self.after.is_some() {
+            sources.push(folder::AFTER.to_string());
+        }
+        if self.series.is_some() {
+            sources.push(folder::SERIES.to_string());
+        }
+        if let Some(p) = &self.bench_path {
+            sources.push(
+                p.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
+        }
+        report::Inputs {
+            boot_logs: self
+                .boot_text
+                .as_ref()
+                .map(|t| {
+                    vec![BootLog {
+                        label: folder::BOOT_LOG.to_string(),
+                        text: self.secrets.scrub(t),
+                    }]
+                })
+                .unwrap_or_default(),
+            before: self.before.clone(),
+            after: self.after.clone(),
+            series: self.series.clone(),
+            bench: self.bench.clone(),
+            requested: self.requested,
+            title: self.inputs.title.clone(),
+            sources,
+            extra_results: self.extra.clone(),
+            server_version: self.server_version.clone(),
+            engine: Some(self.engine()),
+            untimed_requests: self.untimed,
+            run_folder: Some(self.out.display().to_string()),
+            generated_at: None,
+        }
+    }
+
+    fn outcome(&self, report: Option<PathBuf>, insights: Vec<String>) -> Outcome {
+        Outcome {
+            results: self.results.clone(),
+            load_exit: self.load_exit,
+            report,
+            problem: self.problem.clone(),
+            interrupted: self.interrupt.interrupted(),
+            insights,
+            out: self.out.clone(),
+            timings: self.timings,
+        }
+    }
+}
+
+/// Reads the load's result file in its tool's format.
+fn read_result(
+    path: &Path,
+    tool: Option<LoadTool>,
+    location: &ResultLocation,
+) -> Result<BenchResult, String> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let aiperf = tool == Some(LoadTool::Aiperf)
+        || matches!(location, ResultLocation::AiperfIn(_))
+        || name == "profile_export_aiperf.json";
+    let guidellm = tool == Some(LoadTool::Guidellm) || name == "benchmarks.json";
+    if aiperf {
+        return super::foreign::load_aiperf(path).map_err(|e| e.to_string());
+    }
+    if guidellm {
+        if let Ok(r) = super::foreign::load_guidellm(path) {
+            return Ok(r);
+        }
+    }
+    crate::bench::load(path).map_err(|e| e.to_string())
+}

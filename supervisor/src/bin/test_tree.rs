@@ -1,0 +1,278 @@
+//! Test-only: a fake server process tree with a chosen shape, for the fault matrix.
+//!
+//! `inferlint-test-tree --shape SHAPE --record FILE [--signals FILE]` starts as the leader and
+//! builds the tree by re-executing itself with `--role`. Every process appends
+//! `pid starttime role` to the record file; every signal received is appended to the signals
+//! file as `pid role SIGNAME`. The leader prints `ready` once the whole tree is recorded.
+//!
+//! Shapes:
+//! * `cooperative` — leader → worker → helper; SIGTERM is passed down and waited for.
+//! * `ignore-term` — the same tree; everyone ignores SIGTERM, SIGINT and SIGHUP.
+//! * `setsid` — leader → escapee in its own session; the leader exits on SIGTERM without it.
+//! * `double-fork` — leader → daemonizer → daemon (setsid; daemonizer exits at once).
+//! * `renamed` — leader → `VLLM::EngineCore` → `VLLM::Worker_TP0`, `VLLM::Worker_TP1`; the
+//!   leader exits on SIGTERM without stopping its engine, which outlives it (vLLM#55510).
+//! * `cleared-env` — leader → intermediate started with an empty environment and no output
+//!   pipes → ghost (setsid, double fork): no marker, no group, no session tie.
+
+use std::ffi::CString;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+struct Opts {
+    shape: String,
+    role: String,
+    record: PathBuf,
+    signals: Option<PathBuf>,
+    chatter_ms: u64,
+}
+
+fn parse() -> Opts {
+    let mut o = Opts {
+        shape: "cooperative".into(),
+        role: "leader".into(),
+        record: PathBuf::from("/dev/null"),
+        signals: None,
+        chatter_ms: 0,
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < args.len() {
+        let v = args.get(i + 1).cloned().unwrap_or_default();
+        match args[i].as_str() {
+            "--shape" => o.shape = v,
+            "--role" => o.role = v,
+            "--record" => o.record = v.into(),
+            "--signals" => o.signals = Some(v.into()),
+            "--chatter-ms" => o.chatter_ms = v.parse().unwrap_or(0),
+            _ => {}
+        }
+        i += 2;
+    }
+    o
+}
+
+fn append(path: &PathBuf, line: &str) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = f.write_all(format!("{line}\n").as_bytes());
+    }
+}
+
+fn starttime() -> u64 {
+    inferlint_supervisor::ProcScanner::system()
+        .id_of(std::process::id() as i32)
+        .map(|i| i.starttime)
+        .unwrap_or(0)
+}
+
+fn child(o: &Opts, role: &str, argv0: Option<&str>) -> Command {
+    let mut c = Command::new("/proc/self/exe");
+    if let Some(a) = argv0 {
+        c.arg0(a);
+    }
+    c.args(["--shape", &o.shape, "--role", role, "--record"])
+        .arg(&o.record);
+    if let Some(s) = &o.signals {
+        c.arg("--signals").arg(s);
+    }
+    c
+}
+
+fn expected(shape: &str) -> usize {
+    match shape {
+        "setsid" => 2,
+        "renamed" => 4,
+        _ => 3,
+    }
+}
+
+fn wait_recorded(o: &Opts, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let count = std::fs::read_to_string(&o.record)
+            .map(|t| t.lines().count())
+            .unwrap_or(0);
+        if count >= n {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// Forks; the child becomes a session leader and re-executes this program with `role`.
+fn fork_setsid_exec(o: &Opts, role: &str) {
+    let exe = CString::new("/proc/self/exe").unwrap();
+    let mut args: Vec<CString> = vec![
+        CString::new("inferlint-test-tree").unwrap(),
+        CString::new("--shape").unwrap(),
+        CString::new(o.shape.clone()).unwrap(),
+        CString::new("--role").unwrap(),
+        CString::new(role).unwrap(),
+        CString::new("--record").unwrap(),
+        CString::new(o.record.to_string_lossy().as_bytes()).unwrap(),
+    ];
+    if let Some(s) = &o.signals {
+        args.push(CString::new("--signals").unwrap());
+        args.push(CString::new(s.to_string_lossy().as_bytes()).unwrap());
+    }
+    let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    ptrs.push(std::ptr::null());
+    // SAFETY: this process is single-threaded; the child only calls setsid and execv.
+    unsafe {
+        let pid = libc::fork();
+        if pid == 0 {
+            libc::setsid();
+            libc::execv(exe.as_ptr(), ptrs.as_ptr());
+            libc::_exit(127);
+        }
+    }
+}
+
+fn main() {
+    let o = parse();
+    let ignores = o.shape == "ignore-term";
+    if o.role == "engine" {
+        inferlint_supervisor::sys::set_thread_name("VLLM::EngineCore");
+    } else if o.role.starts_with("tp") {
+        inferlint_supervisor::sys::set_thread_name(&format!(
+            "VLLM::Worker_TP{}",
+            &o.role[2..]
+        ));
+    }
+    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT]).expect("signals");
+    append(
+        &o.record,
+        &format!("{} {} {}", std::process::id(), starttime(), o.role),
+    );
+
+    let mut kids: Vec<std::process::Child> = Vec::new();
+    match (o.shape.as_str(), o.role.as_str()) {
+        ("cooperative" | "ignore-term", "leader") => {
+            kids.push(child(&o, "worker", None).spawn().expect("spawn"))
+        }
+        ("cooperative" | "ignore-term", "worker") => {
+            kids.push(child(&o, "helper", None).spawn().expect("spawn"))
+        }
+        ("setsid", "leader") => {
+            let mut c = child(&o, "escapee", None);
+            // SAFETY: setsid between fork and exec.
+            unsafe {
+                c.pre_exec(|| {
+                    libc::setsid();
+                    Ok(())
+                });
+            }
+            kids.push(c.spawn().expect("spawn"));
+        }
+        ("double-fork", "leader") => {
+            let mut c = child(&o, "daemonizer", None).spawn().expect("spawn");
+            let _ = c.wait();
+        }
+        ("double-fork", "daemonizer") => {
+            fork_setsid_exec(&o, "daemon");
+            // Exit once the daemon has recorded itself, leaving it an orphan.
+            wait_recorded(&o, 3);
+            return;
+        }
+        ("renamed", "leader") => kids.push(
+            child(&o, "engine", Some("VLLM::EngineCore"))
+                .spawn()
+                .expect("spawn"),
+        ),
+        ("renamed", "engine") => {
+            for i in 0..2 {
+                let role = format!("tp{i}");
+                let name = format!("VLLM::Worker_TP{i}");
+                kids.push(child(&o, &role, Some(&name)).spawn().expect("spawn"));
+            }
+        }
+        ("cleared-env", "leader") => {
+            let mut c = child(&o, "intermediate", None)
+                .env_clear()
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn");
+            let _ = c.wait();
+        }
+        ("cleared-env", "intermediate") => {
+            fork_setsid_exec(&o, "ghost");
+            wait_recorded(&o, 3);
+            return;
+        }
+        _ => {}
+    }
+
+    if o.role == "leader" {
+        wait_recorded(&o, expected(&o.shape));
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "ready pid={}", std::process::id());
+        let _ = out.flush();
+    }
+
+    let chatter = (o.role == "leader" && o.chatter_ms > 0).then(|| Duration::from_millis(o.chatter_ms));
+    loop {
+        let sig = match chatter {
+            Some(d) => {
+                let got = signals.pending().next();
+                if got.is_none() {
+                    let _ = writeln!(std::io::stdout(), "tick");
+                    std::thread::sleep(d);
+                    continue;
+                }
+                got.unwrap()
+            }
+            None => match signals.forever().next() {
+                Some(s) => s,
+                None => return,
+            },
+        };
+        if let Some(path) = &o.signals {
+            append(
+                path,
+                &format!(
+                    "{} {} {}",
+                    std::process::id(),
+                    o.role,
+                    inferlint_supervisor::sys::signal_name(sig)
+                ),
+            );
+        }
+        if ignores {
+            continue;
+        }
+        if sig != SIGTERM && sig != SIGINT && sig != SIGHUP {
+            continue;
+        }
+        let passes_down = matches!(
+            (o.shape.as_str(), o.role.as_str()),
+            ("cooperative", _) | ("renamed", "engine")
+        );
+        if passes_down {
+            for k in &kids {
+                let _ = inferlint_supervisor::sys::kill(k.id() as i32, SIGTERM);
+            }
+            let deadline = Instant::now() + Duration::from_secs(2);
+            for k in &mut kids {
+                while Instant::now() < deadline {
+                    if let Ok(Some(_)) = k.try_wait() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
+        std::process::exit(0);
+    }
+}

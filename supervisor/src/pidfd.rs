@@ -1,0 +1,130 @@
+//! Race-free handles on processes: a pidfd when the kernel has them (5.3+), else the
+//! `(pid, start time)` identity re-checked before every signal.
+//!
+//! A pidfd never refers to a recycled pid. It must be opened while the pid is still the right
+//! process, so [`Tracked::open`] reads the start time *after* opening and drops the handle when
+//! it does not match what the caller saw.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use crate::procfs::{ProcId, ProcScanner};
+use crate::sys;
+
+/// 0 = not probed, 1 = pidfds work, 2 = unavailable (ENOSYS, or disabled for tests).
+static PIDFD_STATE: AtomicU8 = AtomicU8::new(0);
+
+/// The environment variable that turns pidfds off (tests of the fallback identity).
+pub const NO_PIDFD_ENV: &str = "INFERLINT_NO_PIDFD";
+
+/// Whether this kernel (and configuration) gives pidfds.
+pub fn pidfds_available() -> bool {
+    match PIDFD_STATE.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ => {
+            let off = std::env::var_os(NO_PIDFD_ENV).is_some_and(|v| v != "0" && !v.is_empty());
+            let ok = !off
+                && match sys::pidfd_open(sys::getpid()) {
+                    Ok(_) => true,
+                    Err(e) => e.raw_os_error() != Some(libc::ENOSYS),
+                };
+            PIDFD_STATE.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
+            ok
+        }
+    }
+}
+
+/// A process we may signal: its identity and, when available, a pidfd.
+#[derive(Debug)]
+pub struct Tracked {
+    pub id: ProcId,
+    fd: Option<OwnedFd>,
+}
+
+impl Tracked {
+    /// Opens a handle on `id` if that exact process (same start time) is still there.
+    pub fn open(scan: &ProcScanner, id: ProcId) -> Option<Tracked> {
+        let fd = if pidfds_available() {
+            sys::pidfd_open(id.pid).ok()
+        } else {
+            None
+        };
+        // Verify after opening: if the pid was recycled in between, the start time differs.
+        let now = scan.stat(id.pid)?;
+        if now.starttime != id.starttime {
+            return None;
+        }
+        Some(Tracked { id, fd })
+    }
+
+    /// Opens a handle on whatever process `pid` is now.
+    pub fn open_pid(scan: &ProcScanner, pid: i32) -> Option<Tracked> {
+        let id = scan.id_of(pid)?;
+        Self::open(scan, id)
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.id.pid
+    }
+
+    pub fn has_pidfd(&self) -> bool {
+        self.fd.is_some()
+    }
+
+    /// Sends `sig`. Returns false when the process is gone (or was never ours to signal).
+    pub fn signal(&self, scan: &ProcScanner, sig: i32) -> bool {
+        match &self.fd {
+            Some(fd) => sys::pidfd_send_signal(fd, sig).is_ok(),
+            None => {
+                // Fallback identity: re-check the start time right before the kill.
+                if scan.stat(self.id.pid).map(|s| s.starttime) != Some(self.id.starttime) {
+                    return false;
+                }
+                sys::kill(self.id.pid, sig).is_ok()
+            }
+        }
+    }
+
+    /// Whether the process still runs (a zombie has exited: it holds nothing but its pid).
+    pub fn is_alive(&self, scan: &ProcScanner) -> bool {
+        if let Some(fd) = &self.fd {
+            // A pidfd polls readable once the process has exited (zombie or reaped).
+            if sys::poll_readable(&[fd.as_raw_fd()], Some(std::time::Duration::ZERO))[0] {
+                return false;
+            }
+        }
+        scan.is_alive(self.id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracks_and_signals_a_child() {
+        let scan = ProcScanner::system();
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let t = Tracked::open_pid(&scan, child.id() as i32).unwrap();
+        assert!(t.is_alive(&scan));
+        assert!(t.signal(&scan, libc::SIGKILL));
+        child.wait().unwrap();
+        assert!(!t.is_alive(&scan));
+        assert!(!t.signal(&scan, libc::SIGKILL));
+    }
+
+    #[test]
+    fn refuses_a_wrong_start_time() {
+        let scan = ProcScanner::system();
+        let me = scan.id_of(sys::getpid()).unwrap();
+        let wrong = ProcId {
+            pid: me.pid,
+            starttime: me.starttime + 1,
+        };
+        assert!(Tracked::open(&scan, wrong).is_none());
+    }
+}

@@ -1,0 +1,192 @@
+//! Reconciliation: processes and cgroups of earlier runs whose owners are all dead (the
+//! supervisor and the shepherd were both SIGKILLed, `kill -9 -SID`, OOM of both) are found by
+//! their `INFERLINT_RUN_ID` marker and by cgroup name, and torn down with the same staged
+//! teardown.
+//!
+//! The documented limit: a process that cleared its environment and left the process group
+//! while no cgroup was in use, after both owners died, is reparented to PID 1 with nothing that
+//! ties it to the run. Nothing can find it; only a cgroup (or Slurm's step cgroup) closes that.
+
+use std::collections::BTreeMap;
+
+use crate::cgroup::{self, Cgroup, CGROUP_PREFIX};
+use crate::procfs::{ProcId, ProcInfo, ProcScanner};
+use crate::teardown::{self, Graces, TeardownReport};
+use crate::tree::{Tree, OWNERS_ENV, RUN_ID_ENV};
+use crate::{sys, StopMode};
+
+/// What an earlier run left behind.
+#[derive(Clone, Debug)]
+pub struct StaleRun {
+    pub run_id: String,
+    /// Its owners (all dead).
+    pub owners: Vec<ProcId>,
+    /// Live processes carrying its marker or inside its cgroup.
+    pub processes: Vec<ProcInfo>,
+    pub cgroup: Option<Cgroup>,
+}
+
+/// The owners named in an `INFERLINT_RUN_OWNERS` value.
+pub fn parse_owners(value: &str) -> Vec<ProcId> {
+    value
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
+/// The run id and owners encoded in a cgroup folder name
+/// `inferlint-<run id>.s<shepherd pid>-<shepherd start>`, where a generated run id is
+/// `<supervisor pid>-<supervisor start>-<random>`.
+pub fn parse_cgroup_name(name: &str) -> Option<(String, Vec<ProcId>)> {
+    let rest = name.strip_prefix(CGROUP_PREFIX)?;
+    let (run_id, shep) = rest.rsplit_once(".s")?;
+    let mut owners = Vec::new();
+    let (p, t) = shep.split_once('-')?;
+    owners.push(ProcId {
+        pid: p.parse().ok()?,
+        starttime: t.parse().ok()?,
+    });
+    let parts: Vec<&str> = run_id.splitn(3, '-').collect();
+    if parts.len() == 3 {
+        if let (Ok(pid), Ok(starttime)) = (parts[0].parse(), parts[1].parse()) {
+            owners.push(ProcId { pid, starttime });
+        }
+    }
+    Some((run_id.to_string(), owners))
+}
+
+/// Finds stale runs. `uid`: only processes of that user (None: everyone readable).
+pub fn find_stale(scan: &ProcScanner, uid: Option<u32>) -> Vec<StaleRun> {
+    let me = sys::getpid();
+    let protect = scan.ancestors(me);
+    let alive = |o: &ProcId| scan.is_alive(*o);
+    let mut runs: BTreeMap<String, StaleRun> = BTreeMap::new();
+    let mut live_runs: std::collections::HashSet<String> = Default::default();
+
+    for p in scan.all() {
+        if protect.contains(&p.pid) || p.is_zombie() {
+            continue;
+        }
+        if uid.is_some() && p.uid != uid {
+            continue;
+        }
+        let Some(id) = scan.environ_var(p.pid, RUN_ID_ENV) else {
+            continue;
+        };
+        let owners = scan
+            .environ_var(p.pid, OWNERS_ENV)
+            .map(|v| parse_owners(&v))
+            .unwrap_or_default();
+        if owners.iter().any(alive) {
+            live_runs.insert(id);
+            continue;
+        }
+        let run = runs.entry(id.clone()).or_insert_with(|| StaleRun {
+            run_id: id,
+            owners: owners.clone(),
+            processes: Vec::new(),
+            cgroup: None,
+        });
+        run.processes.push(p);
+    }
+
+    for cg in cgroup::find_ours() {
+        let name = cg
+            .path()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some((run_id, owners)) = parse_cgroup_name(&name) else {
+            continue;
+        };
+        if owners.iter().any(alive) || live_runs.contains(&run_id) {
+            continue;
+        }
+        let pids = cg.procs();
+        if pids.contains(&0) {
+            // Processes outside our pid namespace show as 0: never touch what we cannot see
+            // (nor judge whether its owners live).
+            continue;
+        }
+        let members: Vec<ProcInfo> = pids
+            .into_iter()
+            .filter(|p| !protect.contains(p))
+            .filter_map(|p| scan.read(p))
+            .filter(|p| uid.is_none() || p.uid == uid)
+            .collect();
+        if members.is_empty() && uid.is_some() && cg.populated() == Some(true) {
+            continue; // someone else's processes
+        }
+        let run = runs.entry(run_id.clone()).or_insert_with(|| StaleRun {
+            run_id,
+            owners,
+            processes: Vec::new(),
+            cgroup: None,
+        });
+        for m in members {
+            if !run.processes.iter().any(|p| p.pid == m.pid) {
+                run.processes.push(m);
+            }
+        }
+        run.cgroup = Some(cg);
+    }
+    runs.into_values().collect()
+}
+
+/// Tears one stale run down (no leader: group-wide SIGTERM, then SIGKILL).
+pub fn reap(run: &StaleRun, graces: &Graces) -> TeardownReport {
+    let mut tree = Tree::new(ProcScanner::system());
+    tree.run_id = Some(run.run_id.clone());
+    tree.cgroup = run.cgroup.clone();
+    for p in &run.processes {
+        tree.track(p.id());
+    }
+    let mut never = || None;
+    teardown::teardown(&mut tree, StopMode::Graceful, graces, "reap", &mut never)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cgroup_names_carry_the_owners() {
+        let (id, owners) = parse_cgroup_name("inferlint-123-4567-ab12cd34.s130-4570").unwrap();
+        assert_eq!(id, "123-4567-ab12cd34");
+        assert_eq!(
+            owners,
+            vec![
+                ProcId {
+                    pid: 130,
+                    starttime: 4570
+                },
+                ProcId {
+                    pid: 123,
+                    starttime: 4567
+                }
+            ]
+        );
+        let (id, owners) = parse_cgroup_name("inferlint-custom.s9-1").unwrap();
+        assert_eq!(id, "custom");
+        assert_eq!(owners.len(), 1);
+        assert!(parse_cgroup_name("other-1.s2-3").is_none());
+        assert!(parse_cgroup_name("inferlint-x").is_none());
+    }
+
+    #[test]
+    fn owners_parse() {
+        assert_eq!(
+            parse_owners("1:2, 3:4,bad"),
+            vec![
+                ProcId {
+                    pid: 1,
+                    starttime: 2
+                },
+                ProcId {
+                    pid: 3,
+                    starttime: 4
+                }
+            ]
+        );
+    }
+}

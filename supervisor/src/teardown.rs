@@ -1,0 +1,370 @@
+//! The one staged teardown every path uses (supervisor.md §7.3): the supervisor's stop, the
+//! shepherd's stop when the supervisor is gone, the supervisor's fallback when the shepherd is
+//! gone, and reconciliation of earlier runs.
+//!
+//! 1. **polite** — SIGTERM to the leader only, so the server runs its own clean shutdown (vLLM
+//!    stops its engine itself); output keeps draining meanwhile (the pumps run on their own).
+//!    Ends when the tree is empty, when `after_leader` has passed since the leader exited
+//!    (what is left then are orphans), or after `leader`.
+//! 2. **group** — SIGTERM + SIGCONT to the process group and to every member of the census;
+//!    wait `group`.
+//! 3. **force** — `cgroup.kill` (or freeze/kill/thaw), SIGKILL to the group and to every member,
+//!    repeated until a full census finds nothing (bounded by `force`).
+//! 4. **verify** — a last census; whatever is left is reported with pid and command line.
+
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::tree::Tree;
+use crate::{ExitKind, StopMode};
+
+/// Grace times of the staged teardown. The defaults (15 + 5 s, plus at most 2 s of force)
+/// end well inside Slurm's default `KillWait` of 30 s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Graces {
+    /// Stage 1: how long the leader gets to shut its own tree down after SIGTERM.
+    #[serde(with = "ms")]
+    pub leader: Duration,
+    /// Stage 1: once the leader has exited, how long the rest gets to follow by itself.
+    #[serde(with = "ms")]
+    pub after_leader: Duration,
+    /// Stage 2: how long the whole tree gets after the group-wide SIGTERM.
+    #[serde(with = "ms")]
+    pub group: Duration,
+    /// Stage 3: how long SIGKILL rounds are repeated before the rest is reported as left over.
+    #[serde(with = "ms")]
+    pub force: Duration,
+}
+
+impl Default for Graces {
+    fn default() -> Self {
+        Graces {
+            leader: Duration::from_secs(15),
+            after_leader: Duration::from_secs(2),
+            group: Duration::from_secs(5),
+            force: Duration::from_secs(5),
+        }
+    }
+}
+
+impl Graces {
+    /// All stages scaled to fit `budget` (e.g. a site's `KillWait` minus a margin), keeping the
+    /// default proportions.
+    pub fn within(budget: Duration) -> Graces {
+        let d = Graces::default();
+        let total = d.leader + d.group + d.force;
+        let f = budget.as_secs_f64() / total.as_secs_f64();
+        let s = |x: Duration| x.mul_f64(f.min(1.0));
+        Graces {
+            leader: s(d.leader),
+            after_leader: s(d.after_leader),
+            group: s(d.group),
+            force: s(d.force),
+        }
+    }
+
+    /// The longest a teardown can take.
+    pub fn total(&self) -> Duration {
+        self.leader + self.group + self.force
+    }
+}
+
+mod ms {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis() as u64)
+    }
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+/// The stages, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    Polite,
+    Group,
+    Force,
+    Verify,
+}
+
+/// What one stage did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageRecord {
+    pub stage: Stage,
+    /// Milliseconds from the start of the teardown.
+    pub at_ms: u64,
+    /// Pids signalled in this stage (group-wide signals are not expanded).
+    pub signalled: Vec<i32>,
+}
+
+/// A process that survived the teardown.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Leftover {
+    pub pid: i32,
+    pub cmdline: String,
+    /// GPU memory it holds, when a GPU reader attributed some to it.
+    pub gpu_mib: Option<u64>,
+}
+
+/// The outcome of a teardown.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TeardownReport {
+    /// Who ran it: `shepherd`, `shepherd (supervisor gone)`, `supervisor (shepherd gone)`, `reap`.
+    pub actor: String,
+    pub requested: StopMode,
+    /// A force request arrived while a graceful teardown was running.
+    pub escalated: bool,
+    /// `cgroup PATH` or `process group N`.
+    pub backend: String,
+    pub stages: Vec<StageRecord>,
+    /// Every pid signalled, ascending.
+    pub signalled: Vec<i32>,
+    pub leftovers: Vec<Leftover>,
+    pub elapsed_ms: u64,
+    /// Whether the run's cgroup was removed (None without a cgroup).
+    pub cgroup_removed: Option<bool>,
+    /// How the leader ended, when we were its parent.
+    pub leader_exit: Option<ExitKind>,
+    /// Whether the output pipes reached end of file (filled in by the supervisor side; a pipe
+    /// still open means some process outside the census holds it).
+    pub pipes_at_eof: Option<bool>,
+}
+
+/// The exit status a program gives when a teardown left processes behind (distinct from the
+/// verdict statuses 0/1/2 and from 130).
+pub const LEFTOVER_EXIT_STATUS: i32 = 3;
+
+impl TeardownReport {
+    /// Nothing left and (when known) the pipes closed.
+    pub fn is_clean(&self) -> bool {
+        self.leftovers.is_empty() && self.pipes_at_eof != Some(false)
+    }
+
+    /// One line per leftover: `left over: pid=N  CMD  (G MiB of GPU memory)`.
+    pub fn leftover_lines(&self) -> Vec<String> {
+        self.leftovers
+            .iter()
+            .map(|l| {
+                let gpu = l
+                    .gpu_mib
+                    .map(|m| format!("  ({m} MiB of GPU memory)"))
+                    .unwrap_or_default();
+                let cmd: String = l.cmdline.chars().take(100).collect();
+                format!("left over: pid={:<8} {cmd}{gpu}", l.pid)
+            })
+            .collect()
+    }
+
+    /// Fills in GPU memory per leftover from a pid → MiB lookup.
+    pub fn annotate_gpu(&mut self, mib_of: impl Fn(i32) -> Option<u64>) {
+        for l in &mut self.leftovers {
+            if l.gpu_mib.is_none() {
+                l.gpu_mib = mib_of(l.pid);
+            }
+        }
+    }
+}
+
+/// Asked between polls: Some(Force) escalates a graceful teardown.
+pub type Interrupt<'a> = &'a mut dyn FnMut() -> Option<StopMode>;
+
+/// Runs the staged teardown on `tree`.
+pub fn teardown(
+    tree: &mut Tree,
+    mode: StopMode,
+    graces: &Graces,
+    actor: &str,
+    interrupt: Interrupt<'_>,
+) -> TeardownReport {
+    let t0 = Instant::now();
+    let ms = |t0: Instant| t0.elapsed().as_millis() as u64;
+    let mut stages = Vec::new();
+    let mut signalled: Vec<i32> = Vec::new();
+    let mut escalated = false;
+    let backend = match (&tree.cgroup, tree.pgid) {
+        (Some(c), _) => format!("cgroup {}", c.path().display()),
+        (None, Some(g)) => format!("process group {g}"),
+        (None, None) => "marker scan".to_string(),
+    };
+    let mut forced = mode == StopMode::Force;
+
+    if !forced {
+        // Stage 1: polite.
+        let mut sent = Vec::new();
+        if tree.leader_alive() {
+            if let Some(l) = &tree.leader {
+                if l.signal(&tree.scan, libc::SIGTERM) {
+                    sent.push(l.pid());
+                }
+            }
+        }
+        if !sent.is_empty() {
+            stages.push(StageRecord {
+                stage: crate::teardown::Stage::Polite,
+                at_ms: ms(t0),
+                signalled: sent.clone(),
+            });
+            signalled.extend(&sent);
+            let deadline = Instant::now() + graces.leader;
+            let mut leader_gone_at: Option<Instant> = None;
+            let outcome = wait(tree, deadline, interrupt, |tree, empty| {
+                if empty {
+                    return true;
+                }
+                if leader_gone_at.is_none() && !tree.leader_alive() {
+                    leader_gone_at = Some(Instant::now());
+                }
+                leader_gone_at.is_some_and(|t| t.elapsed() >= graces.after_leader)
+            });
+            if outcome == Waited::Escalated {
+                escalated = true;
+                forced = true;
+            }
+        }
+    }
+
+    if !forced {
+        // Stage 2: group.
+        let members = tree.census();
+        if !members.is_empty() {
+            let mut sent = Vec::new();
+            if let Some(g) = tree.group_signal_safe(&members) {
+                let _ = crate::sys::killpg(g, libc::SIGTERM);
+                let _ = crate::sys::killpg(g, libc::SIGCONT);
+            }
+            if let Some(c) = &tree.cgroup {
+                c.signal_all(libc::SIGTERM);
+            }
+            sent.extend(tree.signal_members(&members, libc::SIGTERM));
+            tree.signal_members(&members, libc::SIGCONT);
+            stages.push(StageRecord {
+                stage: Stage::Group,
+                at_ms: ms(t0),
+                signalled: sent.clone(),
+            });
+            signalled.extend(&sent);
+            let deadline = Instant::now() + graces.group;
+            if wait(tree, deadline, interrupt, |_, empty| empty) == Waited::Escalated {
+                escalated = true;
+            }
+        }
+    }
+
+    // Stage 3: force, repeated until a full census finds nothing.
+    let deadline = Instant::now() + graces.force;
+    let mut record = StageRecord {
+        stage: Stage::Force,
+        at_ms: ms(t0),
+        signalled: Vec::new(),
+    };
+    let mut pause = Duration::from_millis(1);
+    loop {
+        tree.reap_zombies();
+        let members = tree.census();
+        if members.is_empty() {
+            break;
+        }
+        if let Some(c) = &tree.cgroup {
+            let _ = c.kill_all(Duration::from_millis(200));
+        }
+        if let Some(g) = tree.group_signal_safe(&members) {
+            let _ = crate::sys::killpg(g, libc::SIGKILL);
+        }
+        for p in tree.signal_members(&members, libc::SIGKILL) {
+            if !record.signalled.contains(&p) {
+                record.signalled.push(p);
+            }
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+    if !record.signalled.is_empty() {
+        signalled.extend(&record.signalled);
+        stages.push(record);
+    }
+
+    // Stage 4: verify.
+    tree.reap_zombies();
+    let left = tree.census();
+    let leader_exit = tree.reap_leader();
+    stages.push(StageRecord {
+        stage: Stage::Verify,
+        at_ms: ms(t0),
+        signalled: Vec::new(),
+    });
+    let cgroup_removed = tree.cgroup.as_ref().map(|c| {
+        if left.is_empty() {
+            // The kernel may report the last exit a moment after the census sees it.
+            for _ in 0..50 {
+                if c.remove().is_ok() || !c.exists() {
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+        }
+        !c.exists()
+    });
+    signalled.sort_unstable();
+    signalled.dedup();
+    TeardownReport {
+        actor: actor.to_string(),
+        requested: mode,
+        escalated,
+        backend,
+        stages,
+        signalled,
+        leftovers: left
+            .into_iter()
+            .map(|m| Leftover {
+                pid: m.info.pid,
+                cmdline: m.info.cmdline(),
+                gpu_mib: None,
+            })
+            .collect(),
+        elapsed_ms: ms(t0),
+        cgroup_removed,
+        leader_exit,
+        pipes_at_eof: None,
+    }
+}
+
+#[derive(PartialEq, Eq)]
+enum Waited {
+    Done,
+    Deadline,
+    Escalated,
+}
+
+/// Polls the census (fast at first, then every 25 ms) until `done(tree, census_empty)`, the
+/// deadline, or an escalation.
+fn wait(
+    tree: &mut Tree,
+    deadline: Instant,
+    interrupt: Interrupt<'_>,
+    mut done: impl FnMut(&mut Tree, bool) -> bool,
+) -> Waited {
+    let mut pause = Duration::from_millis(1);
+    loop {
+        tree.reap_zombies();
+        let empty = tree.census().is_empty();
+        if done(tree, empty) {
+            return Waited::Done;
+        }
+        if interrupt() == Some(StopMode::Force) {
+            return Waited::Escalated;
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Waited::Deadline;
+        }
+        std::thread::sleep(pause.min(deadline - now));
+        pause = (pause * 2).min(Duration::from_millis(25));
+    }
+}

@@ -1,0 +1,362 @@
+//! Shared by the run, probe and demo tests: small mock inference servers (axum on
+//! 127.0.0.1:0, one per engine) and helpers to run the real binary.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value};
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_inferlint")
+}
+
+/// Runs the binary with a hard time limit (a hung run fails the test instead of hanging CI).
+pub fn inferlint(args: &[&str], envs: &[(&str, &str)], limit: Duration) -> Output {
+    let mut cmd = Command::new(bin());
+    cmd.args(args)
+        .env_remove("INFERLINT_ENGINE")
+        .env("NO_COLOR", "1");
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    run_with_limit(cmd, limit)
+}
+
+/// Runs a command, killing it if it outlives `limit`.
+pub fn run_with_limit(mut cmd: Command, limit: Duration) -> Output {
+    use std::process::Stdio;
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = cmd.spawn().expect("the binary starts");
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let out = child.wait_with_output();
+        let _ = tx.send(());
+        out
+    });
+    if rx.recv_timeout(limit).is_err() {
+        // SAFETY: kill with a pid we started; at worst ESRCH.
+        unsafe {
+            libc::kill(pid as i32, libc::SIGKILL);
+        }
+        let out = waiter.join().unwrap().unwrap();
+        panic!(
+            "timed out after {limit:?}\nstdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    waiter.join().unwrap().expect("the binary ran")
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MockEngine {
+    Vllm,
+    Sglang,
+    Trtllm,
+}
+
+/// How a mock server behaves.
+#[derive(Clone, Debug)]
+pub struct MockConfig {
+    pub engine: MockEngine,
+    pub model: String,
+    /// Dies (stops answering anything) when this completion request arrives (1 = the first).
+    pub die_at: Option<u64>,
+    /// Answers completions with no text and no tokens.
+    pub empty: bool,
+}
+
+impl MockConfig {
+    pub fn new(engine: MockEngine, model: &str) -> MockConfig {
+        MockConfig {
+            engine,
+            model: model.to_string(),
+            die_at: None,
+            empty: false,
+        }
+    }
+}
+
+/// What the mock counted.
+#[derive(Default)]
+pub struct MockState {
+    pub completions: AtomicU64,
+    pub finished: AtomicU64,
+    pub tokens: AtomicU64,
+    pub prompt_tokens: AtomicU64,
+    die: tokio::sync::Notify,
+}
+
+struct App {
+    cfg: MockConfig,
+    state: Arc<MockState>,
+}
+
+/// A mock server on 127.0.0.1, in its own thread and runtime; stopped on drop.
+pub struct Mock {
+    pub url: String,
+    pub state: Arc<MockState>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Mock {
+    pub fn start(cfg: MockConfig) -> Mock {
+        let state = Arc::new(MockState::default());
+        let app = Arc::new(App {
+            cfg,
+            state: state.clone(),
+        });
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let st = state.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            let listener = rt
+                .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+                .unwrap();
+            addr_tx.send(listener.local_addr().unwrap()).unwrap();
+            let router = Router::new()
+                .route("/health", get(|| async { StatusCode::OK }))
+                .route("/v1/models", get(models))
+                .route("/version", get(version))
+                .route("/get_server_info", get(server_info))
+                .route("/metrics", get(metrics))
+                .route("/prometheus/metrics", get(prometheus_metrics))
+                .route("/v1/completions", post(completions))
+                .with_state(app);
+            rt.spawn(async move {
+                let _ = axum::serve(listener, router).await;
+            });
+            rt.block_on(async {
+                tokio::select! {
+                    _ = stop_rx => {}
+                    _ = st.die.notified() => {}
+                }
+            });
+            // Dropping the runtime closes the listener and every open connection: to a client
+            // the server is gone.
+            rt.shutdown_background();
+        });
+        let addr = addr_rx.recv().unwrap();
+        Mock {
+            url: format!("http://{addr}"),
+            state,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    pub fn finished(&self) -> u64 {
+        self.state.finished.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+async fn models(State(app): State<Arc<App>>) -> Json<Value> {
+    Json(json!({"object": "list", "data": [{"id": app.cfg.model, "object": "model"}]}))
+}
+
+/// vLLM and TensorRT-LLM answer `/version`; SGLang answers `/get_server_info`.
+async fn version(State(app): State<Arc<App>>) -> Response {
+    if app.cfg.engine == MockEngine::Sglang {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    Json(json!({"version": "0.0.1"})).into_response()
+}
+
+async fn server_info(State(app): State<Arc<App>>) -> Response {
+    if app.cfg.engine != MockEngine::Sglang {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    Json(json!({"version": "0.0.1", "max_total_num_tokens": 1000})).into_response()
+}
+
+async fn completions(State(app): State<Arc<App>>, Json(body): Json<Value>) -> Response {
+    let n = app.state.completions.fetch_add(1, Ordering::SeqCst) + 1;
+    if app.cfg.die_at.is_some_and(|k| n >= k) {
+        app.state.die.notify_one();
+        std::future::pending::<()>().await;
+    }
+    let max_tokens = body.get("max_tokens").and_then(Value::as_u64).unwrap_or(16);
+    if app.cfg.empty {
+        return Json(json!({
+            "id": "cmpl-0", "object": "text_completion", "model": app.cfg.model,
+            "choices": [{"index": 0, "text": "", "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 8, "completion_tokens": 0, "total_tokens": 8}
+        }))
+        .into_response();
+    }
+    app.state.finished.fetch_add(1, Ordering::SeqCst);
+    app.state.tokens.fetch_add(max_tokens, Ordering::SeqCst);
+    app.state.prompt_tokens.fetch_add(8, Ordering::SeqCst);
+    Json(json!({
+        "id": format!("cmpl-{n}"), "object": "text_completion", "model": app.cfg.model,
+        "choices": [{"index": 0, "text": " sunny".repeat(max_tokens as usize), "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 8, "completion_tokens": max_tokens, "total_tokens": 8 + max_tokens}
+    }))
+    .into_response()
+}
+
+fn prom_text(app: &App) -> String {
+    let f = app.state.finished.load(Ordering::SeqCst) as f64;
+    let t = app.state.tokens.load(Ordering::SeqCst) as f64;
+    let p = app.state.prompt_tokens.load(Ordering::SeqCst) as f64;
+    let m = &app.cfg.model;
+    match app.cfg.engine {
+        MockEngine::Vllm => format!(
+            "# TYPE vllm:num_requests_running gauge\n\
+vllm:num_requests_running{{engine=\"0\",model_name=\"{m}\"}} 0.0\n\
+# TYPE vllm:num_requests_waiting gauge\n\
+vllm:num_requests_waiting{{engine=\"0\",model_name=\"{m}\"}} 0.0\n\
+# TYPE vllm:kv_cache_usage_perc gauge\n\
+vllm:kv_cache_usage_perc{{engine=\"0\",model_name=\"{m}\"}} 0.0\n\
+# TYPE vllm:num_preemptions_total counter\n\
+vllm:num_preemptions_total{{engine=\"0\",model_name=\"{m}\"}} 0.0\n\
+# TYPE vllm:prompt_tokens_total counter\n\
+vllm:prompt_tokens_total{{engine=\"0\",model_name=\"{m}\"}} {p:.1}\n\
+# TYPE vllm:generation_tokens_total counter\n\
+vllm:generation_tokens_total{{engine=\"0\",model_name=\"{m}\"}} {t:.1}\n\
+# TYPE vllm:request_success_total counter\n\
+vllm:request_success_total{{engine=\"0\",finished_reason=\"length\",model_name=\"{m}\"}} {f:.1}\n\
+vllm:request_success_total{{engine=\"0\",finished_reason=\"stop\",model_name=\"{m}\"}} 0.0\n\
+# TYPE vllm:cache_config_info gauge\n\
+vllm:cache_config_info{{block_size=\"16\",num_gpu_blocks=\"1000\"}} 1.0\n"
+        ),
+        MockEngine::Sglang => format!(
+            "# TYPE sglang:num_running_reqs gauge\n\
+sglang:num_running_reqs{{model_name=\"{m}\"}} 0.0\n\
+sglang:num_queue_reqs{{model_name=\"{m}\"}} 0.0\n\
+sglang:token_usage{{model_name=\"{m}\"}} 0.0\n\
+sglang:num_retracted_reqs{{model_name=\"{m}\"}} 0.0\n\
+sglang:prompt_tokens_total{{model_name=\"{m}\"}} {p:.1}\n\
+sglang:generation_tokens_total{{model_name=\"{m}\"}} {t:.1}\n\
+sglang:num_requests_total{{model_name=\"{m}\"}} {f:.1}\n"
+        ),
+        MockEngine::Trtllm => format!(
+            "trtllm_num_requests_running{{model_name=\"{m}\"}} 0.0\n\
+trtllm_num_requests_waiting{{model_name=\"{m}\"}} 0.0\n\
+trtllm_kv_cache_utilization{{model_name=\"{m}\"}} 0.0\n\
+trtllm_num_paused_requests{{model_name=\"{m}\"}} 0.0\n\
+trtllm_prompt_tokens_total{{model_name=\"{m}\"}} {p:.1}\n\
+trtllm_generation_tokens_total{{model_name=\"{m}\"}} {t:.1}\n\
+trtllm_request_success_total{{finished_reason=\"length\",model_name=\"{m}\"}} {f:.1}\n"
+        ),
+    }
+}
+
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    if app.cfg.engine == MockEngine::Trtllm {
+        return Json(json!([{"iter": 1}])).into_response();
+    }
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        prom_text(&app),
+    )
+        .into_response()
+}
+
+async fn prometheus_metrics(State(app): State<Arc<App>>) -> Response {
+    if app.cfg.engine != MockEngine::Trtllm {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        prom_text(&app),
+    )
+        .into_response()
+}
+
+/// Reads a JSON file.
+pub fn json_file(p: &Path) -> Value {
+    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&t).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The statuses per tripwire in a results.json.
+pub fn statuses(results: &Value) -> Vec<(String, String)> {
+    results
+        .as_array()
+        .expect("results.json is an array")
+        .iter()
+        .map(|r| {
+            (
+                r["tripwire"].as_str().unwrap().to_string(),
+                r["status"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The status of the last result of a tripwire.
+pub fn status_of(results: &Value, t: &str) -> Option<String> {
+    statuses(results)
+        .into_iter()
+        .rev()
+        .find(|(id, _)| id == t)
+        .map(|(_, s)| s)
+}
+
+/// The message of the last result of a tripwire.
+pub fn message_of(results: &Value, t: &str) -> Option<String> {
+    results
+        .as_array()?
+        .iter()
+        .rev()
+        .find(|r| r["tripwire"] == t)
+        .map(|r| r["message"].as_str().unwrap_or("").to_string())
+}
+
+pub fn tmp() -> tempfile::TempDir {
+    tempfile::tempdir().unwrap()
+}
+
+pub fn path_str(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Every file name in a folder.
+pub fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+pub fn out_dir(base: &Path, name: &str) -> PathBuf {
+    base.join(name)
+}
