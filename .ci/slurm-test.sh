@@ -17,6 +17,12 @@
 #   SLURM_TEST_WAIT      seconds a job may take before the test gives up on it (default 300)
 #   SLURM_TEST_KEEP=1    keep the temporary folder (it is kept anyway when a check fails)
 #   SLURM_TEST_REQUIRED=1  fail instead of skipping when not root or Slurm cannot be installed
+#   SLURM_TEST_ISOLATE=0   do not run in a PID namespace of its own (see below)
+#   SLURM_TEST_RUN_OPTS  extra options the jobs give `inferlint run` (the scripts' RUN_OPTS)
+# By default the test re-runs itself in a new PID namespace (unshare --pid --fork --mount-proc):
+# the cluster, the jobs and every check see only the test's own processes, so inferlint's
+# teardown (which stops any inference server of its user) cannot touch servers of other tests on
+# a shared machine, and the kernel kills whatever is left in the namespace when the test ends.
 # Until `inferlint run` and the simulator exist, only the cluster itself is tested (a stand-in
 # job is submitted and cancelled) and the script says "inferlint run not available yet".
 # Exit status: 0 passed (or skipped, with a message), 1 a check failed, 2 the cluster did not start.
@@ -257,11 +263,27 @@ job_processes() {
     done
 }
 
+# In the test's own PID namespace, where only its jobs run: every process with a run's marker or
+# named VLLM::*, whatever its environment says (an engine could have dropped SLURM_JOB_ID).
+run_processes() {
+    local p env comm
+    for p in /proc/[0-9]*; do
+        comm=$(cat 2> /dev/null < "$p/comm") || continue
+        env=$(tr '\0' '\n' 2> /dev/null < "$p/environ") || continue
+        if [[ $comm == VLLM::* ]] || grep -q '^INFERLINT_RUN_ID=' <<< "$env"; then
+            printf '%s %s %s\n' "${p#/proc/}" "$comm" "$(tr '\0' ' ' 2> /dev/null < "$p/cmdline" | cut -c1-100)"
+        fi
+    done
+}
+
 # Fails when a process of the job outlives it (waiting a little for the last exits).
 check_no_leftovers() {
     local job=$1 left=""
     for _ in $(seq 10); do
         left=$(job_processes "$job")
+        if [[ -z $left && -n ${SLURM_TEST_IN_NAMESPACE:-} ]]; then
+            left=$(run_processes)
+        fi
         [[ -z $left ]] && return 0
         sleep 1
     done
@@ -289,9 +311,12 @@ check_run_folder() {
     fi
 }
 
+# Submits a job with the variables the example scripts read; `vars` adds NAME=VALUE pairs.
 submit() {
+    local vars=$1
+    shift
     sbatch --parsable -D "$S" -o "$S/out/%x-%j.out" \
-        --export="ALL,INFERLINT=$INFERLINT,RUNS_DIR=$S/runs" "$@"
+        --export="ALL,INFERLINT=$INFERLINT,RUNS_DIR=$S/runs,RUN_OPTS=${SLURM_TEST_RUN_OPTS:-}${vars:+,$vars}" "$@"
 }
 
 show_output() {
@@ -319,14 +344,14 @@ test_cluster_only() {
 
 test_left_alone() {
     local job states out code
-    job=$(submit --export="ALL,INFERLINT=$INFERLINT,RUNS_DIR=$S/runs,PROMPTS=32,OUTPUT_LEN=32" \
-        "$ROOT/examples/slurm/run-one.sbatch")
+    job=$(submit PROMPTS=32,OUTPUT_LEN=32 "$ROOT/examples/slurm/run-one.sbatch")
     say "job $job (run-one.sbatch, left alone) submitted"
     states=$(wait_job_end "$job" "$WAIT_S") || fail "job $job still not done after ${WAIT_S}s"
     code=$(job_field "$job" ExitCode)
     out="$S/runs/inferlint-run-$job"
-    # inferlint exits 1 when a tripwire fails: a verdict, not a broken run.
-    if [[ $states != COMPLETED && ! ($states == FAILED && $code == 1:0) ]]; then
+    # inferlint exits 1 when a tripwire fails and 2 when one could not tell: verdicts, not a
+    # broken run (the folder check below tells a broken run).
+    if [[ $states != COMPLETED && ! ($states == FAILED && ($code == 1:0 || $code == 2:0)) ]]; then
         fail "job $job ended as $states (exit $code)"
         show_output "$job"
     fi
@@ -335,13 +360,15 @@ test_left_alone() {
     say "job $job: $states, exit $code"
 }
 
-# Waits until the run's recording has a few samples: the load is under way.
+# Waits until the run's recording has a few samples (the load is under way); gives up when the
+# job is no longer pending or running.
 wait_mid_load() {
-    local out=$1 limit=$2
+    local job=$1 out=$2 limit=$3
     for _ in $(seq "$limit"); do
-        if [[ -f $out/run.series.jsonl ]] && (($(wc -l < "$out/run.series.jsonl") >= 8)); then
+        if [[ -f $out/run.series.jsonl ]] && (($(grep -c '"running": [1-9]' "$out/run.series.jsonl") >= 4)); then
             return 0
         fi
+        grep -qE 'PENDING|RUNNING|CONFIGURING' <<< "$(job_states "$job")" || return 1
         sleep 1
     done
     return 1
@@ -349,11 +376,10 @@ wait_mid_load() {
 
 test_scancel_mid_load() {
     local job states out
-    job=$(submit --export="ALL,INFERLINT=$INFERLINT,RUNS_DIR=$S/runs,PROMPTS=100000,OUTPUT_LEN=512" \
-        "$ROOT/examples/slurm/run-one.sbatch")
+    job=$(submit PROMPTS=100000,OUTPUT_LEN=512 "$ROOT/examples/slurm/run-one.sbatch")
     out="$S/runs/inferlint-run-$job"
     say "job $job (run-one.sbatch, to be cancelled mid-load) submitted"
-    if ! wait_mid_load "$out" "$WAIT_S"; then
+    if ! wait_mid_load "$job" "$out" "$WAIT_S"; then
         fail "job $job: the load never started (no recording in $out)"
         show_output "$job"
     fi
@@ -367,18 +393,35 @@ test_scancel_mid_load() {
     say "job $job: $states"
 }
 
-test_time_limit() {
+# The script's own `#SBATCH --signal=B:TERM@120` warns inferlint before the limit (with a
+# 1-minute limit, at once): inferlint stops the run itself.
+test_time_limit_warning() {
     local job states out
-    job=$(submit --time=1 --signal=B:TERM@30 \
-        --export="ALL,INFERLINT=$INFERLINT,RUNS_DIR=$S/runs,PROMPTS=100000,OUTPUT_LEN=512" \
-        "$ROOT/examples/slurm/run-one.sbatch")
+    job=$(submit PROMPTS=100000,OUTPUT_LEN=512 --time=1 "$ROOT/examples/slurm/run-one.sbatch")
     out="$S/runs/inferlint-run-$job"
-    say "job $job (run-one.sbatch, 1-minute limit) submitted"
+    say "job $job (run-one.sbatch, 1-minute limit, warned by its --signal=B:TERM) submitted"
     states=$(wait_job_end "$job" "$WAIT_S") || fail "job $job did not end after its time limit"
     case $states in
-        TIMEOUT | FAILED | COMPLETED | CANCELLED) ;;
+        TIMEOUT | FAILED | COMPLETED) ;;
         *) fail "job $job ended as '$states'" ;;
     esac
+    check_no_leftovers "$job"
+    check_run_folder "$out" "warned job $job"
+    say "job $job: $states, exit $(job_field "$job" ExitCode)"
+}
+
+# The warning moved to the last second (--signal=TERM@1): the job runs into its time limit and
+# Slurm ends it (TIMEOUT), unless inferlint, signalled a second before, ends first (FAILED, 130).
+test_time_limit_hard() {
+    local job states out
+    job=$(submit PROMPTS=100000,OUTPUT_LEN=512 --time=1 --signal=TERM@1 "$ROOT/examples/slurm/run-one.sbatch")
+    out="$S/runs/inferlint-run-$job"
+    say "job $job (run-one.sbatch, 1-minute limit, no warning) submitted"
+    states=$(wait_job_end "$job" "$WAIT_S") || fail "job $job did not end after its time limit"
+    [[ $states == TIMEOUT || $states == FAILED ]] || fail "job $job ended as '$states', not TIMEOUT"
+    local elapsed
+    elapsed=$(job_field "$job" RunTime)
+    [[ $elapsed > 00:00:50 ]] || fail "job $job ended after $elapsed, before its time limit"
     check_no_leftovers "$job"
     check_run_folder "$out" "timed-out job $job"
     say "job $job: $states, exit $(job_field "$job" ExitCode)"
@@ -386,8 +429,7 @@ test_time_limit() {
 
 test_array_sweep() {
     local job states task
-    job=$(submit --array=0-1 --export="ALL,INFERLINT=$INFERLINT,RUNS_DIR=$S/runs,PROMPTS_PER_SLOT=2,OUTPUT_LEN=32" \
-        "$ROOT/examples/slurm/sweep.sbatch")
+    job=$(submit PROMPTS_PER_SLOT=2,OUTPUT_LEN=32 --array=0-1 "$ROOT/examples/slurm/sweep.sbatch")
     say "array job $job (sweep.sbatch, tasks 0-1) submitted"
     states=$(wait_job_end "$job" "$WAIT_S") || fail "array job $job still not done after ${WAIT_S}s"
     say "array job $job: $(echo $states)"
@@ -432,7 +474,18 @@ inferlint_ready() {
 main() {
     [[ $(id -u) == 0 ]] || skip "needs root: it starts slurmctld, slurmd and munged as root"
     install_slurm
+    if [[ ${SLURM_TEST_ISOLATE:-1} == 1 && -z ${SLURM_TEST_IN_NAMESPACE:-} ]] && command -v unshare > /dev/null; then
+        say "running in a PID namespace of its own"
+        # --kill-child: if the test is killed, its namespace's first process gets SIGTERM and
+        # stops the cluster; the kernel then ends whatever is left in the namespace.
+        SLURM_TEST_IN_NAMESPACE=1 exec unshare --pid --fork --mount-proc --kill-child=TERM \
+            "$BASH" "${BASH_SOURCE[0]}" "$@"
+    fi
+    # A signal ends the test through its EXIT trap, which stops the cluster.
     trap stop_cluster EXIT
+    trap 'exit 143' TERM
+    trap 'exit 130' INT
+    trap 'exit 129' HUP
     start_cluster
     local f
     for f in "$ROOT"/examples/slurm/*.sbatch; do
@@ -444,7 +497,8 @@ main() {
     if inferlint_ready; then
         test_left_alone
         test_scancel_mid_load
-        test_time_limit
+        test_time_limit_warning
+        test_time_limit_hard
         test_array_sweep
     else
         test_cluster_only

@@ -31,7 +31,9 @@ fn measure(text: &str, budget: Duration) -> (f64, f64, usize) {
     let m = Metrics::parse(text).expect("the recorded text parses");
     let samples = m.len();
     let once = t.elapsed().max(Duration::from_micros(1));
-    let iters = ((budget.as_secs_f64() / 5.0) / once.as_secs_f64()).ceil().max(1.0) as u32;
+    let iters = ((budget.as_secs_f64() / 5.0) / once.as_secs_f64())
+        .ceil()
+        .max(1.0) as u32;
     let (mut best_wall, mut best_cpu) = (0.0f64, 0.0f64);
     let mb = text.len() as f64 * f64::from(iters) / 1e6;
     for _ in 0..5 {
@@ -74,6 +76,10 @@ fn main() {
     let worst = one.min(many);
     println!(
         "prom_parse: {} (target >= {TARGET_MB_S:.0} MB/s)",
-        if worst >= TARGET_MB_S { "meets target" } else { "BELOW TARGET" }
+        if worst >= TARGET_MB_S {
+            "meets target"
+        } else {
+            "BELOW TARGET"
+        }
     );
 }

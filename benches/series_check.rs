@@ -71,11 +71,43 @@ fn main() {
         walls[RUNS - 1]
     );
     println!("series_check: peak RSS {rss_mib:.1} MiB (target ≤ {RSS_TARGET_MIB} MiB)");
+    breakdown(&path, &snap);
     let verdict = |ok: bool| if ok { "met" } else { "MISSED" };
     println!(
         "series_check: wall target {}, RSS target {}",
         verdict(walls[RUNS / 2] <= WALL_TARGET_S),
         verdict(rss_mib <= RSS_TARGET_MIB)
+    );
+}
+
+/// Where the command's time goes, measured in this process: reading the recording, then the
+/// checks on it.
+fn breakdown(path: &std::path::Path, snap: &std::path::Path) {
+    use inferlint::checks::{t14, t8, t9};
+    use inferlint::Engine;
+    let start = Instant::now();
+    let series = Series::load(path).expect("the generated recording reads");
+    let load_s = start.elapsed().as_secs_f64();
+    let snapshot = inferlint::snapshot::Snapshot::load(snap).expect("the snapshot reads");
+    let start = Instant::now();
+    let r14 = t14::check(&series, &snapshot, Engine::Vllm);
+    let t14_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let r9 = t9::check(&series, t14::usable_blocks(&r14), Engine::Vllm);
+    let t9_s = start.elapsed().as_secs_f64();
+    let start = Instant::now();
+    let r8 = t8::check(&series, 32, None, Engine::Vllm);
+    let t8_s = start.elapsed().as_secs_f64();
+    assert_eq!(
+        (r14.status, r9.status, r8.status),
+        (
+            inferlint::Status::Pass,
+            inferlint::Status::Warn,
+            inferlint::Status::Fail
+        )
+    );
+    println!(
+        "series_check: in process: Series::load {load_s:.3} s, T14 {t14_s:.3} s, T9 {t9_s:.3} s, T8 {t8_s:.3} s"
     );
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 pub use crate::snapshot::ReadError;
-use crate::snapshot::read_text;
+use crate::snapshot::{parse_python_json, read_text};
 
 /// The numbers of one benchmark run, as the load tool reported them.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -50,7 +50,10 @@ impl BenchResult {
             output_throughput: num("output_throughput"),
             max_concurrency: num("max_concurrency"),
             num_prompts: num("num_prompts"),
-            backend: obj.get("backend").and_then(Value::as_str).map(str::to_string),
+            backend: obj
+                .get("backend")
+                .and_then(Value::as_str)
+                .map(str::to_string),
             mean_ttft_ms: num("mean_ttft_ms"),
             median_ttft_ms: num("median_ttft_ms"),
             p99_ttft_ms: num("p99_ttft_ms"),
@@ -90,7 +93,7 @@ fn result_object(text: &str, source: &str) -> Result<Map<String, Value>, ReadErr
             format!("{at}not a load-tool result (a JSON object was expected)"),
         )
     };
-    let whole = serde_json::from_str::<Value>(text);
+    let whole = parse_python_json(text);
     let whole_err = match whole {
         Ok(Value::Object(obj)) => return Ok(obj),
         Ok(_) => return Err(not_object(0)),
@@ -103,12 +106,14 @@ fn result_object(text: &str, source: &str) -> Result<Map<String, Value>, ReadErr
         .filter(|(_, l)| !l.trim().is_empty());
     let first_is_object = lines
         .next()
-        .is_some_and(|(_, l)| matches!(serde_json::from_str::<Value>(l), Ok(Value::Object(_))));
+        .is_some_and(|(_, l)| matches!(parse_python_json(l), Ok(Value::Object(_))));
     if !first_is_object {
         return Err(ReadError::json(source, &whole_err, 0));
     }
-    let (idx, last) = lines.last().expect("JSON lines fail as a whole only with 2+ lines");
-    match serde_json::from_str::<Value>(last) {
+    let (idx, last) = lines
+        .last()
+        .expect("JSON lines fail as a whole only with 2+ lines");
+    match parse_python_json(last) {
         Ok(Value::Object(obj)) => Ok(obj),
         Ok(_) => Err(not_object(idx + 1)),
         Err(e) => Err(ReadError::json(source, &e, idx)),
@@ -166,8 +171,11 @@ mod tests {
 
     #[test]
     fn a_boolean_is_not_a_number() {
-        let r = BenchResult::from_text(r#"{"completed": true, "failed": 0, "backend": "vllm"}"#, "r.json")
-            .unwrap();
+        let r = BenchResult::from_text(
+            r#"{"completed": true, "failed": 0, "backend": "vllm"}"#,
+            "r.json",
+        )
+        .unwrap();
         assert_eq!(r.completed, None);
         assert_eq!(r.failed, Some(0.0));
         assert_eq!(r.backend.as_deref(), Some("vllm"));
@@ -183,8 +191,8 @@ mod tests {
 
     #[test]
     fn truncated_documents_name_file_and_line() {
-        let e = BenchResult::from_text("{\"completed\": 1}\n{\"completed\": ", "b.jsonl")
-            .unwrap_err();
+        let e =
+            BenchResult::from_text("{\"completed\": 1}\n{\"completed\": ", "b.jsonl").unwrap_err();
         assert!(e.to_string().starts_with("b.jsonl: line 2, column"), "{e}");
         let e = BenchResult::from_text("{\n \"completed\": 3,\n \"fa", "b.json").unwrap_err();
         assert!(e.to_string().starts_with("b.json: line 3, column"), "{e}");

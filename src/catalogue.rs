@@ -432,7 +432,10 @@ mod tests {
             cmd(Tripwire::T15),
             "inferlint xray -o results/ -- vllm bench serve ..."
         );
-        assert_eq!(entry(Tripwire::T9).name, "Concurrency ceiling falls as sequences grow");
+        assert_eq!(
+            entry(Tripwire::T9).name,
+            "Concurrency ceiling falls as sequences grow"
+        );
     }
 
     #[test]
@@ -528,6 +531,9 @@ mod tests {
         assert!(lines.iter().all(|l| l.len() <= 10 && l.starts_with("  ")));
         let rejoined: Vec<&str> = lines.iter().flat_map(|l| l.split_whitespace()).collect();
         assert_eq!(rejoined.join(" "), text);
-        assert_eq!(wrap("averyveryverylongword", 5, " "), vec![" averyveryverylongword"]);
+        assert_eq!(
+            wrap("averyveryverylongword", 5, " "),
+            vec![" averyveryverylongword"]
+        );
     }
 }

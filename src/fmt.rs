@@ -170,7 +170,7 @@ mod tests {
         assert_eq!(g(123456.0), "123456");
         assert_eq!(g(0.0001), "0.0001");
         assert_eq!(g(0.00001), "1e-05");
-        assert_eq!(g(3.14159265), "3.14159");
+        assert_eq!(g(1.23456789), "1.23457");
         assert_eq!(g(0.0), "0");
         assert_eq!(g(-2.5), "-2.5");
         assert_eq!(g(f64::NAN), "nan");

@@ -135,12 +135,7 @@ pub async fn healthy(url: &str, timeout: Duration) -> bool {
         .is_ok_and(|r| r.status().is_success())
 }
 
-async fn complete(
-    client: &reqwest::Client,
-    url: &str,
-    model: &str,
-    opts: &ProbeOptions,
-) -> Reply {
+async fn complete(client: &reqwest::Client, url: &str, model: &str, opts: &ProbeOptions) -> Reply {
     let start = Instant::now();
     let mut req = client
         .post(format!("{}/v1/completions", base(url)))

@@ -277,7 +277,8 @@ fn parse_sample(
                 labels: excerpt(&line[i..close]),
             }
         })?;
-        labels = scratch.drain(..).collect();
+        labels = Vec::with_capacity(scratch.len());
+        labels.append(scratch);
         i = end;
     }
     // The value: one or more blanks, then a float.
@@ -464,8 +465,8 @@ mod tests {
 
     #[test]
     fn info_labels_decode_escapes_and_sort() {
-        let m = Metrics::parse(r#"x_info{z="1",a="a\"b,c=d",n="l1\nl2",s="back\\slash"} 1.0"#)
-            .unwrap();
+        let m =
+            Metrics::parse(r#"x_info{z="1",a="a\"b,c=d",n="l1\nl2",s="back\\slash"} 1.0"#).unwrap();
         let labels = m.info_labels("x_info").unwrap();
         let keys: Vec<&str> = labels.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys, ["a", "n", "s", "z"]);
@@ -498,7 +499,10 @@ mod tests {
     #[test]
     fn malformed_lines_are_errors_naming_the_line() {
         let e = Metrics::parse("a 1\nthis is not\n").unwrap_err();
-        assert_eq!(e.to_string(), "line 2: not a Prometheus sample: this is not");
+        assert_eq!(
+            e.to_string(),
+            "line 2: not a Prometheus sample: this is not"
+        );
         let e = Metrics::parse("a 1\nb{x=1} 2\n").unwrap_err();
         assert_eq!(e.to_string(), "line 2: malformed label set: {x=1}");
         for bad in [
@@ -521,7 +525,10 @@ mod tests {
     #[test]
     fn names_keep_first_seen_order_and_prefix_filter() {
         let m = Metrics::parse("vllm:b 1\nvllm:a 1\nvllm:b 2\npython_x 1\n").unwrap();
-        assert_eq!(m.names().collect::<Vec<_>>(), ["vllm:b", "vllm:a", "python_x"]);
+        assert_eq!(
+            m.names().collect::<Vec<_>>(),
+            ["vllm:b", "vllm:a", "python_x"]
+        );
         assert_eq!(
             m.names_with_prefix("vllm:").collect::<Vec<_>>(),
             ["vllm:b", "vllm:a"]

@@ -111,6 +111,61 @@ pub(crate) fn text_of(bytes: Vec<u8>, shown: &str) -> Result<String, ReadError> 
     })
 }
 
+/// Parses JSON as Python's `json` module writes it: `NaN`, `Infinity` and `-Infinity` are
+/// accepted (SGLang's result lines hold `"request_rate": Infinity`) and read as null, which
+/// every reader treats as "no number". Line numbers in errors are those of the original text.
+pub(crate) fn parse_python_json(text: &str) -> Result<Value, serde_json::Error> {
+    match serde_json::from_str(text) {
+        Ok(v) => Ok(v),
+        Err(e) => match without_python_constants(text) {
+            Some(clean) => serde_json::from_str(&clean),
+            None => Err(e),
+        },
+    }
+}
+
+/// `text` with `NaN`, `Infinity`, `-Infinity` outside strings replaced by `null`; None when it
+/// has none.
+fn without_python_constants(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut i, mut run, mut in_string, mut found) = (0, 0, false, false);
+    while i < b.len() {
+        let c = b[i];
+        if in_string {
+            match c {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if c == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        let token = ["-Infinity", "Infinity", "NaN"]
+            .into_iter()
+            .find(|t| b[i..].starts_with(t.as_bytes()));
+        if let Some(t) = token {
+            out.push_str(&text[run..i]);
+            out.push_str("null");
+            i += t.len();
+            run = i;
+            found = true;
+            continue;
+        }
+        i += 1;
+    }
+    if !found {
+        return None;
+    }
+    out.push_str(&text[run..]);
+    Some(out)
+}
+
 /// Python's `repr` of a JSON value, for messages about a foreign document.
 pub(crate) fn repr(v: Option<&Value>) -> String {
     match v {
@@ -180,18 +235,16 @@ pub fn monotonic_ns() -> i64 {
     // SAFETY: clock_gettime writes one timespec through a valid pointer; CLOCK_MONOTONIC always
     // exists on Linux, so the call cannot fail.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as i64 * 1_000_000_000 + ts.tv_nsec as i64
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
 /// Why a live scrape failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ScrapeError {
-    #[error("{url}: {}", error_chain(.source))]
-    Http {
-        url: String,
-        #[source]
-        source: reqwest::Error,
-    },
+    /// No answer: cannot connect, timed out, or the connection broke. (The cause is in the
+    /// message, not chained, so `{:#}` does not repeat it.)
+    #[error("{url}: {}", describe_http(.error))]
+    Http { url: String, error: reqwest::Error },
     #[error("{url} answered HTTP {status}")]
     Status { url: String, status: u16 },
     #[error("{url} returned JSON, not Prometheus text (TensorRT-LLM serves its metrics at /prometheus/metrics)")]
@@ -204,28 +257,33 @@ pub enum ScrapeError {
     },
 }
 
-/// An error with its causes, `a: b: c`, without repeating a cause already in the message.
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(c) = cur {
-        let s = c.to_string();
-        if !out.contains(&s) {
-            out.push_str(": ");
-            out.push_str(&s);
-        }
-        cur = c.source();
+/// What went wrong with a request, in a few words: reqwest's own message repeats the URL and
+/// wraps the cause that matters (e.g. `Connection refused`) in several layers.
+fn describe_http(e: &reqwest::Error) -> String {
+    let mut root: &dyn std::error::Error = e;
+    while let Some(next) = root.source() {
+        root = next;
     }
-    out
+    let cause = root.to_string();
+    if e.is_timeout() {
+        "no answer in time (timed out)".to_string()
+    } else if e.is_connect() {
+        format!("cannot connect ({cause})")
+    } else if e.is_body() || e.is_decode() {
+        format!("the answer broke off ({cause})")
+    } else {
+        format!("request failed ({cause})")
+    }
 }
 
 impl Snapshot {
     /// Loads a snapshot document, or a bare Prometheus text file (any file not starting with `{`).
     pub fn load(path: &Path) -> Result<Snapshot, ReadError> {
         let text = read_text(path)?;
-        let name = path
-            .file_name()
-            .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        let name = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
         Snapshot::parse_document(&text, &path.display().to_string(), &name)
     }
 
@@ -259,7 +317,7 @@ impl Snapshot {
                 source: source.to_string(),
             });
         }
-        let doc: Value = serde_json::from_str(text).map_err(|e| ReadError::json(source, &e, 0))?;
+        let doc: Value = parse_python_json(text).map_err(|e| ReadError::json(source, &e, 0))?;
         let Value::Object(obj) = doc else {
             unreachable!("a JSON text starting with '{{' is an object")
         };
@@ -274,7 +332,10 @@ impl Snapshot {
             ));
         }
         let bad = |key: &str, want: &str| {
-            ReadError::format(source, format!("{SNAPSHOT_SCHEMA}: \"{key}\" is not {want}"))
+            ReadError::format(
+                source,
+                format!("{SNAPSHOT_SCHEMA}: \"{key}\" is not {want}"),
+            )
         };
         let url = match obj.get("url") {
             Some(Value::String(s)) => s.clone(),
@@ -368,9 +429,11 @@ impl Snapshot {
         write_atomically(path, self.to_json().as_bytes())
     }
 
-    /// Whether both clocks are known (a bare `.prom` file has none).
+    /// Whether the snapshot says when it was taken (a bare `.prom` file does not). Some recorded
+    /// snapshots have a wall clock but no monotonic one (`t_mono_ns` null): spans then come from
+    /// the wall clock.
     pub fn has_clock(&self) -> bool {
-        self.t_wall.is_finite() && self.t_mono_ns.is_some()
+        self.t_wall.is_finite()
     }
 
     /// The engine the metric names say (None when they name none).
@@ -508,9 +571,9 @@ impl Scraper {
 
     /// One GET of Prometheus text, between two clock readings.
     async fn get(&self, url: &str, timeout: Duration) -> Result<Snapshot, ScrapeError> {
-        let http = |source| ScrapeError::Http {
+        let http = |error| ScrapeError::Http {
             url: url.to_string(),
-            source,
+            error,
         };
         let before = self.clock.now();
         let resp = self
@@ -613,6 +676,19 @@ mod tests {
     }
 
     #[test]
+    fn python_json_constants_outside_strings_only() {
+        let v = parse_python_json(
+            r#"{"a": NaN, "b": -Infinity, "c": "NaN \" Infinity", "d": [Infinity]}"#,
+        )
+        .unwrap();
+        assert_eq!(v["a"], Value::Null);
+        assert_eq!(v["b"], Value::Null);
+        assert_eq!(v["c"], "NaN \" Infinity");
+        assert_eq!(v["d"][0], Value::Null);
+        assert!(parse_python_json("{\"a\": Nope}").is_err());
+    }
+
+    #[test]
     fn split_metrics_urls() {
         assert_eq!(
             split_metrics_url("http://h:8000/metrics"),
@@ -625,6 +701,9 @@ mod tests {
                 Some("/prometheus/metrics".to_string())
             )
         );
-        assert_eq!(split_metrics_url("http://h:8000/"), ("http://h:8000".to_string(), None));
+        assert_eq!(
+            split_metrics_url("http://h:8000/"),
+            ("http://h:8000".to_string(), None)
+        );
     }
 }

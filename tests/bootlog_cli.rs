@@ -27,7 +27,9 @@ fn path(p: &Path) -> &str {
 
 #[test]
 fn check_log_exit_codes() {
-    let Some(spec) = evidence("vllm-0.28/boot_spec_backend_override.log") else { return };
+    let Some(spec) = evidence("vllm-0.28/boot_spec_backend_override.log") else {
+        return;
+    };
     let o = inferlint(&["check-log", path(&spec)]);
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
     let text = out(&o);
@@ -47,7 +49,12 @@ fn check_log_exit_codes() {
             "[ T6] PASS  TRITON_ATTN was requested and used",
         ]
     );
-    assert_eq!(inferlint(&["check-log", "--strict", path(&fp8)]).status.code(), Some(1));
+    assert_eq!(
+        inferlint(&["check-log", "--strict", path(&fp8)])
+            .status
+            .code(),
+        Some(1)
+    );
 
     let o = inferlint(&["check-log", "--json", path(&fp8)]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -58,13 +65,16 @@ fn check_log_exit_codes() {
 
 #[test]
 fn check_log_across_two_starts() {
-    let Some(hi) = evidence("vllm-0.28/boot_pool_level_hi.log") else { return };
+    let Some(hi) = evidence("vllm-0.28/boot_pool_level_hi.log") else {
+        return;
+    };
     let lo = evidence("vllm-0.28/boot_pool_level_lo.log").unwrap();
     let o = inferlint(&["check-log", path(&hi), path(&lo)]);
     assert_eq!(o.status.code(), Some(0), "warnings only: {}", out(&o));
     let text = out(&o);
     assert!(text.contains("[T12] PASS  boot_pool_level_hi.log: no failure in log"));
-    assert!(text.contains("[ T5] WARN  boot_pool_level_lo.log: attention block size forced to 416 tokens"));
+    assert!(text
+        .contains("[ T5] WARN  boot_pool_level_lo.log: attention block size forced to 416 tokens"));
     assert!(text.contains("[ T4] WARN  same flags, 2 different pools: 12,405 to 13,575 tokens (9.43% apart) across boot_pool_level_hi.log, boot_pool_level_lo.log; compare results only within one pool"));
     assert!(text.contains("[T11] WARN  same flags, KV cache memory varied: 1.44 to 1.59 GiB"));
     let lines: Vec<&str> = text.lines().collect();
@@ -74,13 +84,22 @@ fn check_log_across_two_starts() {
 
 #[test]
 fn boot_facts_text_and_json() {
-    let Some(eager) = evidence("vllm-0.28/boot_eager.log") else { return };
+    let Some(eager) = evidence("vllm-0.28/boot_eager.log") else {
+        return;
+    };
     let o = inferlint(&["boot-facts", path(&eager)]);
     assert_eq!(o.status.code(), Some(0));
     let text = out(&o);
-    assert!(text.lines().any(|l| l == "kv_pool_tokens               31554"), "{text}");
-    assert!(text.lines().any(|l| l == "vllm_version                 0.28.0"));
-    assert!(text.lines().any(|l| l.starts_with("non_default_args             enforce_eager, gpu_memory_utilization, host,")));
+    assert!(
+        text.lines()
+            .any(|l| l == "kv_pool_tokens               31554"),
+        "{text}"
+    );
+    assert!(text
+        .lines()
+        .any(|l| l == "vllm_version                 0.28.0"));
+    assert!(text.lines().any(|l| l
+        .starts_with("non_default_args             enforce_eager, gpu_memory_utilization, host,")));
     assert!(!text.contains("UNPARSED"));
     assert!(err(&o).is_empty(), "{}", err(&o));
 
@@ -90,19 +109,34 @@ fn boot_facts_text_and_json() {
     assert_eq!(v["kv_pool_tokens"], 31554);
     assert_eq!(v["engine"], "vllm");
     assert_eq!(v["non_default_args"]["max_num_seqs"], 32);
-    assert!(String::from_utf8_lossy(&o.stdout).starts_with("{\n \""), "indented by one space");
+    assert!(
+        String::from_utf8_lossy(&o.stdout).starts_with("{\n \""),
+        "indented by one space"
+    );
 
-    let Some(sg) = evidence("sglang-0.5/qwen3-8b/boot.log") else { return };
+    let Some(sg) = evidence("sglang-0.5/qwen3-8b/boot.log") else {
+        return;
+    };
     let o = inferlint(&["boot-facts", path(&sg)]);
     let text = out(&o);
-    assert!(text.lines().any(|l| l == "engine                       sglang"), "{text}");
-    assert!(text.lines().any(|l| l == "kv_pool_tokens               32096"));
-    assert!(text.lines().any(|l| l == "server_args   499 settings (--json lists them)"));
+    assert!(
+        text.lines()
+            .any(|l| l == "engine                       sglang"),
+        "{text}"
+    );
+    assert!(text
+        .lines()
+        .any(|l| l == "kv_pool_tokens               32096"));
+    assert!(text
+        .lines()
+        .any(|l| l == "server_args   499 settings (--json lists them)"));
 }
 
 #[test]
 fn boot_facts_conflicts_unparsed_and_strict() {
-    let Some(hi) = evidence("vllm-0.28/boot_pool_level_hi.log") else { return };
+    let Some(hi) = evidence("vllm-0.28/boot_pool_level_hi.log") else {
+        return;
+    };
     let lo = evidence("vllm-0.28/boot_pool_level_lo.log").unwrap();
     let dir = tempfile::tempdir().unwrap();
     let both = dir.path().join("both.log");
@@ -114,8 +148,18 @@ fn boot_facts_conflicts_unparsed_and_strict() {
     assert_eq!(o.status.code(), Some(0));
     let t = out(&o);
     assert!(t.contains("CONFLICT kv_pool_tokens: [13575, 12405]"), "{t}");
-    assert!(t.contains("UNPARSED available_kv_cache_gib (line 268): Available KV cache memory: lots GiB"), "{t}");
-    assert_eq!(inferlint(&["boot-facts", "--strict", path(&both)]).status.code(), Some(2));
+    assert!(
+        t.contains(
+            "UNPARSED available_kv_cache_gib (line 268): Available KV cache memory: lots GiB"
+        ),
+        "{t}"
+    );
+    assert_eq!(
+        inferlint(&["boot-facts", "--strict", path(&both)])
+            .status
+            .code(),
+        Some(2)
+    );
     let o = inferlint(&["check-log", path(&both)]);
     assert!(out(&o).contains("[T12] ????  1 recognised line(s) in an unknown format"));
     assert_eq!(o.status.code(), Some(2));
@@ -161,7 +205,9 @@ fn a_log_that_names_no_engine() {
 
 #[test]
 fn another_engines_log_is_refused() {
-    let Some(vllm) = evidence("vllm-0.28/boot_eager.log") else { return };
+    let Some(vllm) = evidence("vllm-0.28/boot_eager.log") else {
+        return;
+    };
     for cmd in ["boot-facts", "check-log"] {
         let o = inferlint(&[cmd, "--engine", "sglang", path(&vllm)]);
         assert_eq!(o.status.code(), Some(2), "{cmd}");
@@ -191,7 +237,9 @@ fn unreadable_input_is_an_error_naming_the_file() {
 
 #[test]
 fn untested_versions_get_the_note_on_stderr() {
-    let Some(cpu) = evidence("vllm-0.32-cpu/boot.log") else { return };
+    let Some(cpu) = evidence("vllm-0.32-cpu/boot.log") else {
+        return;
+    };
     let o = inferlint(&["boot-facts", "--json", path(&cpu)]);
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(

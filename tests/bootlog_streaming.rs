@@ -79,8 +79,18 @@ fn chunks_of_any_size_give_the_same_events_and_facts() {
         );
         for max_chunk in [7, 300, 70_000] {
             let got = chunked(&bytes, &mut rng, max_chunk);
-            assert_eq!(got.0, reference.0, "{}: events, chunks ≤ {max_chunk}", path.display());
-            assert_eq!(got.1, reference.1, "{}: facts, chunks ≤ {max_chunk}", path.display());
+            assert_eq!(
+                got.0,
+                reference.0,
+                "{}: events, chunks ≤ {max_chunk}",
+                path.display()
+            );
+            assert_eq!(
+                got.1,
+                reference.1,
+                "{}: facts, chunks ≤ {max_chunk}",
+                path.display()
+            );
         }
         // A caller that splits lines itself and feeds them one at a time.
         let text = String::from_utf8_lossy(&bytes);
@@ -98,7 +108,9 @@ fn chunks_of_any_size_give_the_same_events_and_facts() {
 
 #[test]
 fn events_arrive_at_the_line_that_causes_them() {
-    let Some(p) = evidence("vllm-0.28/boot_spec_backend_override.log") else { return };
+    let Some(p) = evidence("vllm-0.28/boot_spec_backend_override.log") else {
+        return;
+    };
     let text = std::fs::read_to_string(&p).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let mut a = Analyzer::new(None);
@@ -123,7 +135,9 @@ fn events_arrive_at_the_line_that_causes_them() {
         Some(line_of("Setting attention block size to 832"))
     );
     assert_eq!(
-        at(&|k| matches!(k, BootEventKind::BackendSelected { backend, drafter: true } if backend == "FLASHINFER")),
+        at(
+            &|k| matches!(k, BootEventKind::BackendSelected { backend, drafter: true } if backend == "FLASHINFER")
+        ),
         Some(line_of("Using FLASHINFER attention backend"))
     );
     assert_eq!(
@@ -142,7 +156,9 @@ fn events_arrive_at_the_line_that_causes_them() {
         a.last_line(),
         "warnings.warn('resource_tracker: There appear to be %d '"
     );
-    a.feed_line("Loading safetensors checkpoint shards:  12% Completed | 1/8 [00:13<01:32, 13.26s/it]");
+    a.feed_line(
+        "Loading safetensors checkpoint shards:  12% Completed | 1/8 [00:13<01:32, 13.26s/it]",
+    );
     a.feed_line("(EngineCore pid=1030) ");
     assert_eq!(
         a.last_line(),
@@ -150,14 +166,23 @@ fn events_arrive_at_the_line_that_causes_them() {
         "progress bars and empty lines are not shown"
     );
     a.feed_line("(APIServer pid=1) INFO 09-26 17:50:47 [api_server.py:657] Starting vLLM server on http://127.0.0.1:8000");
-    assert_eq!(a.last_line(), "Starting vLLM server on http://127.0.0.1:8000");
+    assert_eq!(
+        a.last_line(),
+        "Starting vLLM server on http://127.0.0.1:8000"
+    );
 }
 
 #[test]
 fn a_boot_failure_is_reported_at_its_root_cause_line() {
-    let Some(p) = evidence("vllm-0.30/boot_fail_ptx_version.log") else { return };
+    let Some(p) = evidence("vllm-0.30/boot_fail_ptx_version.log") else {
+        return;
+    };
     let text = std::fs::read_to_string(&p).unwrap();
-    let root = text.lines().position(|l| l.contains("fatal   : Unsupported .version")).unwrap() + 1;
+    let root = text
+        .lines()
+        .position(|l| l.contains("fatal   : Unsupported .version"))
+        .unwrap()
+        + 1;
     let mut a = Analyzer::new(None);
     for (i, l) in text.lines().enumerate() {
         let events = a.feed_line(l);
@@ -167,7 +192,10 @@ fn a_boot_failure_is_reported_at_its_root_cause_line() {
                 _ => None,
             });
             let f = found.expect("the failure is reported at its line");
-            assert_eq!(f.summary(), "jit_toolchain during boot: Unsupported .version 9.4; current version is '9.0'");
+            assert_eq!(
+                f.summary(),
+                "jit_toolchain during boot: Unsupported .version 9.4; current version is '9.0'"
+            );
             return;
         }
     }
@@ -176,16 +204,25 @@ fn a_boot_failure_is_reported_at_its_root_cause_line() {
 
 #[test]
 fn a_serving_error_the_server_survived_is_withdrawn() {
-    let Some(p) = evidence("sglang-0.5/live/boot.log") else { return };
+    let Some(p) = evidence("sglang-0.5/live/boot.log") else {
+        return;
+    };
     let text = std::fs::read_to_string(&p).unwrap();
     let mut a = Analyzer::new(None);
     let mut events = Vec::new();
     for l in text.lines() {
         events.extend(a.feed_line(l));
     }
-    let found = events.iter().position(|e| matches!(e.kind, BootEventKind::FailureFound { .. }));
-    let cleared = events.iter().rposition(|e| matches!(e.kind, BootEventKind::FailureCleared));
-    assert!(found.is_some() && cleared > found, "found then cleared: {events:?}");
+    let found = events
+        .iter()
+        .position(|e| matches!(e.kind, BootEventKind::FailureFound { .. }));
+    let cleared = events
+        .iter()
+        .rposition(|e| matches!(e.kind, BootEventKind::FailureCleared));
+    assert!(
+        found.is_some() && cleared > found,
+        "found then cleared: {events:?}"
+    );
     assert_eq!(a.finish().failure, None);
 }
 
@@ -205,7 +242,11 @@ fn invalid_utf8_is_read_lossily_and_counted() {
         bytes.push(b'\n');
     }
     let f = bootlog::parse_bytes(&bytes, None);
-    let expected_lossy = text.lines().enumerate().filter(|(i, _)| i % 10 == 3).count() as u64;
+    let expected_lossy = text
+        .lines()
+        .enumerate()
+        .filter(|(i, _)| i % 10 == 3)
+        .count() as u64;
     assert_eq!(f.lines_lossy, expected_lossy);
     assert_eq!(f.kv_pool_tokens, Some(31_554));
     let unreadable = t12::unreadable(&f);
@@ -218,10 +259,7 @@ fn invalid_utf8_is_read_lossily_and_counted() {
 fn nul_bytes_are_harmless() {
     let Some(text) = eager() else { return };
     let reference = bootlog::parse_text(&text, None);
-    let sprinkled: String = text
-        .lines()
-        .map(|l| format!("\0{l}\0\0\n"))
-        .collect();
+    let sprinkled: String = text.lines().map(|l| format!("\0{l}\0\0\n")).collect();
     let f = bootlog::parse_text(&format!("\0\0\0\0{sprinkled}"), None);
     assert_eq!(f, reference);
 }
@@ -253,7 +291,10 @@ fn one_enormous_line_is_cut_and_the_rest_still_read() {
     assert_eq!(f.server_args, None);
     assert_eq!(f.unparsed[0].field, "server_args");
     assert!(f.unparsed[0].line.chars().count() <= 300);
-    assert_eq!(t12::unparsed(&f).unwrap().message, "1 recognised line(s) in an unknown format");
+    assert_eq!(
+        t12::unparsed(&f).unwrap().message,
+        "1 recognised line(s) in an unknown format"
+    );
 }
 
 #[test]
@@ -266,7 +307,10 @@ fn a_truncated_log_says_what_it_lacks() {
     assert_eq!(f.non_default_args, None);
     assert_eq!(f.unparsed.len(), 1);
     assert_eq!(f.unparsed[0].field, "non_default_args");
-    assert_eq!(t5::check(&f).message, "boot did not get far enough to size blocks");
+    assert_eq!(
+        t5::check(&f).message,
+        "boot did not get far enough to size blocks"
+    );
     assert_eq!(t12::unparsed(&f).unwrap().status, Status::Unknown);
 
     // Cut inside a multi-byte character: the partial character is reported, not a panic.

@@ -31,25 +31,91 @@ fn logo(version: &str) -> String {
 fn v033_log(version: &str) -> String {
     let mut s = logo(version);
     s += &rec(API, "INFO", "14:06:07", "startup.py:96", "non-default args: {'model_tag': 'Qwen/Qwen3-0.6B', 'max_model_len': 4096, 'api_key': '***', 'model': 'Qwen/Qwen3-0.6B'}");
-    s += &rec(API, "INFO", "14:06:13", "model.py:744", "Resolved architecture: Qwen3ForCausalLM");
+    s += &rec(
+        API,
+        "INFO",
+        "14:06:13",
+        "model.py:744",
+        "Resolved architecture: Qwen3ForCausalLM",
+    );
     s += &rec(CORE, "INFO", "14:06:21", "core.py:139", &format!("Initializing a V1 LLM engine (v{version}) with config: model='Qwen/Qwen3-0.6B', speculative_config=None"));
     s += &rec(CORE, "INFO", "14:06:23", "cuda.py:508", "Using FLASHINFER attention backend out of potential backends: ['FLASHINFER', 'FLASH_ATTN', 'TRITON_ATTN'].");
-    s += &rec(CORE, "INFO", "14:06:26", "gpu_model_runner.py:5088", "Model loading took 1.12 GiB memory and 2.104566 seconds");
-    s += &rec(CORE, "INFO", "14:06:38", "backends.py:417", "Compiling a graph for compile range (1, 8192) takes 7.42 s");
-    s += &rec(CORE, "INFO", "14:06:41", "gpu_worker.py:772", "Available KV cache memory: 115.63 GiB");
+    s += &rec(
+        CORE,
+        "INFO",
+        "14:06:26",
+        "gpu_model_runner.py:5088",
+        "Model loading took 1.12 GiB memory and 2.104566 seconds",
+    );
+    s += &rec(
+        CORE,
+        "INFO",
+        "14:06:38",
+        "backends.py:417",
+        "Compiling a graph for compile range (1, 8192) takes 7.42 s",
+    );
+    s += &rec(
+        CORE,
+        "INFO",
+        "14:06:41",
+        "gpu_worker.py:772",
+        "Available KV cache memory: 115.63 GiB",
+    );
     s += &rec(CORE, "INFO", "14:06:41", "kv_cache_utils.py:1147", "GPU + host KV cache size: 2,164,992 tokens, Maximum concurrency for 4,096 tokens per request: 528.56x");
     s += "Capturing CUDA graphs (decode, FULL): 100%|\u{2588}\u{2588}\u{2588}| 7/7 [00:00<00:00, 14.48it/s]\r";
-    s += &rec(CORE, "INFO", "14:06:47", "gpu_model_runner.py:6516", "Graph capturing finished in 5 secs, took 0.56 GiB");
-    s += &rec(CORE, "INFO", "14:06:47", "core.py:405", "init engine (profile, create kv cache, warmup model) took 21.19 s (compilation: 11.37 s)");
-    s += &rec(API, "INFO", "14:06:48", "entry.py:139", "Starting vLLM server on http://0.0.0.0:8000");
+    s += &rec(
+        CORE,
+        "INFO",
+        "14:06:47",
+        "gpu_model_runner.py:6516",
+        "Graph capturing finished in 5 secs, took 0.56 GiB",
+    );
+    s += &rec(
+        CORE,
+        "INFO",
+        "14:06:47",
+        "core.py:405",
+        "init engine (profile, create kv cache, warmup model) took 21.19 s (compilation: 11.37 s)",
+    );
+    s += &rec(
+        API,
+        "INFO",
+        "14:06:48",
+        "entry.py:139",
+        "Starting vLLM server on http://0.0.0.0:8000",
+    );
     s += "INFO:     Started server process [21913]\nINFO:     Waiting for application startup.\nINFO:     Application startup complete.\n";
     s += "INFO:     127.0.0.1:51236 - \"POST /v1/completions HTTP/1.1\" 200 OK\n";
     s += &rec(API, "INFO", "14:07:00", "loggers.py:335", "Engine 000: Avg prompt throughput: 1024.0 tokens/s, Avg generation throughput: 1280.0 tokens/s, Running: 10 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.1%, Prefix cache hit rate: 0.0%");
-    s += &rec(API, "INFO", "14:08:00", "launcher.py:254", "[shutdown] API server: shutdown triggered");
-    s += &rec(API, "INFO", "14:08:00", "launcher.py:270", "[shutdown] API server: stopping engine client mode=abort timeout=0s");
-    s += &rec(CORE, "INFO", "14:08:00", "core.py:1454", "[shutdown] EngineCore: trigger received signal=SIGTERM");
+    s += &rec(
+        API,
+        "INFO",
+        "14:08:00",
+        "launcher.py:254",
+        "[shutdown] API server: shutdown triggered",
+    );
+    s += &rec(
+        API,
+        "INFO",
+        "14:08:00",
+        "launcher.py:270",
+        "[shutdown] API server: stopping engine client mode=abort timeout=0s",
+    );
+    s += &rec(
+        CORE,
+        "INFO",
+        "14:08:00",
+        "core.py:1454",
+        "[shutdown] EngineCore: trigger received signal=SIGTERM",
+    );
     s += &rec(API, "ERROR", "14:08:00", "async_llm.py:906", "AsyncLLM output_handler failed.\nTraceback (most recent call last):\n  File \"/v/vllm/v1/engine/core_client.py\", line 1104, in get_output_async\n    raise self._format_exception(outputs) from None\nvllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. See stack trace (above) for the root cause.");
-    s += &rec(API, "INFO", "14:08:00", "utils.py:628", "[shutdown] Process manager: send sigterm to process EngineCore");
+    s += &rec(
+        API,
+        "INFO",
+        "14:08:00",
+        "utils.py:628",
+        "[shutdown] Process manager: send sigterm to process EngineCore",
+    );
     s
 }
 
@@ -65,10 +131,20 @@ fn vllm_033_boot_from_the_format_strings() {
     assert_eq!(f.vllm_version.as_deref(), Some("0.33.0"));
     assert_eq!(f.non_default_args.as_ref().unwrap()["api_key"], "***");
     assert_eq!(f.selected_backends, ["FLASHINFER"]);
-    assert_eq!(f.candidate_backends, ["FLASHINFER", "FLASH_ATTN", "TRITON_ATTN"]);
-    assert_eq!((f.model_load_gib, f.model_load_s), (Some(1.12), Some(2.104566)));
+    assert_eq!(
+        f.candidate_backends,
+        ["FLASHINFER", "FLASH_ATTN", "TRITON_ATTN"]
+    );
+    assert_eq!(
+        (f.model_load_gib, f.model_load_s),
+        (Some(1.12), Some(2.104566))
+    );
     assert_eq!(f.available_kv_cache_gib, Some(115.63));
-    assert_eq!(f.kv_pool_tokens, Some(2_164_992), "the merged `GPU + host` line");
+    assert_eq!(
+        f.kv_pool_tokens,
+        Some(2_164_992),
+        "the merged `GPU + host` line"
+    );
     assert_eq!(f.max_concurrency, Some(528.56));
     assert_eq!(f.max_concurrency_request_len, Some(4096));
     assert_eq!(f.cudagraph_actual_gib, Some(0.56));
@@ -86,9 +162,13 @@ fn vllm_033_boot_from_the_format_strings() {
     let renamed = parse(&text.replace("[shutdown]", "[stop]"));
     assert_eq!(renamed.failure.unwrap().kind, FailureKind::EngineDead);
     let note = bootlog::untested_version_note(&f).unwrap();
-    assert!(note.starts_with("note: vLLM 0.33.0 is not a tested version (tested: 0.28, 0.29, 0.30)."));
+    assert!(
+        note.starts_with("note: vLLM 0.33.0 is not a tested version (tested: 0.28, 0.29, 0.30).")
+    );
     assert_eq!(t5::check(&f).message, "no block-size override printed");
-    assert!(t6::check(&f).message.contains("vLLM chose its own (FLASHINFER)"));
+    assert!(t6::check(&f)
+        .message
+        .contains("vLLM chose its own (FLASHINFER)"));
 }
 
 #[test]
@@ -102,14 +182,21 @@ fn the_logo_is_the_version_line_and_its_continuations_are_lines() {
         .find(|e| matches!(&e.kind, BootEventKind::VersionSeen { .. }))
         .unwrap();
     assert_eq!(v.lineno, 3);
-    assert_eq!(v.kind, BootEventKind::VersionSeen { version: "0.31.2".into() });
+    assert_eq!(
+        v.kind,
+        BootEventKind::VersionSeen {
+            version: "0.31.2".into()
+        }
+    );
     let f = a.finish();
     assert_eq!(f.vllm_version.as_deref(), Some("0.31.2"));
     // A boot that failed before the engine line still knows its version from the logo.
     let early: String = text.lines().take(8).map(|l| format!("{l}\n")).collect();
     let f = parse(&early);
     assert_eq!(f.vllm_version.as_deref(), Some("0.31.2"));
-    assert!(bootlog::untested_version_note(&f).unwrap().contains("vLLM 0.31.2"));
+    assert!(bootlog::untested_version_note(&f)
+        .unwrap()
+        .contains("vLLM 0.31.2"));
 }
 
 #[test]
@@ -146,7 +233,11 @@ fn older_spellings_of_the_key_lines() {
     ];
     let f = parse(&lines.join("\n"));
     assert_eq!(f.vllm_version.as_deref(), Some("0.15.1"));
-    assert_eq!(f.selected_backends, ["FLASH_ATTN"], "0.15 has no final period");
+    assert_eq!(
+        f.selected_backends,
+        ["FLASH_ATTN"],
+        "0.15 has no final period"
+    );
     assert_eq!(f.model_load_gib, Some(1.1201));
     assert_eq!(f.compile_s, Some(12.38), "summed");
     let f = parse("(EngineCore_DP0 pid=2) INFO 11-29 14:06:23 [cuda.py:366] Using Flash Attention backend on V1 engine.");
@@ -166,13 +257,25 @@ fn a_known_line_that_no_longer_parses_is_unparsed_not_defaulted() {
     assert_eq!(f.attention_block_size, None);
     assert_eq!(f.max_concurrency, Some(2.1));
     let fields: Vec<&str> = f.unparsed.iter().map(|u| u.field.as_str()).collect();
-    assert_eq!(fields, ["kv_pool_tokens", "available_kv_cache_gib", "attention_block_size"]);
+    assert_eq!(
+        fields,
+        [
+            "kv_pool_tokens",
+            "available_kv_cache_gib",
+            "attention_block_size"
+        ]
+    );
     assert_eq!(f.unparsed[1].lineno, 2);
-    assert_eq!(f.unparsed[1].line, "Available KV cache memory: 115.63 GB", "prefix stripped");
+    assert_eq!(
+        f.unparsed[1].line, "Available KV cache memory: 115.63 GB",
+        "prefix stripped"
+    );
 }
 
 fn sample(name: &str) -> Option<String> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/spec/engine-samples").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/spec/engine-samples")
+        .join(name);
     std::fs::read_to_string(p).ok()
 }
 
@@ -229,20 +332,30 @@ fn real_vllm_032_cpu_lines() {
     assert_eq!(f.vllm_version.as_deref(), Some("0.32.0"));
     assert_eq!(f.kv_pool_tokens, Some(640));
     assert_eq!(f.max_concurrency, Some(1.25));
-    assert_eq!(f.available_kv_cache_gib, None, "no GPU line on CPU, and nothing made up");
-    assert!(f.selected_backends.is_empty(), "no attention backend line on CPU");
+    assert_eq!(
+        f.available_kv_cache_gib, None,
+        "no GPU line on CPU, and nothing made up"
+    );
+    assert!(
+        f.selected_backends.is_empty(),
+        "no attention backend line on CPU"
+    );
     let procs: Vec<&str> = f.processes.keys().map(String::as_str).collect();
     assert_eq!(procs, ["APIServer", "EngineCore", "VllmWorker-0", "Worker"]);
     assert!(f.ready);
     assert_eq!(f.boot_seconds, Some(157.0));
     assert!(f.unparsed.is_empty(), "{:?}", f.unparsed);
     assert_eq!(t5::check(&f).status, Status::Pass);
-    assert!(bootlog::untested_version_note(&f).unwrap().contains("vLLM 0.32.0"));
+    assert!(bootlog::untested_version_note(&f)
+        .unwrap()
+        .contains("vLLM 0.32.0"));
 }
 
 #[test]
 fn real_vllm_032_cpu_logs_of_the_evidence() {
-    let Some(p) = evidence("vllm-0.32-cpu/boot.log") else { return };
+    let Some(p) = evidence("vllm-0.32-cpu/boot.log") else {
+        return;
+    };
     let f = bootlog::parse_file(&p, None).unwrap();
     assert_eq!(f.vllm_version.as_deref(), Some("0.32.0"));
     assert_eq!(f.kv_pool_tokens, Some(46_592));
@@ -250,8 +363,30 @@ fn real_vllm_032_cpu_logs_of_the_evidence() {
     assert!(f.ready);
     assert!(f.processes.contains_key("Worker"));
     assert_eq!(f.failure, None);
-    let orphan = bootlog::parse_file(&evidence("vllm-0.32-cpu/boot-preempt-orphan.log").unwrap(), None).unwrap();
+    let orphan = bootlog::parse_file(
+        &evidence("vllm-0.32-cpu/boot-preempt-orphan.log").unwrap(),
+        None,
+    )
+    .unwrap();
     assert_eq!(orphan.kv_pool_tokens, Some(640));
-    let failed = bootlog::parse_file(&evidence("vllm-0.32-cpu/boot-fail-kvcache.log").unwrap(), None).unwrap();
+    let failed = bootlog::parse_file(
+        &evidence("vllm-0.32-cpu/boot-fail-kvcache.log").unwrap(),
+        None,
+    )
+    .unwrap();
     assert_eq!(failed.failure.unwrap().kind, FailureKind::KvCacheTooSmall);
+}
+
+#[test]
+fn the_library_strips_vllm_prefixes_with_or_without_colour() {
+    assert_eq!(
+        bootlog::strip_vllm_prefix("(EngineCore pid=3475) ERROR 09-05 23:33:11 [core.py:1348] EngineCore encountered a fatal error."),
+        "EngineCore encountered a fatal error."
+    );
+    assert_eq!(
+        bootlog::strip_vllm_prefix("\x1b[1;36m(APIServer pid=7)\x1b[0;0m INFO 11-29 14:06:07 [api_server.py:1839] vLLM API server version 0.11.0"),
+        "vLLM API server version 0.11.0"
+    );
+    assert_eq!(bootlog::strip_vllm_prefix("plain text"), "plain text");
+    assert_eq!(bootlog::TESTED_VLLM_VERSIONS, ["0.28", "0.29", "0.30"]);
 }

@@ -54,7 +54,11 @@ fn without_metric(s: &Snapshot, name: &str) -> Snapshot {
             n != name
         })
         .collect();
-    assert!(kept.len() < s.text.lines().count(), "{name} not in {}", s.source);
+    assert!(
+        kept.len() < s.text.lines().count(),
+        "{name} not in {}",
+        s.source
+    );
     with_text(s, kept.join("\n") + "\n")
 }
 
@@ -88,10 +92,16 @@ fn live_028_t1_fails_with_22_preemptions() {
     assert_eq!(r.evidence["series"], "vllm:num_preemptions_total");
     assert_eq!(r.evidence["engine"], "vllm");
     let err = r.raise_for_status(true, true).unwrap_err();
-    assert_eq!(err.to_string(), "[T1] TRIPWIRE-FAILED: 22 preemptions during the run");
+    assert_eq!(
+        err.to_string(),
+        "[T1] TRIPWIRE-FAILED: 22 preemptions during the run"
+    );
     // Same snapshot on both sides: nothing happened in between.
     let r = t1::check(&after, &after, None, None, Engine::Vllm);
-    assert_eq!((r.status, r.message.as_str()), (Status::Pass, "no preemptions"));
+    assert_eq!(
+        (r.status, r.message.as_str()),
+        (Status::Pass, "no preemptions")
+    );
 }
 
 #[test]
@@ -138,7 +148,10 @@ fn live_028_t14_t9_t8() {
     // Every busy sample ran no more than fit, in whole blocks.
     for x in s.busy() {
         let (u, r) = (x.kv_usage.unwrap(), x.running.unwrap());
-        assert!(r as u64 <= predicted_ceiling(u, r, Some(42)).unwrap(), "{x:?}");
+        assert!(
+            r as u64 <= predicted_ceiling(u, r, Some(42)).unwrap(),
+            "{x:?}"
+        );
     }
 }
 
@@ -168,7 +181,10 @@ fn xray_028_pins() {
     let after = some_or_skip!(snap("vllm-0.28/xray/after.snapshot.json"));
     let s = some_or_skip!(rec("vllm-0.28/xray/run.series.jsonl"));
     let r = t1::check(&before, &after, Some(&s), None, Engine::Vllm);
-    assert_eq!((r.status, r.message.as_str()), (Status::Fail, "21 preemptions during the run"));
+    assert_eq!(
+        (r.status, r.message.as_str()),
+        (Status::Fail, "21 preemptions during the run")
+    );
     let t14r = t14::check(&s, &after, Engine::Vllm);
     assert_eq!(t14r.status, Status::Pass);
     assert_eq!(t14::usable_blocks(&t14r), Some(42));
@@ -194,7 +210,10 @@ fn xray_028_t15_agrees_and_mutations_of_completed_flip_it() {
     let after = some_or_skip!(snap("vllm-0.28/xray/after.snapshot.json"));
     let b = some_or_skip!(result_file("vllm-0.28/xray/bench.json"));
     let r = t15::check(&b, &before, &after, 0, Engine::Vllm);
-    assert_eq!(r.line(), "[T15] PASS  client and server agree: 32 requests, 32,000 output tokens");
+    assert_eq!(
+        r.line(),
+        "[T15] PASS  client and server agree: 32 requests, 32,000 output tokens"
+    );
     assert_eq!(r.evidence["extra_requests"], 0);
     assert_eq!(r.evidence["server_finished"], 32.0);
     for key in [
@@ -210,26 +229,41 @@ fn xray_028_t15_agrees_and_mutations_of_completed_flip_it() {
     ] {
         assert!(r.evidence.contains_key(key), "{key}");
     }
-    let lowered = BenchResult { completed: Some(30.0), ..b.clone() };
+    let lowered = BenchResult {
+        completed: Some(30.0),
+        ..b.clone()
+    };
     let r = t15::check(&lowered, &before, &after, 0, Engine::Vllm);
     assert_eq!(r.status, Status::Fail);
     assert_eq!(
         r.message,
         "the server finished 2 more requests than the load tool sent; other traffic shared the server during the run"
     );
-    let raised = BenchResult { completed: Some(33.0), ..b.clone() };
+    let raised = BenchResult {
+        completed: Some(33.0),
+        ..b.clone()
+    };
     let r = t15::check(&raised, &before, &after, 0, Engine::Vllm);
     assert_eq!(r.status, Status::Fail);
     assert_eq!(
         r.message,
         "the load tool counted 1 more completed request than the server finished"
     );
-    let removed = BenchResult { completed: None, ..b.clone() };
+    let removed = BenchResult {
+        completed: None,
+        ..b.clone()
+    };
     let r = t15::check(&removed, &before, &after, 0, Engine::Vllm);
     assert_eq!(r.status, Status::Unknown);
-    assert_eq!(r.message, "the result file has no completed or output-token count");
+    assert_eq!(
+        r.message,
+        "the result file has no completed or output-token count"
+    );
     // Tokens the client did not count, with no untimed request to explain them: a warning.
-    let fewer_tokens = BenchResult { total_output_tokens: Some(31_000.0), ..b.clone() };
+    let fewer_tokens = BenchResult {
+        total_output_tokens: Some(31_000.0),
+        ..b.clone()
+    };
     let r = t15::check(&fewer_tokens, &before, &after, 0, Engine::Vllm);
     assert_eq!(r.status, Status::Warn);
     assert_eq!(
@@ -257,13 +291,23 @@ fn preempted_prom_files_count_60_and_the_mutation_to_106_passes() {
     assert!(after.metrics.len() > 300);
     assert!(!before.has_clock());
     let r = t1::check(&before, &after, None, None, Engine::Vllm);
-    assert_eq!((r.status, r.message.as_str()), (Status::Fail, "60 preemptions during the run"));
-    assert_eq!(t1::check(&after, &after, None, None, Engine::Vllm).status, Status::Pass);
+    assert_eq!(
+        (r.status, r.message.as_str()),
+        (Status::Fail, "60 preemptions during the run")
+    );
+    assert_eq!(
+        t1::check(&after, &after, None, None, Engine::Vllm).status,
+        Status::Pass
+    );
 
-    let line = |v: &str| format!("vllm:num_preemptions_total{{engine=\"0\",model_name=\"qwen38\"}} {v}");
+    let line =
+        |v: &str| format!("vllm:num_preemptions_total{{engine=\"0\",model_name=\"qwen38\"}} {v}");
     let mutated = edited(&after, &line("166.0"), &line("106.0"));
     let r = t1::check(&before, &mutated, None, None, Engine::Vllm);
-    assert_eq!((r.status, r.message.as_str()), (Status::Pass, "no preemptions"));
+    assert_eq!(
+        (r.status, r.message.as_str()),
+        (Status::Pass, "no preemptions")
+    );
 
     let removed = without_metric(&after, "vllm:num_preemptions_total");
     let r = t1::check(&before, &removed, None, None, Engine::Vllm);
@@ -301,7 +345,10 @@ fn preempted_snapshots_rate_over_68_seconds() {
     let a = some_or_skip!(snap("vllm-0.28/metrics/preempted_after.prom"));
     let r = t10::check(&b, &a, None, Engine::Vllm);
     assert_eq!(r.status, Status::Unknown);
-    assert_eq!(r.message, "snapshots carry no clock (bare Prometheus text); no span available");
+    assert_eq!(
+        r.message,
+        "snapshots carry no clock (bare Prometheus text); no span available"
+    );
 }
 
 /// `after` with every `*_created` line that `before` also has given `before`'s value.
@@ -340,14 +387,17 @@ fn a_restart_is_caught_by_moved_created_stamps_and_hidden_when_they_are_copied()
     let r = t1::check(&before, &after, None, None, Engine::Vllm);
     assert_eq!(r.status, Status::Fail);
     assert!(
-        r.message.starts_with("server restarted between snapshots (41 *_created stamps moved, e.g. "),
+        r.message
+            .starts_with("server restarted between snapshots (41 *_created stamps moved, e.g. "),
         "{}",
         r.message
     );
     assert_eq!(r.evidence["restarted"], true);
     let t10r = t10::check(&before, &after, None, Engine::Vllm);
     assert_eq!(t10r.status, Status::Unknown);
-    assert!(t10r.message.starts_with("server restarted between snapshots"));
+    assert!(t10r
+        .message
+        .starts_with("server restarted between snapshots"));
 
     let hidden = copy_created(&before, &after);
     let r = t1::check(&before, &hidden, None, None, Engine::Vllm);
@@ -381,7 +431,13 @@ fn ladder_t8_boundary_t9_and_t14() {
     );
     let t9r = t9::check(&s, t14::usable_blocks(&t14r), Engine::Vllm);
     assert_eq!(t9r.status, Status::Pass);
-    assert_eq!((t9r.evidence["ceiling_min"].as_u64(), t9r.evidence["ceiling_max"].as_u64()), (Some(4), Some(4)));
+    assert_eq!(
+        (
+            t9r.evidence["ceiling_min"].as_u64(),
+            t9r.evidence["ceiling_max"].as_u64()
+        ),
+        (Some(4), Some(4))
+    );
     // The boot line's concurrency is shown as evidence, never used to decide.
     let facts = some_or_skip!(boot("vllm-0.28/boot_eager.log"));
     let r = t8::check(&s, 4, Some(&facts), Engine::Vllm);
@@ -402,18 +458,32 @@ fn blocks_recording_infers_44_and_its_label_mutations_flip_t14() {
         r.line(),
         "[T14] PASS  gauge denominator is 44 = num_gpu_blocks (45) - 1 null block"
     );
-    let r = t14::check(&s, &edited(&snapshot, "num_gpu_blocks=\"45\"", "num_gpu_blocks=\"44\""), Engine::Vllm);
+    let r = t14::check(
+        &s,
+        &edited(&snapshot, "num_gpu_blocks=\"45\"", "num_gpu_blocks=\"44\""),
+        Engine::Vllm,
+    );
     assert_eq!(r.status, Status::Fail);
     assert_eq!(
         r.message,
         "gauge denominator is 44, expected num_gpu_blocks - 1 = 43; the usage semantics changed, or the series is not from this boot"
     );
-    let r = t14::check(&s, &edited(&snapshot, "num_gpu_blocks=\"45\",", ""), Engine::Vllm);
+    let r = t14::check(
+        &s,
+        &edited(&snapshot, "num_gpu_blocks=\"45\",", ""),
+        Engine::Vllm,
+    );
     assert_eq!(r.status, Status::Unknown);
-    assert_eq!(r.message, "vllm:cache_config_info has no num_gpu_blocks label");
+    assert_eq!(
+        r.message,
+        "vllm:cache_config_info has no num_gpu_blocks label"
+    );
     // The blocks recording against the ladder run's snapshot: not from this boot.
     let ladder_snap = some_or_skip!(snap("vllm-0.28/series/ladder_snapshot.prom"));
-    assert_eq!(t14::check(&s, &ladder_snap, Engine::Vllm).status, Status::Fail);
+    assert_eq!(
+        t14::check(&s, &ladder_snap, Engine::Vllm).status,
+        Status::Fail
+    );
 }
 
 #[test]
@@ -445,7 +515,10 @@ fn t14_is_unknown_when_the_readings_cannot_be_trusted() {
 fn capped_030_names_admission_control_only_with_the_boot_log() {
     let s = some_or_skip!(rec("vllm-0.30/capped/run.series.jsonl"));
     let r = t8::check(&s, 32, None, Engine::Vllm);
-    assert_eq!(r.message, "requested 32 concurrent, server never ran more than 11");
+    assert_eq!(
+        r.message,
+        "requested 32 concurrent, server never ran more than 11"
+    );
     assert_eq!(r.evidence["peak_running"], 11.0);
     assert_eq!(r.evidence["peak_in_flight"], 16.0);
     let facts = some_or_skip!(boot("vllm-0.30/capped/boot.log"));
@@ -501,8 +574,16 @@ fn sglang_capped() {
     );
     let r = t9::check(&s, None, Engine::Sglang);
     assert_eq!(r.status, Status::Pass);
-    assert!(r.message.contains(" of the fullest memory pool (KV cache or request state); "));
-    assert_eq!((r.evidence["ceiling_min"].as_u64(), r.evidence["ceiling_max"].as_u64()), (Some(1), Some(1)));
+    assert!(r
+        .message
+        .contains(" of the fullest memory pool (KV cache or request state); "));
+    assert_eq!(
+        (
+            r.evidence["ceiling_min"].as_u64(),
+            r.evidence["ceiling_max"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
     let r = t15::check(&b, &before, &after, 0, Engine::Sglang);
     assert_eq!(r.status, Status::Pass);
     assert_eq!(r.evidence["server_finished"], 32.0);
@@ -514,16 +595,31 @@ fn sglang_live_shortfall_without_reaching_its_limit() {
     let after = some_or_skip!(snap("sglang-0.5/live/after.snapshot.json"));
     let s = some_or_skip!(rec("sglang-0.5/live/run.series.jsonl"));
     let b = some_or_skip!(result_file("sglang-0.5/live/bench.json"));
-    assert_eq!(t1::check(&before, &after, None, None, Engine::Sglang).message, "no retractions");
+    assert_eq!(
+        t1::check(&before, &after, None, None, Engine::Sglang).message,
+        "no retractions"
+    );
     let facts = some_or_skip!(boot("sglang-0.5/live/boot.log"));
     assert_eq!(facts.running_cap, Some(10));
     let r = t8::check(&s, 32, Some(&facts), Engine::Sglang);
     // The limit of 10 was not reached, so it is not named.
-    assert_eq!(r.message, "requested 32 concurrent, server never ran more than 5");
+    assert_eq!(
+        r.message,
+        "requested 32 concurrent, server never ran more than 5"
+    );
     assert_eq!(r.evidence["running_cap"], 10);
     let r = t9::check(&s, None, Engine::Sglang);
-    assert_eq!((r.evidence["ceiling_min"].as_u64(), r.evidence["ceiling_max"].as_u64()), (Some(5), Some(5)));
-    assert_eq!(t15::check(&b, &before, &after, 0, Engine::Sglang).status, Status::Pass);
+    assert_eq!(
+        (
+            r.evidence["ceiling_min"].as_u64(),
+            r.evidence["ceiling_max"].as_u64()
+        ),
+        (Some(5), Some(5))
+    );
+    assert_eq!(
+        t15::check(&b, &before, &after, 0, Engine::Sglang).status,
+        Status::Pass
+    );
 }
 
 #[test]
@@ -532,7 +628,10 @@ fn sglang_qwen3_8b() {
     let after = some_or_skip!(snap("sglang-0.5/qwen3-8b/after.snapshot.json"));
     let s = some_or_skip!(rec("sglang-0.5/qwen3-8b/run.series.jsonl"));
     let b = some_or_skip!(result_file("sglang-0.5/qwen3-8b/bench.json"));
-    assert_eq!(t1::check(&before, &after, None, None, Engine::Sglang).message, "no retractions");
+    assert_eq!(
+        t1::check(&before, &after, None, None, Engine::Sglang).message,
+        "no retractions"
+    );
     assert_eq!(
         t8::check(&s, 32, None, Engine::Sglang).message,
         "requested 32 concurrent, server never ran more than 29"
@@ -540,12 +639,24 @@ fn sglang_qwen3_8b() {
     assert_eq!(t8::check(&s, 29, None, Engine::Sglang).status, Status::Pass);
     assert_eq!(t8::check(&s, 30, None, Engine::Sglang).status, Status::Fail);
     let r = t9::check(&s, None, Engine::Sglang);
-    assert_eq!((r.evidence["ceiling_min"].as_u64(), r.evidence["ceiling_max"].as_u64()), (Some(30), Some(31)));
+    assert_eq!(
+        (
+            r.evidence["ceiling_min"].as_u64(),
+            r.evidence["ceiling_max"].as_u64()
+        ),
+        (Some(30), Some(31))
+    );
     assert_eq!(r.status, Status::Warn);
     let r = t15::check(&b, &before, &after, 0, Engine::Sglang);
     assert_eq!(r.status, Status::Pass);
-    let fewer = BenchResult { completed: Some(30.0), ..b.clone() };
-    assert_eq!(t15::check(&fewer, &before, &after, 0, Engine::Sglang).status, Status::Fail);
+    let fewer = BenchResult {
+        completed: Some(30.0),
+        ..b.clone()
+    };
+    assert_eq!(
+        t15::check(&fewer, &before, &after, 0, Engine::Sglang).status,
+        Status::Fail
+    );
 }
 
 #[test]
@@ -554,10 +665,18 @@ fn sglang_own_client_counts_retractions_and_its_warm_up() {
     let after = some_or_skip!(snap("sglang-0.5/qwen3-8b-own-client/after.snapshot.json"));
     let s = some_or_skip!(rec("sglang-0.5/qwen3-8b-own-client/run.series.jsonl"));
     let b = some_or_skip!(result_file("sglang-0.5/qwen3-8b-own-client/bench.jsonl"));
-    let load = some_or_skip!(inferlint::testkit::evidence_text("sglang-0.5/qwen3-8b-own-client/load.log"));
+    let load = some_or_skip!(inferlint::testkit::evidence_text(
+        "sglang-0.5/qwen3-8b-own-client/load.log"
+    ));
     let r = t1::check(&before, &after, None, None, Engine::Sglang);
-    assert_eq!(r.line(), "[ T1] TRIPWIRE-FAILED  3 retractions during the run (SGLang logs a warning for each)");
-    assert_eq!(t8::check(&s, 32, None, Engine::Sglang).line(), "[ T8] PASS  reached 32 running (requested 32)");
+    assert_eq!(
+        r.line(),
+        "[ T1] TRIPWIRE-FAILED  3 retractions during the run (SGLang logs a warning for each)"
+    );
+    assert_eq!(
+        t8::check(&s, 32, None, Engine::Sglang).line(),
+        "[ T8] PASS  reached 32 running (requested 32)"
+    );
     let extra = bench::untimed_requests(&load);
     assert_eq!(extra, 1);
     let r = t15::check(&b, &before, &after, extra, Engine::Sglang);
@@ -566,7 +685,10 @@ fn sglang_own_client_counts_retractions_and_its_warm_up() {
         "[T15] PASS  client and server agree: 32 requests, 32,000 output tokens, plus 1 untimed request (test or warm-up)"
     );
     // Without the warm-up accounted for, the server finished one more than the client sent.
-    assert_eq!(t15::check(&b, &before, &after, 0, Engine::Sglang).status, Status::Fail);
+    assert_eq!(
+        t15::check(&b, &before, &after, 0, Engine::Sglang).status,
+        Status::Fail
+    );
     // The retraction counter removed from the after snapshot, witness kept: nothing counted.
     let r = t1::check(
         &before,
@@ -609,13 +731,20 @@ fn trtllm_t1_from_the_log_the_gauge_or_the_policy() {
     let text = std::fs::read_to_string(&log_path).unwrap();
     let log = inferlint::bootlog::parse_text(&text, None);
     let r = t1::check(&before, &after, Some(&s), Some(&log), Engine::Trtllm);
-    assert_eq!(r.line(), "[ T1] PASS  no pause in the server log, which covers 41 answered requests");
+    assert_eq!(
+        r.line(),
+        "[ T1] PASS  no pause in the server log, which covers 41 answered requests"
+    );
     assert_eq!(r.evidence["paused_in_log"], 0);
     assert_eq!(r.evidence["served_in_log"], 41);
     // The log cut at the ready line covers no request: its pause count is unknown, and the
     // recording's gauge and the scheduler policy decide.
-    let ready = text.find("Application startup complete").expect("ready line");
-    let cut_text = &text[..text[ready..].find('\n').map_or(text.len(), |i| ready + i + 1)];
+    let ready = text
+        .find("Application startup complete")
+        .expect("ready line");
+    let cut_text = &text[..text[ready..]
+        .find('\n')
+        .map_or(text.len(), |i| ready + i + 1)];
     let cut = inferlint::bootlog::parse_text(cut_text, None);
     assert_eq!((cut.pauses, cut.served_in_log.unwrap_or(0)), (None, 0));
     let r = t1::check(&before, &after, Some(&s), Some(&cut), Engine::Trtllm);
@@ -626,10 +755,15 @@ fn trtllm_t1_from_the_log_the_gauge_or_the_policy() {
         format!("no paused request in {n} readings, and the scheduler policy (GUARANTEED_NO_EVICT) admits a request only when its whole output fits")
     );
     // Another policy in the same log: a pause between readings cannot be ruled out.
-    let other = inferlint::bootlog::parse_text(&cut_text.replace("GUARANTEED_NO_EVICT", "MAX_UTILIZATION"), None);
+    let other = inferlint::bootlog::parse_text(
+        &cut_text.replace("GUARANTEED_NO_EVICT", "MAX_UTILIZATION"),
+        None,
+    );
     let r = t1::check(&before, &after, Some(&s), Some(&other), Engine::Trtllm);
     assert_eq!(r.status, Status::Unknown);
-    assert!(r.message.starts_with(&format!("no paused request in {n} readings; TensorRT-LLM counts no pauses")));
+    assert!(r.message.starts_with(&format!(
+        "no paused request in {n} readings; TensorRT-LLM counts no pauses"
+    )));
     let paused = trt_facts(Some(13), Some(41), Some("MAX_UTILIZATION"));
     let r = t1::check(&before, &after, Some(&s), Some(&paused), Engine::Trtllm);
     assert_eq!(
@@ -661,17 +795,28 @@ fn trtllm_gauges_lag() {
     let s = some_or_skip!(rec("trtllm-1.3/qwen3-8b/run.series.jsonl"));
     let b = some_or_skip!(result_file("trtllm-1.3/qwen3-8b/bench.json"));
     assert!(s.usage_readings().len() <= 3);
-    assert_eq!(t10::check(&before, &after, None, Engine::Trtllm).evidence["tokens"], 32000.0);
+    assert_eq!(
+        t10::check(&before, &after, None, Engine::Trtllm).evidence["tokens"],
+        32000.0
+    );
     let r = t8::check(&s, 32, None, Engine::Trtllm);
     assert_eq!(r.message, "reached 32 running (requested 32)");
     assert_eq!(r.evidence["gauges_lag"], true);
-    assert_eq!(t8::check(&s, 33, None, Engine::Trtllm).status, Status::Unknown);
+    assert_eq!(
+        t8::check(&s, 33, None, Engine::Trtllm).status,
+        Status::Unknown
+    );
     let r = t8::check(&s, 64, None, Engine::Trtllm);
     assert_eq!(r.status, Status::Unknown);
     assert!(r.message.ends_with("may have run more in between"));
     let r = t9::check(&s, None, Engine::Trtllm);
     assert_eq!(r.evidence["ceiling_min"], 35);
-    assert!(r.message.ends_with("; TensorRT-LLM updates its gauges only when a request completes)"), "{}", r.message);
+    assert!(
+        r.message
+            .ends_with("; TensorRT-LLM updates its gauges only when a request completes)"),
+        "{}",
+        r.message
+    );
     assert!(r.message.contains(" (from 2 readings; "), "{}", r.message);
     assert_eq!(
         t14::check(&s, &after, Engine::Trtllm).message,
@@ -680,8 +825,14 @@ fn trtllm_gauges_lag() {
     let r = t15::check(&b, &before, &after, 0, Engine::Trtllm);
     assert_eq!(r.status, Status::Pass);
     assert_eq!(r.evidence["server_finished"], 32.0);
-    let more = BenchResult { completed: Some(34.0), ..b.clone() };
-    assert_eq!(t15::check(&more, &before, &after, 0, Engine::Trtllm).status, Status::Fail);
+    let more = BenchResult {
+        completed: Some(34.0),
+        ..b.clone()
+    };
+    assert_eq!(
+        t15::check(&more, &before, &after, 0, Engine::Trtllm).status,
+        Status::Fail
+    );
 }
 
 #[test]
@@ -690,13 +841,22 @@ fn trtllm_without_iteration_stats_cannot_tell_concurrency() {
     let after = some_or_skip!(snap("trtllm-1.3/no-iter-stats/after.snapshot.json"));
     let s = some_or_skip!(rec("trtllm-1.3/no-iter-stats/run.series.jsonl"));
     let b = some_or_skip!(result_file("trtllm-1.3/no-iter-stats/bench.json"));
-    let load = some_or_skip!(inferlint::testkit::evidence_text("trtllm-1.3/no-iter-stats/load.log"));
+    let load = some_or_skip!(inferlint::testkit::evidence_text(
+        "trtllm-1.3/no-iter-stats/load.log"
+    ));
     assert!(after.metrics.has("trtllm_generation_tokens_total"));
     assert!(!after.metrics.has("trtllm_num_requests_running"));
     assert_eq!(s.engine(), Some(Engine::Trtllm));
-    for r in [t8::check(&s, 32, None, Engine::Trtllm), t9::check(&s, None, Engine::Trtllm)] {
+    for r in [
+        t8::check(&s, 32, None, Engine::Trtllm),
+        t9::check(&s, None, Engine::Trtllm),
+    ] {
         assert_eq!(r.status, Status::Unknown);
-        assert!(r.message.contains("'enable_iter_perf_stats: true'"), "{}", r.message);
+        assert!(
+            r.message.contains("'enable_iter_perf_stats: true'"),
+            "{}",
+            r.message
+        );
     }
     let extra = bench::untimed_requests(&load);
     let r = t15::check(&b, &before, &after, extra, Engine::Trtllm);

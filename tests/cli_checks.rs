@@ -74,9 +74,15 @@ fn preemption_on_the_12_user_run_fails_with_60() {
     ]));
     let r = run(&["preemption", &b, &a]);
     assert_eq!(r.code, 1, "{}{}", r.stdout, r.stderr);
-    assert_eq!(r.lines(), ["[ T1] TRIPWIRE-FAILED  60 preemptions during the run"]);
+    assert_eq!(
+        r.lines(),
+        ["[ T1] TRIPWIRE-FAILED  60 preemptions during the run"]
+    );
     let r = run(&["preemption", &a, &a]);
-    assert_eq!((r.code, r.stdout.as_str()), (0, "[ T1] PASS  no preemptions\n"));
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "[ T1] PASS  no preemptions\n")
+    );
     let r = run(&["preemption", &b, &a, "--json"]);
     assert_eq!(r.code, 1);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
@@ -92,7 +98,10 @@ fn preemption_on_sglang_and_tensorrt_llm() {
         "sglang-0.5/qwen3-8b/after.snapshot.json"
     ]));
     let r = run(&["preemption", &b, &a]);
-    assert_eq!((r.code, r.stdout.as_str()), (0, "[ T1] PASS  no retractions\n"));
+    assert_eq!(
+        (r.code, r.stdout.as_str()),
+        (0, "[ T1] PASS  no retractions\n")
+    );
     assert_eq!(r.stderr, "", "the snapshots name their engine: no note");
 
     let [b, a, log] = some_or_skip!(ev([
@@ -102,7 +111,12 @@ fn preemption_on_sglang_and_tensorrt_llm() {
     ]));
     let r = run(&["preemption", &b, &a]);
     assert_eq!(r.code, 2);
-    assert!(r.stdout.contains("server log saved until after the run is needed"), "{}", r.stdout);
+    assert!(
+        r.stdout
+            .contains("server log saved until after the run is needed"),
+        "{}",
+        r.stdout
+    );
     let r = run(&["preemption", &b, &a, "--boot-log", &log]);
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
     assert_eq!(
@@ -127,7 +141,10 @@ fn rate_appends_the_integer_second_comparison_in_text_only() {
     assert_eq!(r.code, 0);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     let msg = v[0]["message"].as_str().unwrap();
-    assert!(msg.ends_with('s') && !msg.contains("integer-second"), "{msg}");
+    assert!(
+        msg.ends_with('s') && !msg.contains("integer-second"),
+        "{msg}"
+    );
     assert!(v[0]["evidence"]["integer_second_error"].is_number());
 }
 
@@ -159,7 +176,14 @@ fn rate_on_bare_prometheus_text_cannot_tell() {
         r.stdout,
         "[T10] ????  snapshots carry no clock (bare Prometheus text); no span available\n"
     );
-    let r = run(&["rate", &b, &a, "--counter", "vllm:prompt_tokens_total", "--json"]);
+    let r = run(&[
+        "rate",
+        &b,
+        &a,
+        "--counter",
+        "vllm:prompt_tokens_total",
+        "--json",
+    ]);
     assert_eq!(r.code, 2);
 }
 
@@ -201,10 +225,20 @@ fn series_on_the_ladder() {
     let r = run(&["series", &s, "--requested", "5", "--json"]);
     assert_eq!(r.code, 1);
     let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-    let ids: Vec<&str> = v.as_array().unwrap().iter().map(|x| x["tripwire"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["tripwire"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["T9", "T8"], "no snapshot: no T14");
     // The old recording names no engine, and nothing else does.
-    assert!(r.stderr.contains("does not say which engine it came from; read as vLLM's"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("does not say which engine it came from; read as vLLM's"),
+        "{}",
+        r.stderr
+    );
     assert!(r.stderr.contains("ladder.series.jsonl"));
     let r = run(&["series", &s, "--requested", "5", "--engine", "vllm"]);
     assert_eq!(r.stderr, "");
@@ -251,9 +285,14 @@ fn another_engines_input_is_refused() {
     let r = inferlint(&["rate", &b, &a], &[("INFERLINT_ENGINE", "trtllm")]);
     assert_eq!(r.code, 2);
     assert_eq!(r.stdout, "");
-    assert!(r.stderr.starts_with("inferlint: INFERLINT_ENGINE=trtllm, but the snapshots came from vLLM."));
+    assert!(r
+        .stderr
+        .starts_with("inferlint: INFERLINT_ENGINE=trtllm, but the snapshots came from vLLM."));
     // --engine wins over the environment.
-    let r = inferlint(&["preemption", &b, &a, "--engine", "vLLM"], &[("INFERLINT_ENGINE", "trtllm")]);
+    let r = inferlint(
+        &["preemption", &b, &a, "--engine", "vLLM"],
+        &[("INFERLINT_ENGINE", "trtllm")],
+    );
     assert_eq!(r.code, 1);
     let r = inferlint(&["preemption", &b, &a], &[("INFERLINT_ENGINE", "tgi")]);
     assert_eq!(r.code, 2);
@@ -263,7 +302,9 @@ fn another_engines_input_is_refused() {
     );
     let r = run(&["preemption", &b, &a, "--engine", "tgi"]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("unknown engine 'tgi' (known: vllm, sglang, trtllm)"));
+    assert!(r
+        .stderr
+        .contains("unknown engine 'tgi' (known: vllm, sglang, trtllm)"));
 
     let [s] = some_or_skip!(ev(["sglang-0.5/qwen3-8b/run.series.jsonl"]));
     let r = run(&["series", &s, "--engine", "vllm"]);
@@ -295,18 +336,34 @@ fn explain_lists_all_fifteen() {
 fn explain_by_code_or_slug() {
     let r = run(&["explain", "null-block"]);
     assert_eq!(r.code, 0);
-    assert!(r.stdout.starts_with("T14  Reserved null block  (null-block)\n"));
-    let r = run(&["explain", "t1", "Concurrency-Not-Reached", "--engine", "trtllm"]);
+    assert!(r
+        .stdout
+        .starts_with("T14  Reserved null block  (null-block)\n"));
+    let r = run(&[
+        "explain",
+        "t1",
+        "Concurrency-Not-Reached",
+        "--engine",
+        "trtllm",
+    ]);
     assert_eq!(r.code, 0);
-    assert!(r.stdout.starts_with("T1  Silent preemption  (silent-preemption)\n"));
-    assert!(r.stdout.contains("\nT8  Concurrency not reached  (concurrency-not-reached)\n"));
+    assert!(r
+        .stdout
+        .starts_with("T1  Silent preemption  (silent-preemption)\n"));
+    assert!(r
+        .stdout
+        .contains("\nT8  Concurrency not reached  (concurrency-not-reached)\n"));
     assert!(r.stdout.contains("On TensorRT-LLM: "));
     assert!(!r.stdout.contains("On SGLang: "));
     let r = inferlint(&["explain", "T8"], &[("INFERLINT_ENGINE", "vllm")]);
     assert!(!r.stdout.contains("On "), "{}", r.stdout);
     for id in ["T3", "T13"] {
         let r = run(&["explain", id]);
-        assert!(r.stdout.contains("inferlint lint-script"), "{id}: {}", r.stdout);
+        assert!(
+            r.stdout.contains("inferlint lint-script"),
+            "{id}: {}",
+            r.stdout
+        );
     }
 }
 
@@ -335,10 +392,22 @@ fn bad_snapshots_are_errors_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let text = std::fs::read(&good).unwrap();
     let cases = [
-        write(dir.path(), "truncated.snapshot.json", &text[..text.len() / 2]),
+        write(
+            dir.path(),
+            "truncated.snapshot.json",
+            &text[..text.len() / 2],
+        ),
         write(dir.path(), "empty.snapshot.json", b""),
-        write(dir.path(), "binary.snapshot.json", &[0x7f, b'E', b'L', b'F', 0, 1, 2, 0xff, 0xfe]),
-        write(dir.path(), "garbage.prom", b"vllm:num_preemptions_total 3\nthis is { not prometheus\n"),
+        write(
+            dir.path(),
+            "binary.snapshot.json",
+            &[0x7f, b'E', b'L', b'F', 0, 1, 2, 0xff, 0xfe],
+        ),
+        write(
+            dir.path(),
+            "garbage.prom",
+            b"vllm:num_preemptions_total 3\nthis is { not prometheus\n",
+        ),
     ];
     for bad in &cases {
         for cmd in ["preemption", "rate"] {
@@ -363,12 +432,20 @@ fn bad_recordings_are_errors_naming_the_file() {
     let mut lines: Vec<&str> = text.lines().collect();
     let mid = lines.len() / 2;
     lines[mid] = "{\"t_wall\": 1788682395.375, \"running\": ";
-    let corrupt = write(dir.path(), "corrupt.series.jsonl", (lines.join("\n") + "\n").as_bytes());
+    let corrupt = write(
+        dir.path(),
+        "corrupt.series.jsonl",
+        (lines.join("\n") + "\n").as_bytes(),
+    );
     let r = run(&["series", &corrupt, "--requested", "4"]);
     assert_eq!(r.code, 2, "{}", r.stdout);
     assert_eq!(r.stdout, "");
     assert!(r.stderr.contains(&corrupt), "{}", r.stderr);
-    assert!(r.stderr.contains(&format!("line {}", mid + 1)), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(&format!("line {}", mid + 1)),
+        "{}",
+        r.stderr
+    );
 
     // A killed recorder leaves a truncated last line: the recording still reads.
     let cut = &text[..text.len() - 40];

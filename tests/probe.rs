@@ -27,12 +27,20 @@ fn healthy_server_passes() {
     assert_eq!(code, 0, "{r}");
     assert_eq!(r["tripwire"], "T7");
     assert_eq!(r["status"], "pass");
-    assert_eq!(r["message"], "1 + 6 concurrent requests served, server alive");
+    assert_eq!(
+        r["message"],
+        "1 + 6 concurrent requests served, server alive"
+    );
     assert_eq!(r["evidence"]["model"], "mock-model");
     assert_eq!(r["evidence"]["burst"]["concurrency"], 6);
     assert_eq!(r["evidence"]["burst"]["failed"], 0);
     assert_eq!(r["evidence"]["alive_after"], true);
-    assert_eq!(mock.state.completions.load(std::sync::atomic::Ordering::SeqCst), 7);
+    assert_eq!(
+        mock.state
+            .completions
+            .load(std::sync::atomic::Ordering::SeqCst),
+        7
+    );
 }
 
 #[test]
@@ -67,8 +75,17 @@ fn death_under_the_burst_fails() {
     let (code, r, _) = probe_json(&mock.url, &["--concurrency", "6"]);
     assert_eq!(code, 1, "{r}");
     assert_eq!(r["status"], "fail");
-    assert!(r["evidence"]["burst"]["failed"].as_u64().unwrap() >= 1, "{r}");
-    assert!(r["message"].as_str().unwrap().ends_with("/6 burst requests failed"), "{r}");
+    assert!(
+        r["evidence"]["burst"]["failed"].as_u64().unwrap() >= 1,
+        "{r}"
+    );
+    assert!(
+        r["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("/6 burst requests failed"),
+        "{r}"
+    );
 }
 
 #[test]
@@ -88,7 +105,10 @@ fn nothing_listening_fails() {
     assert_eq!(code, 1);
     assert_eq!(r["status"], "fail");
     assert!(
-        r["message"].as_str().unwrap().starts_with("cannot list models: "),
+        r["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("cannot list models: "),
         "{r}"
     );
 }
@@ -99,5 +119,8 @@ fn the_model_flag_skips_the_listing() {
     let (code, r, _) = probe_json(&mock.url, &["--model", "chosen", "--concurrency", "2"]);
     assert_eq!(code, 0);
     assert_eq!(r["evidence"]["model"], "chosen");
-    assert_eq!(r["message"], "1 + 2 concurrent requests served, server alive");
+    assert_eq!(
+        r["message"],
+        "1 + 2 concurrent requests served, server alive"
+    );
 }

@@ -40,18 +40,30 @@ fn approx(a: f64, b: f64, tol: f64) -> bool {
 
 #[test]
 fn every_recorded_prom_and_snapshot_loads() {
-    let Some(files) =
-        evidence_files(|n| n.ends_with(".prom") || n.ends_with(".snapshot.json"))
+    let Some(files) = evidence_files(|n| n.ends_with(".prom") || n.ends_with(".snapshot.json"))
     else {
         return;
     };
-    assert!(files.len() >= 30, "expected the recorded snapshots, found {}", files.len());
+    assert!(
+        files.len() >= 30,
+        "expected the recorded snapshots, found {}",
+        files.len()
+    );
     for f in &files {
         let s = Snapshot::load(f).unwrap_or_else(|e| panic!("{e}"));
-        assert!(s.metrics.len() > 100, "{}: only {} samples", f.display(), s.metrics.len());
+        assert!(
+            s.metrics.len() > 100,
+            "{}: only {} samples",
+            f.display(),
+            s.metrics.len()
+        );
         assert!(s.metrics.engine().is_some(), "{}: no engine", f.display());
         let bare = f.extension().is_some_and(|e| e == "prom");
         assert_eq!(s.has_clock(), !bare, "{}", f.display());
+        assert_eq!(
+            s.t_mono_ns.is_some(),
+            !bare && !f.to_string_lossy().contains("preempted_")
+        );
     }
 }
 
@@ -75,16 +87,18 @@ fn every_recorded_series_loads_cleanly() {
         };
         assert_eq!(s.engine(), expected, "{}", f.display());
         if expected == Some(Engine::Trtllm) {
-            assert!(s.samples.iter().all(|x| x.preemptions.is_none() && x.paused.is_some()));
+            assert!(s.samples.iter().all(|x| x.preemptions.is_none()));
+            let with_gauges = !folder.contains("no-iter-stats");
+            assert_eq!(s.samples.iter().all(|x| x.paused.is_some()), with_gauges);
         }
     }
 }
 
 #[test]
 fn every_recorded_result_file_loads() {
-    let Some(files) = evidence_files(|n| {
-        n == "bench.json" || n == "bench.jsonl" || n.ends_with("-result.json")
-    }) else {
+    let Some(files) =
+        evidence_files(|n| n == "bench.json" || n == "bench.jsonl" || n.ends_with("-result.json"))
+    else {
         return;
     };
     assert!(files.len() >= 9);
@@ -112,8 +126,14 @@ fn live_raw_metrics_parse_fully() {
     assert_eq!(m.len(), sample_lines);
     assert_eq!(m.len(), 430);
     assert!(m.has("python_gc_objects_collected_total"));
-    assert_eq!(m.total("python_gc_objects_collected_total"), Some(16825.0 + 4052.0 + 584.0));
-    assert_eq!(m.info_label("vllm:cache_config_info", "num_gpu_blocks"), Some("43"));
+    assert_eq!(
+        m.total("python_gc_objects_collected_total"),
+        Some(16825.0 + 4052.0 + 584.0)
+    );
+    assert_eq!(
+        m.info_label("vllm:cache_config_info", "num_gpu_blocks"),
+        Some("43")
+    );
     assert_eq!(m.total("vllm:num_preemptions_total"), Some(22.0));
     assert_eq!(m.engine(), Some(Engine::Vllm));
     // Histograms: the +Inf bucket equals _count; _created stamps are samples of their own.
@@ -130,19 +150,37 @@ fn live_raw_metrics_parse_fully() {
 
 #[test]
 fn preempted_prom_counters() {
-    let before = Snapshot::load(&evidence_or_skip!("vllm-0.28/metrics/preempted_before.prom")).unwrap();
-    let after = Snapshot::load(&evidence_or_skip!("vllm-0.28/metrics/preempted_after.prom")).unwrap();
-    assert_eq!(before.metrics.total("vllm:num_preemptions_total"), Some(106.0));
-    assert_eq!(after.metrics.total("vllm:num_preemptions_total"), Some(166.0));
+    let before = Snapshot::load(&evidence_or_skip!(
+        "vllm-0.28/metrics/preempted_before.prom"
+    ))
+    .unwrap();
+    let after =
+        Snapshot::load(&evidence_or_skip!("vllm-0.28/metrics/preempted_after.prom")).unwrap();
+    assert_eq!(
+        before.metrics.total("vllm:num_preemptions_total"),
+        Some(106.0)
+    );
+    assert_eq!(
+        after.metrics.total("vllm:num_preemptions_total"),
+        Some(166.0)
+    );
     assert!(after.metrics.len() > 300);
     assert_eq!(after.metrics.len(), 364);
     assert_eq!(before.url, "file:preempted_before.prom");
     assert!(before.t_wall.is_nan());
     assert_eq!(before.t_mono_ns, None);
     // The reconstructed file lists labels out of order: they are sorted on reading.
-    let info = before.metrics.info_labels("vllm:cache_config_info").unwrap();
+    let info = before
+        .metrics
+        .info_labels("vllm:cache_config_info")
+        .unwrap();
     assert_eq!(info[0].0, "_block_size_resolved");
-    assert_eq!(before.metrics.info_label("vllm:cache_config_info", "num_gpu_blocks"), Some("53"));
+    assert_eq!(
+        before
+            .metrics
+            .info_label("vllm:cache_config_info", "num_gpu_blocks"),
+        Some("53")
+    );
 }
 
 #[test]
@@ -153,12 +191,18 @@ fn recorded_snapshot_documents_keep_their_clocks() {
     assert_eq!(s.t_mono_ns, Some(208487639164));
     assert_eq!(s.latency_s, Some(0.009452929));
     assert!(s.has_clock());
-    let trt = Snapshot::load(&evidence_or_skip!("trtllm-1.3/qwen3-8b/after.snapshot.json")).unwrap();
+    let trt = Snapshot::load(&evidence_or_skip!(
+        "trtllm-1.3/qwen3-8b/after.snapshot.json"
+    ))
+    .unwrap();
     assert!(trt.url.ends_with("/prometheus/metrics"));
     assert_eq!(trt.engine(), Some(Engine::Trtllm));
     let sgl = Snapshot::load(&evidence_or_skip!("sglang-0.5/capped/after.snapshot.json")).unwrap();
     assert_eq!(sgl.engine(), Some(Engine::Sglang));
-    assert_eq!(sgl.metrics.total("sglang:num_retracted_requests_total"), None);
+    assert_eq!(
+        sgl.metrics.total("sglang:num_retracted_requests_total"),
+        None
+    );
     assert!(sgl.metrics.has("sglang:num_retracted_reqs"));
 }
 
@@ -177,7 +221,10 @@ fn save_and_load_round_trip_a_recorded_snapshot() {
     assert_eq!(back.text, s.text);
     assert_eq!(back.metrics.len(), s.metrics.len());
     // Same document, byte for byte, as the recorder wrote it.
-    assert_eq!(std::fs::read_to_string(&out).unwrap(), std::fs::read_to_string(&path).unwrap());
+    assert_eq!(
+        std::fs::read_to_string(&out).unwrap(),
+        std::fs::read_to_string(&path).unwrap()
+    );
 }
 
 #[test]
@@ -237,7 +284,9 @@ fn sglang_own_client_jsonl_reads_the_last_line() {
     assert_eq!(r.max_concurrency, Some(32.0));
     // An earlier run in the same file is not the latest one.
     let text = std::fs::read_to_string(&path).unwrap();
-    let earlier = text.trim_end().replace("\"completed\": 32,", "\"completed\": 99,");
+    let earlier = text
+        .trim_end()
+        .replace("\"completed\": 32,", "\"completed\": 99,");
     let both = format!("{earlier}\n{text}");
     let r = bench::BenchResult::from_text(&both, "two.jsonl").unwrap();
     assert_eq!(r.completed, Some(32.0));
@@ -274,14 +323,20 @@ fn parser_scenarios() {
     .unwrap();
     assert_eq!(m.total("absent"), None);
     assert_eq!(m.total("c"), Some(5.0));
-    assert!(matches!(m.single("g"), Err(PromError::NotSingle { count: 2, .. })));
+    assert!(matches!(
+        m.single("g"),
+        Err(PromError::NotSingle { count: 2, .. })
+    ));
     assert_eq!(m.info_labels("x_info").unwrap()[0].1, "a\"b,c=d");
     assert!(m.total("n").unwrap().is_nan());
     assert_eq!(m.series("h_bucket", &[("le", "+Inf")])[0].value, 4.0);
     let e = Metrics::parse("c 1\nc{k=\"a\" 2\n").unwrap_err();
     assert_eq!(e.to_string(), "line 2: malformed label set: {k=\"a\" 2");
     let e = Metrics::parse("c 1\nnot a sample\n").unwrap_err();
-    assert_eq!(e.to_string(), "line 2: not a Prometheus sample: not a sample");
+    assert_eq!(
+        e.to_string(),
+        "line 2: not a Prometheus sample: not a sample"
+    );
 }
 
 #[test]
@@ -310,29 +365,42 @@ fn temp_file(dir: &tempfile::TempDir, name: &str, bytes: &[u8]) -> PathBuf {
     p
 }
 
-const BINARY: &[u8] = &[0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0xff, 0xfe, 0x00, 0x10];
+const BINARY: &[u8] = &[
+    0x7f, b'E', b'L', b'F', 2, 1, 1, 0, 0, 0, 0xff, 0xfe, 0x00, 0x10,
+];
 
 #[test]
 fn bad_snapshots_are_errors_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let full = match evidence("vllm-0.28/live/before.snapshot.json") {
         Some(p) => std::fs::read(p).unwrap(),
-        None => b"{\"schema\": \"inferlint.snapshot/1\", \"url\": \"u\", \"text\": \"a 1\\n\"}\n".to_vec(),
+        None => b"{\"schema\": \"inferlint.snapshot/1\", \"url\": \"u\", \"text\": \"a 1\\n\"}\n"
+            .to_vec(),
     };
     let truncated = temp_file(&dir, "trunc.snapshot.json", &full[..full.len() / 2]);
     let e = Snapshot::load(&truncated).unwrap_err().to_string();
-    assert!(e.starts_with(&format!("{}: line ", truncated.display())), "{e}");
+    assert!(
+        e.starts_with(&format!("{}: line ", truncated.display())),
+        "{e}"
+    );
     assert!(e.contains("not valid JSON"), "{e}");
 
     let binary = temp_file(&dir, "bin.snapshot.json", BINARY);
     let e = Snapshot::load(&binary).unwrap_err().to_string();
-    assert!(e.starts_with(&binary.display().to_string()) && e.contains("binary"), "{e}");
+    assert!(
+        e.starts_with(&binary.display().to_string()) && e.contains("binary"),
+        "{e}"
+    );
 
     let empty = temp_file(&dir, "empty.prom", b"");
     let e = Snapshot::load(&empty).unwrap_err().to_string();
     assert_eq!(e, format!("{}: the file is empty", empty.display()));
 
-    let series = temp_file(&dir, "s.json", b"{\"schema\": \"inferlint.series/1\", \"url\": \"u\"}\n");
+    let series = temp_file(
+        &dir,
+        "s.json",
+        b"{\"schema\": \"inferlint.series/1\", \"url\": \"u\"}\n",
+    );
     let e = Snapshot::load(&series).unwrap_err().to_string();
     assert_eq!(
         e,
@@ -346,7 +414,10 @@ fn bad_snapshots_are_errors_naming_the_file() {
     let e = Snapshot::load(&log).unwrap_err().to_string();
     assert_eq!(
         e,
-        format!("{}: line 1: not a Prometheus sample: INFO 09-30 starting the server", log.display())
+        format!(
+            "{}: line 1: not a Prometheus sample: INFO 09-30 starting the server",
+            log.display()
+        )
     );
 
     let missing = dir.path().join("missing.prom");
@@ -365,7 +436,11 @@ fn damaged_recorded_series_still_loads() {
     let last = lines.last_mut().unwrap();
     last.truncate(last.len() / 2);
     let dir = tempfile::tempdir().unwrap();
-    let p = temp_file(&dir, "killed.series.jsonl", lines.join("\n").replace('\u{0}', "#").as_bytes());
+    let p = temp_file(
+        &dir,
+        "killed.series.jsonl",
+        lines.join("\n").replace('\u{0}', "#").as_bytes(),
+    );
     let s = Series::load(&p).unwrap();
     assert_eq!(s.skipped_lines, 2);
     assert_eq!(s.samples.len(), n - 2);
@@ -374,9 +449,19 @@ fn damaged_recorded_series_still_loads() {
 #[test]
 fn not_a_series_is_an_error_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let headerless = temp_file(&dir, "h.series.jsonl", b"{\"t_wall\": 1.0, \"running\": 2.0}\n{\"t_wall\": 2.0}\n");
+    let headerless = temp_file(
+        &dir,
+        "h.series.jsonl",
+        b"{\"t_wall\": 1.0, \"running\": 2.0}\n{\"t_wall\": 2.0}\n",
+    );
     let e = Series::load(&headerless).unwrap_err().to_string();
-    assert!(e.starts_with(&format!("{}: not an inferlint.series/1 recording", headerless.display())), "{e}");
+    assert!(
+        e.starts_with(&format!(
+            "{}: not an inferlint.series/1 recording",
+            headerless.display()
+        )),
+        "{e}"
+    );
     let binary = temp_file(&dir, "b.series.jsonl", BINARY);
     let e = Series::load(&binary).unwrap_err().to_string();
     assert!(e.starts_with(&binary.display().to_string()), "{e}");
@@ -385,20 +470,39 @@ fn not_a_series_is_an_error_naming_the_file() {
     assert_eq!(e, format!("{}: the file is empty", empty.display()));
     if let Some(snap) = evidence("vllm-0.28/live/before.snapshot.json") {
         let e = Series::load(&snap).unwrap_err().to_string();
-        assert!(e.starts_with(&format!("{}: not an inferlint.series/1 recording", snap.display())), "{e}");
+        assert!(
+            e.starts_with(&format!(
+                "{}: not an inferlint.series/1 recording",
+                snap.display()
+            )),
+            "{e}"
+        );
     }
 }
 
 #[test]
 fn bad_result_files_are_errors_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let log = temp_file(&dir, "bench.json", b"============ Serving Benchmark Result ============\nSuccessful requests: 32\n");
+    let log = temp_file(
+        &dir,
+        "bench.json",
+        b"============ Serving Benchmark Result ============\nSuccessful requests: 32\n",
+    );
     let e = bench::load(&log).unwrap_err().to_string();
-    assert!(e.starts_with(&format!("{}: line 1, column", log.display())), "{e}");
+    assert!(
+        e.starts_with(&format!("{}: line 1, column", log.display())),
+        "{e}"
+    );
     let binary = temp_file(&dir, "b.json", BINARY);
-    assert!(bench::load(&binary).unwrap_err().to_string().contains("binary"));
+    assert!(bench::load(&binary)
+        .unwrap_err()
+        .to_string()
+        .contains("binary"));
     let empty = temp_file(&dir, "e.json", b"");
-    assert!(bench::load(&empty).unwrap_err().to_string().ends_with("the file is empty"));
+    assert!(bench::load(&empty)
+        .unwrap_err()
+        .to_string()
+        .ends_with("the file is empty"));
     // A result without `completed` loads: T15 then says it can't tell.
     let partial = temp_file(&dir, "p.json", b"{\"total_output_tokens\": 32000}");
     let r = bench::load(&partial).unwrap();
@@ -408,7 +512,10 @@ fn bad_result_files_are_errors_naming_the_file() {
         let text = std::fs::read_to_string(p).unwrap();
         let cut = temp_file(&dir, "cut.json", text[..text.len() / 2].as_bytes());
         let e = bench::load(&cut).unwrap_err().to_string();
-        assert!(e.starts_with(&format!("{}: line 1, column", cut.display())), "{e}");
+        assert!(
+            e.starts_with(&format!("{}: line 1, column", cut.display())),
+            "{e}"
+        );
     }
 }
 
@@ -429,11 +536,83 @@ fn synthetic_series_queries() {
     };
     let s = Series::from_samples(
         header,
-        vec![row(None, None), row(Some(3.0), Some(0.0)), row(Some(2.0), Some(0.25)), row(Some(0.0), Some(0.5))],
+        vec![
+            row(None, None),
+            row(Some(3.0), Some(0.0)),
+            row(Some(2.0), Some(0.25)),
+            row(Some(0.0), Some(0.5)),
+        ],
     );
     assert_eq!(s.peak_running(), Some(3.0));
     assert_eq!(s.busy().count(), 1);
     assert_eq!(s.usage_readings(), vec![0.25, 0.5]);
     let empty = Series::from_samples(s.header.clone(), vec![row(None, None)]);
     assert_eq!(empty.peak_running(), None);
+}
+
+// ---- no input makes a reader panic ----
+
+mod never_panics {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        #[test]
+        fn prom_parser_takes_any_text(s in "[a-z_:{}\",=\\\\ \t\r\n#0-9.+eE-]{0,120}") {
+            if let Ok(m) = Metrics::parse(&s) {
+                for sample in m.samples() {
+                    prop_assert!(sample.labels.windows(2).all(|w| w[0].0 <= w[1].0));
+                    let _ = m.total(&sample.name);
+                    let _ = m.single(&sample.name);
+                }
+            }
+        }
+
+        #[test]
+        fn written_samples_read_back(
+            name in "[a-zA-Z_:][a-zA-Z0-9_:]{0,20}",
+            labels in proptest::collection::btree_map("[a-zA-Z_][a-zA-Z0-9_]{0,8}", "[ -~\n]{0,12}", 0..5),
+            value in proptest::num::f64::ANY,
+        ) {
+            let escaped: Vec<String> = labels
+                .iter()
+                .map(|(k, v)| {
+                    let v = v.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n");
+                    format!("{k}=\"{v}\"")
+                })
+                .collect();
+            let line = format!("# TYPE {name} gauge\n{name}{{{}}} {value:?} 1712345678000\n", escaped.join(","));
+            let m = Metrics::parse(&line).unwrap();
+            prop_assert_eq!(m.len(), 1);
+            let s = &m.samples()[0];
+            prop_assert_eq!(&s.name, &name);
+            let got: Vec<(String, String)> = s.labels.clone();
+            let want: Vec<(String, String)> = labels.into_iter().collect();
+            prop_assert_eq!(got, want);
+            prop_assert!(s.value == value || (s.value.is_nan() && value.is_nan()));
+        }
+
+        #[test]
+        fn prom_parser_takes_any_unicode(s in any::<String>()) {
+            let _ = Metrics::parse(&s);
+        }
+
+        #[test]
+        fn readers_take_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+            let text = String::from_utf8_lossy(&bytes);
+            let _ = Snapshot::from_text(&text, "fuzz");
+            let _ = Series::from_text(&text, "fuzz");
+            let _ = bench::BenchResult::from_text(&text, "fuzz");
+        }
+
+        #[test]
+        fn readers_take_json_like_text(s in "[{}\\[\\]\",:0-9a-zNIf \n]{0,100}") {
+            let _ = Snapshot::from_text(&s, "fuzz");
+            let _ = Series::from_text(&format!("{{\"schema\": \"inferlint.series/1\", \"interval_s\": 1}}\n{s}"), "fuzz");
+            let _ = bench::BenchResult::from_text(&s, "fuzz");
+            let _ = untimed_requests(&s);
+        }
+    }
 }

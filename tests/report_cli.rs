@@ -8,7 +8,11 @@ use std::process::Command;
 use report_support::*;
 
 fn report(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
-    let out = Command::new(bin()).arg("report").args(args).output().unwrap();
+    let out = Command::new(bin())
+        .arg("report")
+        .args(args)
+        .output()
+        .unwrap();
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -27,17 +31,26 @@ fn usage_errors_exit_2_with_the_spec_messages() {
     std::fs::write(&file, "x").unwrap();
     let (code, out, err) = report(args![&file]);
     assert_eq!((code, out.as_str()), (2, ""));
-    assert_eq!(err.trim(), format!("inferlint: {} is not a folder", file.display()));
+    assert_eq!(
+        err.trim(),
+        format!("inferlint: {} is not a folder", file.display())
+    );
     let (code, _, err) = report(args![]);
     assert_eq!(code, 2);
-    assert_eq!(err.trim(), "inferlint: give a run folder, or -o and the files to read");
+    assert_eq!(
+        err.trim(),
+        "inferlint: give a run folder, or -o and the files to read"
+    );
     let empty = tmp.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     let (code, _, err) = report(args![&empty]);
     assert_eq!(code, 2);
     assert_eq!(
         err.trim(),
-        format!("inferlint: no run files in {} (boot.log, *.snapshot.json, *.series.jsonl)", empty.display())
+        format!(
+            "inferlint: no run files in {} (boot.log, *.snapshot.json, *.series.jsonl)",
+            empty.display()
+        )
     );
     let (code, _, err) = report(args![&empty, "--engine", "tgi"]);
     assert_eq!(code, 2);
@@ -46,7 +59,9 @@ fn usage_errors_exit_2_with_the_spec_messages() {
 
 #[test]
 fn a_report_from_a_boot_log_alone() {
-    let Some(log) = inferlint::testkit::evidence("vllm-0.28/boot_cudagraphs.log") else { return };
+    let Some(log) = inferlint::testkit::evidence("vllm-0.28/boot_cudagraphs.log") else {
+        return;
+    };
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("sub/dir/r.html");
     let (code, stdout, err) = report(args!["-o", &out, "--boot-log", &log]);
@@ -57,12 +72,17 @@ fn a_report_from_a_boot_log_alone() {
     check_balanced(&html).unwrap();
     assert_offline(&html);
     assert!(html.contains("id=\"h-server\""));
-    assert!(!html.contains("id=\"h-did\""), "no charts without a recording");
+    assert!(
+        !html.contains("id=\"h-did\""),
+        "no charts without a recording"
+    );
 }
 
 #[test]
 fn the_report_never_overwrites_an_input() {
-    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else { return };
+    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
+        return;
+    };
     let log = run.join("boot.log");
     let before = std::fs::read(&log).unwrap();
     let (code, _, err) = report(args![&run, "-o", &log]);
@@ -73,7 +93,9 @@ fn the_report_never_overwrites_an_input() {
 
 #[test]
 fn a_named_engine_refuses_another_engines_files() {
-    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else { return };
+    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
+        return;
+    };
     let (code, out, err) = report(args![&run, "--engine", "sglang"]);
     assert_eq!((code, out.as_str()), (2, ""));
     assert!(err.starts_with("inferlint: --engine sglang, but "), "{err}");
@@ -83,7 +105,9 @@ fn a_named_engine_refuses_another_engines_files() {
 
 #[test]
 fn hostile_names_and_lines_stay_text() {
-    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else { return };
+    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
+        return;
+    };
     let evil = "</script><img src=x onerror=alert(1)>";
     // A model name and a log line carrying markup, and a file name carrying it too.
     let log = std::fs::read_to_string(run.join("boot.log")).unwrap();
@@ -101,7 +125,10 @@ fn hostile_names_and_lines_stay_text() {
     assert!(html.contains("boot&lt;b&gt;&amp;x.log"));
     // The embedded data keeps them as data, escaped for the script element.
     assert!(html.contains("\\u003c/script\\u003e\\u003cimg"));
-    assert_eq!(html.matches("</script>").count(), html.matches("<script").count());
+    assert_eq!(
+        html.matches("</script>").count(),
+        html.matches("<script").count()
+    );
     check_balanced(&html).unwrap();
     let back = inferlint::report::embed::read_back(&html, "r").unwrap();
     assert_eq!(back.title, evil);
@@ -109,18 +136,25 @@ fn hostile_names_and_lines_stay_text() {
 
 #[test]
 fn from_html_reads_the_results_back() {
-    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else { return };
+    let Some((_tmp, run)) = copy_run("vllm-0.28/live") else {
+        return;
+    };
     let (code, first, _) = report(args![&run, "--requested", "32", "--json"]);
     assert_eq!(code, 0);
     let page = run.join("report.html");
     let (code, back, err) = report(args!["--from-html", &page, "--json"]);
     assert_eq!(code, 0, "{err}");
-    assert_eq!(back, first, "the page gives back the results it was written with");
+    assert_eq!(
+        back, first,
+        "the page gives back the results it was written with"
+    );
     let (code, text, _) = report(args!["--from-html", &page]);
     assert_eq!(code, 0);
     assert!(text.starts_with("vLLM 0.28.0 run\n"));
     assert!(text.contains("[ T1] TRIPWIRE-FAILED  22 preemptions during the run"));
-    assert!(text.trim_end().ends_with("8 checks (4 pass, 2 warn, 2 tripwire-failed)"));
+    assert!(text
+        .trim_end()
+        .ends_with("8 checks (4 pass, 2 warn, 2 tripwire-failed)"));
     let not_ours = run.join("other.html");
     std::fs::write(&not_ours, "<html><body>hello</body></html>").unwrap();
     let (code, _, err) = report(args!["--from-html", &not_ours]);
@@ -140,14 +174,28 @@ fn compare_two_runs() {
     let out = tmp.path().join("cmp.html");
     let (code, stdout, err) = report(args!["--compare", &a, &b, "-o", &out, "--requested", "32"]);
     assert_eq!(code, 0, "{stdout}{err}");
-    assert!(stdout.contains("live: 8 checks (4 pass, 2 warn, 2 tripwire-failed)"), "{stdout}");
+    assert!(
+        stdout.contains("live: 8 checks (4 pass, 2 warn, 2 tripwire-failed)"),
+        "{stdout}"
+    );
     assert!(stdout.contains("xray: "));
     // Same flags, same pool: T4 PASS across the two starts.
-    assert!(stdout.contains("[ T4] PASS  same flags, same pool (26,093 tokens)"), "{stdout}");
+    assert!(
+        stdout.contains("[ T4] PASS  same flags, same pool (26,093 tokens)"),
+        "{stdout}"
+    );
     let html = std::fs::read_to_string(&out).unwrap();
     check_balanced(&html).unwrap();
     assert_offline(&html);
-    for s in ["Side by side", "Average running while busy", "22", "21", "341.4", "315.0", "26,093 tokens"] {
+    for s in [
+        "Side by side",
+        "Average running while busy",
+        "22",
+        "21",
+        "341.4",
+        "315.0",
+        "26,093 tokens",
+    ] {
         assert!(html.contains(s), "missing {s}");
     }
     assert!(html.contains("inferlint.compare/1"));

@@ -10,12 +10,17 @@ use report_support::*;
 
 #[test]
 fn sglang_capped() {
-    let Some(mut inputs) = inputs("sglang-0.5/capped") else { return };
+    let Some(mut inputs) = inputs("sglang-0.5/capped") else {
+        return;
+    };
     inputs.server_version = Some("0.5.20".into());
     let r = build(inputs);
     assert_eq!(r.engine(), Engine::Sglang);
     assert_eq!(r.title(), "SGLang 0.5.20 run");
-    assert_eq!(r.result(Tripwire::T14).unwrap().status, Status::NotApplicable);
+    assert_eq!(
+        r.result(Tripwire::T14).unwrap().status,
+        Status::NotApplicable
+    );
     assert_eq!(r.summary().finished, Some(32.0));
     assert_eq!(r.summary().errors, None, "SGLang gives no finish reasons");
     assert!(r.summary().finished_by_reason.is_empty());
@@ -32,38 +37,58 @@ fn sglang_capped() {
     assert!(!html.contains("TensorRT-LLM updates these readings only when a request completes"));
     assert!(figure(&html, "fig-tput").is_none());
     let ins = r.insights();
-    assert!(ins.iter().all(|i| i.key != "cache"), "hybrid model: no cache sentence");
+    assert!(
+        ins.iter().all(|i| i.key != "cache"),
+        "hybrid model: no cache sentence"
+    );
     assert!(ins[0].text.contains(
         "ran at most 1 at once: SGLang lowered its limit to 1 running because of the mamba"
     ));
     assert_eq!(ins[1].title, "Requests waited long to start");
     assert!(ins[1].text.contains("285.2 s"));
-    assert!(ins[2].text.contains("the server's recording shows 1.0 running on average"));
+    assert!(ins[2]
+        .text
+        .contains("the server's recording shows 1.0 running on average"));
     check_balanced(&html).unwrap();
     assert_offline(&html);
 }
 
 #[test]
 fn sglang_qwen3_8b() {
-    let Some(inputs) = inputs("sglang-0.5/qwen3-8b") else { return };
+    let Some(inputs) = inputs("sglang-0.5/qwen3-8b") else {
+        return;
+    };
     let r = build(inputs);
     let ins = r.insights();
     assert_eq!(ins.len(), 3);
     assert_eq!(ins[0].title, "The KV cache was too small for the load");
-    assert!(ins[0].text.ends_with("To make room, it ran at most 29 at once and queued the rest."), "{}", ins[0].text);
+    assert!(
+        ins[0]
+            .text
+            .ends_with("To make room, it ran at most 29 at once and queued the rest."),
+        "{}",
+        ins[0].text
+    );
     assert_eq!(ins[1].title, "Some requests waited much longer to start");
-    assert!(ins[1].text.contains("within 641 ms, but the slowest (p99) waited 22.1 s: they were queued"));
+    assert!(ins[1]
+        .text
+        .contains("within 641 ms, but the slowest (p99) waited 22.1 s: they were queued"));
     assert_eq!(ins[2].title, "On average 17 of 32 requests ran at once");
     assert_eq!(
         ins[2].text,
         "The load kept 32 requests open; the server's recording shows 16.8 running on average while it was busy. The load tool measured 799 output tokens/s over the whole run."
     );
     let need = r.cache_need().unwrap();
-    assert_eq!((need.pool_tokens, need.need_tokens, need.fit), (32_096, 34_816, 29));
+    assert_eq!(
+        (need.pool_tokens, need.need_tokens, need.fit),
+        (32_096, 34_816, 29)
+    );
     let html = r.render_page();
     assert!(html.find("id=\"h-limits\"").unwrap() < html.find("id=\"h-happened\"").unwrap());
     assert_eq!(html.matches("<li class=\"limit limit\">").count(), 3);
-    assert!(figure(&html, "fig-cache").unwrap().contains("29 of them fit."));
+    assert!(figure(&html, "fig-cache")
+        .unwrap()
+        .contains("29 of them fit."));
     assert!(figure(&html, "fig-memory").is_some());
     // T15 is the caller's (the CLI adds it): the library report has 5 passes.
     assert!(html.contains("5 passed; 1 does not apply to SGLang</summary>"));
@@ -72,14 +97,27 @@ fn sglang_qwen3_8b() {
 
 #[test]
 fn sglang_qwen3_8b_cli() {
-    let Some((_tmp, run)) = copy_run("sglang-0.5/qwen3-8b") else { return };
-    let out = Command::new(bin()).args(["report"]).arg(&run).output().unwrap();
+    let Some((_tmp, run)) = copy_run("sglang-0.5/qwen3-8b") else {
+        return;
+    };
+    let out = Command::new(bin())
+        .args(["report"])
+        .arg(&run)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("[T15] PASS  client and server agree: 32 requests"));
     assert!(stdout.contains("requested 32 concurrent"));
     assert!(stdout.contains("What limited this run:\n  - The KV cache was too small for the load."));
-    assert!(stdout.trim_end().ends_with(&format!("-> {}", run.join("report.html").display())));
+    assert!(stdout
+        .trim_end()
+        .ends_with(&format!("-> {}", run.join("report.html").display())));
     let html = std::fs::read_to_string(run.join("report.html")).unwrap();
     assert!(html.contains(
         "<dt>Made from</dt><dd>boot.log, before.snapshot.json, after.snapshot.json, run.series.jsonl, bench.json</dd>"
@@ -88,11 +126,16 @@ fn sglang_qwen3_8b_cli() {
 
 #[test]
 fn trtllm_qwen3_8b() {
-    let Some(inputs) = inputs("trtllm-1.3/qwen3-8b") else { return };
+    let Some(inputs) = inputs("trtllm-1.3/qwen3-8b") else {
+        return;
+    };
     let r = build(inputs);
     assert_eq!(r.engine(), Engine::Trtllm);
     assert_eq!(r.title(), "TensorRT-LLM 1.3.0rc29 run");
-    assert_eq!(r.result(Tripwire::T14).unwrap().status, Status::NotApplicable);
+    assert_eq!(
+        r.result(Tripwire::T14).unwrap().status,
+        Status::NotApplicable
+    );
     assert_eq!(r.summary().finished_by_reason.len(), 1);
     assert_eq!(r.summary().finished_by_reason["length"], 32.0);
     let html = r.render_page();
@@ -100,7 +143,8 @@ fn trtllm_qwen3_8b() {
     assert!(html.contains("On TensorRT-LLM: a request is paused for recompute"));
     assert!(!html.contains("On SGLang"));
     assert_eq!(
-        html.matches("TensorRT-LLM updates these readings only when a request completes").count(),
+        html.matches("TensorRT-LLM updates these readings only when a request completes")
+            .count(),
         2,
         "the lag note under both time charts"
     );
@@ -109,14 +153,18 @@ fn trtllm_qwen3_8b() {
     let ins = r.insights();
     assert_eq!(ins[0].title, "The KV cache held the whole load");
     assert!(ins[0].text.contains("holds 37,760 tokens") && ins[0].text.contains("92% of it"));
-    assert!(ins.iter().any(|i| i.key == "pace" && i.text.contains("TensorRT-LLM updates its running gauge only when a request completes")));
+    assert!(ins.iter().any(|i| i.key == "pace"
+        && i.text
+            .contains("TensorRT-LLM updates its running gauge only when a request completes")));
     check_balanced(&html).unwrap();
     assert_offline(&html);
 }
 
 #[test]
 fn vllm_xray_run_with_a_result_file() {
-    let Some(mut inputs) = inputs("vllm-0.28/xray") else { return };
+    let Some(mut inputs) = inputs("vllm-0.28/xray") else {
+        return;
+    };
     inputs.extra_results.extend(inputs.t15(Engine::Vllm));
     let r = build(inputs);
     assert_eq!(r.result(Tripwire::T15).unwrap().status, Status::Pass);

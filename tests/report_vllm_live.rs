@@ -26,7 +26,16 @@ fn results_and_summary_are_the_pinned_ones() {
     use Tripwire::*;
     assert_eq!(
         got,
-        vec![(T12, Pass), (T5, Warn), (T6, Pass), (T1, Fail), (T10, Pass), (T14, Pass), (T9, Warn), (T8, Fail)]
+        vec![
+            (T12, Pass),
+            (T5, Warn),
+            (T6, Pass),
+            (T1, Fail),
+            (T10, Pass),
+            (T14, Pass),
+            (T9, Warn),
+            (T8, Fail)
+        ]
     );
     assert_eq!(r.usable_blocks(), Some(42));
     let s = r.summary();
@@ -57,7 +66,10 @@ fn insights_without_a_result_file() {
         "The load kept 32 requests open, but the server ran at most 10 at once. It also preempted 22 running requests."
     );
     assert_eq!(ins[1].key, "waiting");
-    assert_eq!(ins[1].text, "A request waited 29.3 s on average before the server started it.");
+    assert_eq!(
+        ins[1].text,
+        "A request waited 29.3 s on average before the server started it."
+    );
     assert_eq!(ins[2].key, "pace");
     assert!(
         ins[2].text.ends_with("while the server was busy, its recording shows 8.0 running on average and 343 output tokens/s."),
@@ -110,12 +122,25 @@ fn the_page_carries_the_pinned_strings() {
     }
     assert!(figure(&html, "fig-tput").is_some());
     assert!(figure(&html, "fig-levels").is_some());
-    assert!(figure(&html, "fig-cache").is_none(), "no cache chart for a hybrid model");
+    assert!(
+        figure(&html, "fig-cache").is_none(),
+        "no cache chart for a hybrid model"
+    );
     // Sections in the spec's order, "what limited this run" first.
-    let order: Vec<usize> = ["h-limits", "h-happened", "h-results", "h-did", "h-server", "h-guide"]
-        .iter()
-        .map(|id| html.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("{id}")))
-        .collect();
+    let order: Vec<usize> = [
+        "h-limits",
+        "h-happened",
+        "h-results",
+        "h-did",
+        "h-server",
+        "h-guide",
+    ]
+    .iter()
+    .map(|id| {
+        html.find(&format!("id=\"{id}\""))
+            .unwrap_or_else(|| panic!("{id}"))
+    })
+    .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
     check_balanced(&html).unwrap();
     assert_offline(&html);
@@ -125,7 +150,9 @@ fn the_page_carries_the_pinned_strings() {
 
 #[test]
 fn an_error_counter_moving_from_0_to_3_is_reported() {
-    let Some(mut inputs) = inputs(RUN) else { return };
+    let Some(mut inputs) = inputs(RUN) else {
+        return;
+    };
     inputs.requested = Some(32);
     let after = inputs.after.as_mut().unwrap();
     let line = "vllm:request_success_total{engine=\"0\",finished_reason=\"error\",model_name=\"qwen38\"} 0.0";
@@ -156,7 +183,11 @@ fn the_page_reads_back_its_own_data() {
 fn the_fragment_has_no_document_wrapper() {
     let Some(r) = live() else { return };
     let f = r.render_fragment();
-    assert!(f.starts_with("<title>vLLM 0.28.0 run</title>"), "{}", &f[..80]);
+    assert!(
+        f.starts_with("<title>vLLM 0.28.0 run</title>"),
+        "{}",
+        &f[..80]
+    );
     for s in ["<!DOCTYPE", "<html", "<body", "rel=\"icon\""] {
         assert!(!f.contains(s), "{s}");
     }
@@ -165,28 +196,47 @@ fn the_fragment_has_no_document_wrapper() {
 
 #[test]
 fn cli_writes_the_report_and_exits_0_despite_failures() {
-    let Some((_tmp, run)) = copy_run(RUN) else { return };
+    let Some((_tmp, run)) = copy_run(RUN) else {
+        return;
+    };
     let out = Command::new(bin())
         .args(["report", run.to_str().unwrap(), "--requested", "32"])
         .output()
         .unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(stdout.contains("[ T1] TRIPWIRE-FAILED  22 preemptions during the run\n"));
-    assert!(stdout.contains("[ T8] TRIPWIRE-FAILED  requested 32 concurrent, server never ran more than 10\n"));
+    assert!(stdout.contains(
+        "[ T8] TRIPWIRE-FAILED  requested 32 concurrent, server never ran more than 10\n"
+    ));
     assert!(stdout.contains("What limited this run:\n  - The server ran fewer requests at once than the load sent. The load kept 32"));
     let report = run.join("report.html");
     let last = stdout.lines().last().unwrap();
     assert_eq!(
         last,
-        format!("8 checks (4 pass, 2 warn, 2 tripwire-failed) -> {}", report.display())
+        format!(
+            "8 checks (4 pass, 2 warn, 2 tripwire-failed) -> {}",
+            report.display()
+        )
     );
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.len() > 50_000);
     assert!(html.contains("<dt>Made from</dt><dd>boot.log, before.snapshot.json, after.snapshot.json, run.series.jsonl</dd>"));
     // --json prints only the results array.
     let out = Command::new(bin())
-        .args(["report", run.to_str().unwrap(), "--requested", "32", "--json", "-o"])
+        .args([
+            "report",
+            run.to_str().unwrap(),
+            "--requested",
+            "32",
+            "--json",
+            "-o",
+        ])
         .arg(run.join("again.html"))
         .output()
         .unwrap();

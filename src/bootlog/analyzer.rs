@@ -102,13 +102,20 @@ impl Analyzer {
     }
 
     /// Feeds one line. A trailing line end is allowed; line ends inside (`\n`, `\r\n`, a bare
-    /// `\r`) split it as they would in a file.
+    /// `\r`) split it as they would in a file. A supervisor reading stdout and stderr apart
+    /// should feed each stream's whole lines here, so that the two never mix inside a line.
     pub fn feed_line(&mut self, line: &str) -> Vec<BootEvent> {
         let mut events = Vec::new();
         let b = line.as_bytes();
         if !self.splitter.has_pending() && memchr::memchr2(b'\n', b'\r', b).is_none() {
             self.splitter.line_fed_whole();
-            self.line(RawLine { bytes: b, cut: false }, &mut events);
+            self.line(
+                RawLine {
+                    bytes: b,
+                    cut: false,
+                },
+                &mut events,
+            );
             return events;
         }
         self.feed_bytes_into(b, &mut events);
@@ -137,7 +144,13 @@ impl Analyzer {
         if splitter.has_pending() {
             splitter.flush(&mut |raw| self.line(raw, events));
         } else {
-            self.line(RawLine { bytes: b"", cut: false }, events);
+            self.line(
+                RawLine {
+                    bytes: b"",
+                    cut: false,
+                },
+                events,
+            );
         }
         self.splitter = splitter;
     }
@@ -238,15 +251,13 @@ impl Analyzer {
             vllm::read(&mut self.st, lineno, msg, found, events);
             sglang::read(&mut self.st, lineno, msg, found, events);
         }
-        if !found.is_empty() {
-            if found.has(Phrase::Ready) && !self.st.f.ready {
-                self.st.f.ready = true;
-                self.st.f.ready_lineno = Some(lineno);
-                events.push(BootEvent {
-                    lineno,
-                    kind: BootEventKind::Ready,
-                });
-            }
+        if found.has(Phrase::Ready) && !self.st.f.ready {
+            self.st.f.ready = true;
+            self.st.f.ready_lineno = Some(lineno);
+            events.push(BootEvent {
+                lineno,
+                kind: BootEventKind::Ready,
+            });
         }
         let stripped = strip_other_stamps(msg);
         // A line with no phrase can match no rule, end no ignored block and be no context.
@@ -274,7 +285,13 @@ impl Analyzer {
         }
     }
 
-    fn read_markers(&mut self, line: &str, found: Found, lineno: usize, events: &mut Vec<BootEvent>) {
+    fn read_markers(
+        &mut self,
+        line: &str,
+        found: Found,
+        lineno: usize,
+        events: &mut Vec<BootEvent>,
+    ) {
         use Phrase as P;
         let m = &mut self.markers;
         if found.any(&[P::MarkTrtTag, P::MarkTrtServe, P::MarkTrtPath]) {

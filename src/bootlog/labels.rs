@@ -48,14 +48,20 @@ mod tests {
             ["run1/boot.log", "run2/boot.log"]
         );
         assert_eq!(
-            labels(&["f/vllm-0.28/boot_pool_level_hi.log", "f/vllm-0.28/boot_pool_level_lo.log"]),
+            labels(&[
+                "f/vllm-0.28/boot_pool_level_hi.log",
+                "f/vllm-0.28/boot_pool_level_lo.log"
+            ]),
             ["boot_pool_level_hi.log", "boot_pool_level_lo.log"]
         );
         assert_eq!(
             labels(&["a/b/boot.log", "c/b/boot.log", "x.log"]),
             ["a/b/boot.log", "c/b/boot.log", "x.log"]
         );
-        assert_eq!(labels(&["boot.log", "run1/boot.log"]), ["boot.log", "run1/boot.log"]);
+        assert_eq!(
+            labels(&["boot.log", "run1/boot.log"]),
+            ["boot.log", "run1/boot.log"]
+        );
         assert_eq!(labels(&["./one.log"]), ["one.log"]);
         assert_eq!(labels(&["same.log", "same.log"]), ["same.log", "same.log"]);
     }

@@ -225,7 +225,14 @@ fn process_prefix(line: &str) -> Option<((&str, u32), &str)> {
     Some(((name, pid), after))
 }
 
-const LEVELS: [&str; 6] = ["DEBUG ", "INFO ", "WARNING ", "ERROR ", "CRITICAL ", "WARN "];
+const LEVELS: [&str; 6] = [
+    "DEBUG ",
+    "INFO ",
+    "WARNING ",
+    "ERROR ",
+    "CRITICAL ",
+    "WARN ",
+];
 
 /// `LEVEL MM-DD HH:MM:SS [file:line] ` → `(stamp, message)`.
 fn vllm_header(s: &str) -> Option<(&str, &str)> {
@@ -236,7 +243,9 @@ fn vllm_header(s: &str) -> Option<(&str, &str)> {
         return None;
     }
     let rest = rest[14..].strip_prefix(" [")?;
-    let close = rest.find("] ").or_else(|| rest.ends_with(']').then(|| rest.len() - 1))?;
+    let close = rest
+        .find("] ")
+        .or_else(|| rest.ends_with(']').then(|| rest.len() - 1))?;
     let msg = rest.get(close + 2..).unwrap_or("");
     Some((stamp, msg))
 }
@@ -265,7 +274,7 @@ pub fn strip_other_stamps(s: &str) -> &str {
     let mut rest = s;
     if rest.starts_with('[') {
         if let Some(close) = rest.find("] ") {
-            let inner = rest[1..close].as_bytes();
+            let inner = &rest.as_bytes()[1..close];
             if (inner.len() >= 19 && date_time_ymd(&inner[..19]))
                 || (inner.len() == 19 && date_time_mdy(inner))
             {
@@ -291,10 +300,7 @@ pub fn strip_other_stamps(s: &str) -> &str {
 
 /// `YYYY-MM-DD HH:MM:SS`
 fn date_time_ymd(b: &[u8]) -> bool {
-    b.len() >= 19
-        && digits(&b[0..4])
-        && b[4] == b'-'
-        && is_md_hms(&b[5..19])
+    b.len() >= 19 && digits(&b[0..4]) && b[4] == b'-' && is_md_hms(&b[5..19])
 }
 
 /// `MM/DD/YYYY-HH:MM:SS`
@@ -450,7 +456,9 @@ mod tests {
             "AssertionError"
         );
         assert_eq!(
-            strip_vllm_prefix("INFO 11-29 14:06:05 [__init__.py:216] Automatically detected platform cuda."),
+            strip_vllm_prefix(
+                "INFO 11-29 14:06:05 [__init__.py:216] Automatically detected platform cuda."
+            ),
             "Automatically detected platform cuda."
         );
         assert_eq!(strip_vllm_prefix("(EngineCore pid=1030) "), "");
@@ -472,16 +480,15 @@ mod tests {
             strip_other_stamps("[10/01/2026-01:43:03] [TRT-LLM] [I] [llmapi] Using LLM"),
             "[llmapi] Using LLM"
         );
-        assert_eq!(
-            strip_other_stamps("[TRT-LLM] [RANK 0] [E] boom"),
-            "boom"
-        );
+        assert_eq!(strip_other_stamps("[TRT-LLM] [RANK 0] [E] boom"), "boom");
     }
 
     #[test]
     fn stamps() {
-        let a = stamp_seconds("(APIServer pid=821) INFO 09-26 17:48:43 [api_utils.py:333] x").unwrap();
-        let b = stamp_seconds("(APIServer pid=821) INFO 09-26 17:50:47 [api_server.py:657] y").unwrap();
+        let a =
+            stamp_seconds("(APIServer pid=821) INFO 09-26 17:48:43 [api_utils.py:333] x").unwrap();
+        let b =
+            stamp_seconds("(APIServer pid=821) INFO 09-26 17:50:47 [api_server.py:657] y").unwrap();
         assert_eq!(elapsed(a, b), 124);
         let s = stamp_seconds("[2026-10-01 00:37:47] server_args={}").unwrap();
         let t = stamp_seconds("[2026-10-01 00:42:43] INFO:     Application").unwrap();
@@ -492,6 +499,9 @@ mod tests {
         let dec = stamp_seconds("INFO 12-31 23:59:50 [a.py:1] x").unwrap();
         let jan = stamp_seconds("INFO 01-01 00:00:10 [a.py:1] x").unwrap();
         assert_eq!(elapsed(dec, jan), 20);
-        assert_eq!(stamp_seconds("INFO:     127.0.0.1:38739 - \"GET /v1/models HTTP/1.1\" 200 OK"), None);
+        assert_eq!(
+            stamp_seconds("INFO:     127.0.0.1:38739 - \"GET /v1/models HTTP/1.1\" 200 OK"),
+            None
+        );
     }
 }

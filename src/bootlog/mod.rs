@@ -16,6 +16,7 @@ mod state;
 mod trtllm;
 mod vllm;
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -25,7 +26,7 @@ pub use analyzer::{Analyzer, BootEvent, BootEventKind};
 pub use classify::{Failure, FailureKind, Phase};
 pub use facts::{BootFacts, Unparsed};
 pub use labels::log_labels;
-pub use lines::{strip_vllm_prefix, LINE_CAP};
+pub use lines::LINE_CAP;
 
 use crate::engine::Engine;
 
@@ -100,6 +101,15 @@ pub fn classify_failure_file(path: &Path) -> Result<Option<Failure>, BootLogErro
 /// orderly stop with it; the classifier ignores what follows).
 pub fn shutdown_lineno(text: &str) -> Option<usize> {
     parse_text(text, None).shutdown_lineno
+}
+
+/// A line without colour codes and without vLLM's process prefix and logging header:
+/// `(EngineCore pid=3475) ERROR 09-05 23:33:11 [core.py:1348] message` → `message`.
+pub fn strip_vllm_prefix(line: &str) -> Cow<'_, str> {
+    match lines::strip_ansi(line) {
+        Cow::Borrowed(s) => Cow::Borrowed(lines::strip_vllm_prefix(s)),
+        Cow::Owned(s) => Cow::Owned(lines::strip_vllm_prefix(&s).to_string()),
+    }
 }
 
 /// The version the facts name for their engine: the log's, else the live server's.

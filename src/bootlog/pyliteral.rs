@@ -418,12 +418,21 @@ mod tests {
         assert!(parse_dict("{'a': 1} trailing").is_err());
         assert!(parse_dict("").is_err());
         let deep = "[".repeat(10_000);
-        assert!(parse_value(&deep).is_err(), "deep nesting is refused, not a crash");
+        assert!(
+            parse_value(&deep).is_err(),
+            "deep nesting is refused, not a crash"
+        );
     }
 
     #[test]
     fn escapes() {
-        assert_eq!(parse_value(r"'a\nb\x41\u00e9\\'").unwrap(), json!("a\nbA\u{e9}\\"));
-        assert_eq!(parse_value("{1: 'x', None: 2}").unwrap(), json!({"1": "x", "None": 2}));
+        assert_eq!(
+            parse_value(r"'a\nb\x41\u00e9\\'").unwrap(),
+            json!("a\nbA\u{e9}\\")
+        );
+        assert_eq!(
+            parse_value("{1: 'x', None: 2}").unwrap(),
+            json!({"1": "x", "None": 2})
+        );
     }
 }

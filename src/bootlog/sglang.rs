@@ -15,21 +15,25 @@ fn re(pattern: &str) -> Regex {
 }
 
 static KV_TOKENS: LazyLock<Regex> = LazyLock::new(|| re(r"#tokens: ([\d,]+)"));
-static KV_SIZES: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"K size: (-?[\d.]+) GB, V size: (-?[\d.]+) GB|KV size: (-?[\d.]+) GB")
-});
+static KV_SIZES: LazyLock<Regex> =
+    LazyLock::new(|| re(r"K size: (-?[\d.]+) GB, V size: (-?[\d.]+) GB|KV size: (-?[\d.]+) GB"));
 static MEM_USAGE: LazyLock<Regex> = LazyLock::new(|| re(r"mem usage=(-?[\d.]+) GB"));
 static ELAPSED: LazyLock<Regex> = LazyLock::new(|| re(r"elapsed=(-?[\d.]+) s"));
-static CAPPED: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"max_running_requests is capped to (\d+) by the (.+?)(?: \(|\.|,|$)")
-});
+static CAPPED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"max_running_requests is capped to (\d+) by the (.+?)(?: \(|\.|,|$)"));
 static TOTAL_TOKENS: LazyLock<Regex> = LazyLock::new(|| re(r"max_total_num_tokens=(\d+)"));
 static RUNNING: LazyLock<Regex> = LazyLock::new(|| re(r"max_running_requests=(\d+)"));
 static DEFAULT_BACKEND: LazyLock<Regex> =
     LazyLock::new(|| re(r"Attention backend not specified\. Use (\S+) backend by default"));
 
 /// Reads one SGLang line into the state.
-pub(crate) fn read(st: &mut State, lineno: usize, msg: &str, found: Found, ev: &mut Vec<BootEvent>) {
+pub(crate) fn read(
+    st: &mut State,
+    lineno: usize,
+    msg: &str,
+    found: Found,
+    ev: &mut Vec<BootEvent>,
+) {
     if found.has(P::ServerArgs) {
         if let Some(i) = msg.find("server_args={") {
             match pyliteral::parse_dict(&msg[i + 12..]) {
@@ -114,11 +118,13 @@ pub(crate) fn read(st: &mut State, lineno: usize, msg: &str, found: Found, ev: &
 /// `KV Cache is allocated. dtype: torch.bfloat16, #tokens: 17675, K size: 0.54 GB, V size: 0.54 GB`
 fn read_kv(st: &mut State, lineno: usize, msg: &str, ev: &mut Vec<BootEvent>) {
     let tokens = KV_TOKENS.captures(msg).and_then(|c| parse_u64(&c[1]));
-    let gib = KV_SIZES.captures(msg).and_then(|c| match (c.get(1), c.get(2), c.get(3)) {
-        (Some(k), Some(v), _) => Some(round2(parse_f64(k.as_str())? + parse_f64(v.as_str())?)),
-        (_, _, Some(kv)) => parse_f64(kv.as_str()),
-        _ => None,
-    });
+    let gib = KV_SIZES
+        .captures(msg)
+        .and_then(|c| match (c.get(1), c.get(2), c.get(3)) {
+            (Some(k), Some(v), _) => Some(round2(parse_f64(k.as_str())? + parse_f64(v.as_str())?)),
+            (_, _, Some(kv)) => parse_f64(kv.as_str()),
+            _ => None,
+        });
     match (tokens, gib) {
         (Some(t), Some(g)) => {
             set_pool(st, t, true, lineno, ev);

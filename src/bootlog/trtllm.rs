@@ -17,9 +17,8 @@ fn re(pattern: &str) -> Regex {
 }
 
 static VERSION: LazyLock<Regex> = LazyLock::new(|| re(r"LLM version: (\S+)"));
-static PAGED: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"Allocated (-?[\d.]+) GiB for max tokens in paged KV cache \((\d+)\)")
-});
+static PAGED: LazyLock<Regex> =
+    LazyLock::new(|| re(r"Allocated (-?[\d.]+) GiB for max tokens in paged KV cache \((\d+)\)"));
 static PER_BLOCK: LazyLock<Regex> = LazyLock::new(|| re(r"tokens per block=(\d+)"));
 static MAX_REQUESTS: LazyLock<Regex> = LazyLock::new(|| re(r"max_num_requests=(\d+)"));
 static MAX_BATCH: LazyLock<Regex> = LazyLock::new(|| re(r"max_batch_size=(\d+)"));
@@ -27,11 +26,19 @@ static WEIGHTS: LazyLock<Regex> = LazyLock::new(|| re(r"profiling: (-?[\d.]+) Gi
 static PAUSE: LazyLock<Regex> = LazyLock::new(|| re(r"request ID \d+ -> pause"));
 static MODEL: LazyLock<Regex> = LazyLock::new(|| re(r"(?:^|\s)model='([^']*)'"));
 static SETTING: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?:^|[\s(,])(attn_backend|max_batch_size|max_num_tokens|max_seq_len|free_gpu_memory_fraction|tokens_per_block|capacity_scheduler_policy|enable_chunked_prefill|speculative_config|kv_cache_dtype|disable_overlap_scheduler)=(<\w+\.)?'?([^\s,)'>:]*)")
+    re(
+        r"(?:^|[\s(,])(attn_backend|max_batch_size|max_num_tokens|max_seq_len|free_gpu_memory_fraction|tokens_per_block|capacity_scheduler_policy|enable_chunked_prefill|speculative_config|kv_cache_dtype|disable_overlap_scheduler)=(<\w+\.)?'?([^\s,)'>:]*)",
+    )
 });
 
 /// Reads one TensorRT-LLM line into the state. `msg` is the whole line (it has no vLLM prefix).
-pub(crate) fn read(st: &mut State, lineno: usize, msg: &str, found: Found, ev: &mut Vec<BootEvent>) {
+pub(crate) fn read(
+    st: &mut State,
+    lineno: usize,
+    msg: &str,
+    found: Found,
+    ev: &mut Vec<BootEvent>,
+) {
     if st.expect_llm_args {
         st.expect_llm_args = false;
         read_llm_args(st, lineno, msg, ev);

@@ -24,17 +24,14 @@ static EXPLICIT: LazyLock<Regex> = LazyLock::new(|| re(r"Using (\S+) backend\.$"
 static ON_V1: LazyLock<Regex> = LazyLock::new(|| re(r"Using (.+?) backend on V1 engine\."));
 static BLOCK: LazyLock<Regex> =
     LazyLock::new(|| re(r"Setting attention block size to (\d+) tokens"));
-static PADDING: LazyLock<Regex> =
-    LazyLock::new(|| re(r"Padding mamba page size by (-?[\d.]+)%"));
+static PADDING: LazyLock<Regex> = LazyLock::new(|| re(r"Padding mamba page size by (-?[\d.]+)%"));
 static KV_SIZE: LazyLock<Regex> = LazyLock::new(|| re(r"KV cache size: ([\d,]+) tokens"));
-static CONCURRENCY: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"Maximum concurrency for ([\d,]+) tokens per request: (-?[\d.]+)x")
-});
+static CONCURRENCY: LazyLock<Regex> =
+    LazyLock::new(|| re(r"Maximum concurrency for ([\d,]+) tokens per request: (-?[\d.]+)x"));
 static AVAILABLE: LazyLock<Regex> =
     LazyLock::new(|| re(r"Available KV cache memory: (-?[\d.]+) GiB"));
-static MODEL_LOAD: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"Model loading took (-?[\d.]+) GiB(?: memory)? and (-?[\d.]+) seconds")
-});
+static MODEL_LOAD: LazyLock<Regex> =
+    LazyLock::new(|| re(r"Model loading took (-?[\d.]+) GiB(?: memory)? and (-?[\d.]+) seconds"));
 static ESTIMATED: LazyLock<Regex> =
     LazyLock::new(|| re(r"Estimated CUDA graph memory: (-?[\d.]+) GiB"));
 static POOL: LazyLock<Regex> =
@@ -47,7 +44,9 @@ static ACTUAL: LazyLock<Regex> = LazyLock::new(|| {
 static COMPILE: LazyLock<Regex> =
     LazyLock::new(|| re(r"torch\.compile (?:took|takes) (-?[\d.]+) s in total"));
 static DOWNGRADE: LazyLock<Regex> = LazyLock::new(|| {
-    re(r"(?:CUDAGraphMode\.)?(\w+) is not supported with spec-decode.*setting cudagraph_mode=(?:CUDAGraphMode\.)?(\w+)")
+    re(
+        r"(?:CUDAGraphMode\.)?(\w+) is not supported with spec-decode.*setting cudagraph_mode=(?:CUDAGraphMode\.)?(\w+)",
+    )
 });
 
 pub(crate) fn parse_u64(s: &str) -> Option<u64> {
@@ -59,9 +58,20 @@ pub(crate) fn parse_f64(s: &str) -> Option<f64> {
 }
 
 /// Reads one vLLM line (its message, prefixes stripped) into the state.
-pub(crate) fn read(st: &mut State, lineno: usize, msg: &str, found: Found, ev: &mut Vec<BootEvent>) {
+pub(crate) fn read(
+    st: &mut State,
+    lineno: usize,
+    msg: &str,
+    found: Found,
+    ev: &mut Vec<BootEvent>,
+) {
     let event = |kind| BootEvent { lineno, kind };
-    if found.any(&[P::EngineInit, P::ApiServerVersion, P::ServerVersion, P::LogoVersion]) {
+    if found.any(&[
+        P::EngineInit,
+        P::ApiServerVersion,
+        P::ServerVersion,
+        P::LogoVersion,
+    ]) {
         read_version(st, lineno, msg, found, ev);
     }
     if found.has(P::NonDefaultArgs) {

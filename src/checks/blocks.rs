@@ -249,7 +249,13 @@ mod tests {
 
     #[test]
     fn non_fractions_infer_nothing() {
-        let readings = [0.123456789, 0.2718281828, 0.3141592653, 0.4142135623, 0.5772156649];
+        let readings = [
+            0.123456789,
+            0.2718281828,
+            0.3141592653,
+            0.4142135623,
+            0.5772156649,
+        ];
         let inf = infer_blocks(&readings);
         assert_eq!(inf.blocks, None);
         assert!(!inf.trusted);

@@ -42,11 +42,8 @@ impl<'a> CounterQuery<'a> {
     /// The counter's value in one reading (summed over its label sets); 0 when only the witness
     /// is there; None when neither is.
     pub fn value(&self, m: &Metrics) -> Option<f64> {
-        m.total_where(self.name, self.labels).or_else(|| {
-            self.witness
-                .filter(|w| m.has(w))
-                .map(|_| 0.0)
-        })
+        m.total_where(self.name, self.labels)
+            .or_else(|| self.witness.filter(|w| m.has(w)).map(|_| 0.0))
     }
 }
 
@@ -65,7 +62,11 @@ pub enum Restart {
     /// `*_created` stamps moved (in `before`'s order).
     CreatedMoved(Vec<MovedStamp>),
     /// The counter went down.
-    WentDown { name: String, before: f64, after: f64 },
+    WentDown {
+        name: String,
+        before: f64,
+        after: f64,
+    },
 }
 
 impl fmt::Display for Restart {
@@ -110,10 +111,8 @@ pub enum DeltaError {
 /// The `*_created` series present in both readings whose stamp changed, in `before`'s order.
 pub fn moved_created_stamps(before: &Metrics, after: &Metrics) -> Vec<MovedStamp> {
     let key = |s: &Sample| (s.name.clone(), s.labels.clone());
-    let after_stamps: std::collections::HashMap<_, f64> = after
-        .created_stamps()
-        .map(|s| (key(s), s.value))
-        .collect();
+    let after_stamps: std::collections::HashMap<_, f64> =
+        after.created_stamps().map(|s| (key(s), s.value)).collect();
     before
         .created_stamps()
         .filter_map(|s| {
@@ -321,14 +320,22 @@ mod tests {
         );
         assert!(matches!(
             err,
-            DeltaError::Restarted(Restart::WentDown { before: 106.0, after: 4.0, .. })
+            DeltaError::Restarted(Restart::WentDown {
+                before: 106.0,
+                after: 4.0,
+                ..
+            })
         ));
     }
 
     #[test]
     fn a_moved_created_stamp_is_a_restart_even_when_the_counter_rose() {
-        let before = m(&format!("{C} 4\nvllm:num_preemptions_created 1000\nx_created{{a=\"1\"}} 5\n"));
-        let after = m(&format!("{C} 40\nvllm:num_preemptions_created 2000\nx_created{{a=\"1\"}} 5\n"));
+        let before = m(&format!(
+            "{C} 4\nvllm:num_preemptions_created 1000\nx_created{{a=\"1\"}} 5\n"
+        ));
+        let after = m(&format!(
+            "{C} 40\nvllm:num_preemptions_created 2000\nx_created{{a=\"1\"}} 5\n"
+        ));
         let err = counter_delta(&before, &after, &CounterQuery::new(C)).unwrap_err();
         assert_eq!(
             err.to_string(),
@@ -340,8 +347,13 @@ mod tests {
         assert_eq!(moved[0].before, 1000.0);
         assert_eq!(moved[0].after, 2000.0);
         // A stamp that appears only on one side (a new label set) is not a restart.
-        let after = m(&format!("{C} 40\nvllm:num_preemptions_created 1000\nx_created{{a=\"2\"}} 9\n"));
-        assert_eq!(counter_delta(&before, &after, &CounterQuery::new(C)), Ok(36.0));
+        let after = m(&format!(
+            "{C} 40\nvllm:num_preemptions_created 1000\nx_created{{a=\"2\"}} 9\n"
+        ));
+        assert_eq!(
+            counter_delta(&before, &after, &CounterQuery::new(C)),
+            Ok(36.0)
+        );
     }
 
     #[test]
@@ -377,7 +389,10 @@ mod tests {
         let w0 = snap("x 1\n", 100.0, None, None);
         let w1 = snap("x 1\n", 110.5, None, None);
         let s = span(&w0, &w1).unwrap();
-        assert_eq!((s.seconds, s.clock, s.uncertainty_s), (10.5, SpanClock::Wall, None));
+        assert_eq!(
+            (s.seconds, s.clock, s.uncertainty_s),
+            (10.5, SpanClock::Wall, None)
+        );
     }
 
     #[test]

@@ -36,12 +36,11 @@ pub fn check(
     let q = CounterQuery::new(counter).with_witness(names.preemption_witness);
     let base = |r: CheckResult| r.with("engine", engine.key()).with("series", counter);
     match snapshot_delta(before, after, &q) {
-        Err(DeltaError::Restarted(restart)) => base(CheckResult::fail(
-            Tripwire::T1,
-            restart.to_string(),
-        ))
-        .with("restarted", true)
-        .with("preemptions", None::<f64>),
+        Err(DeltaError::Restarted(restart)) => {
+            base(CheckResult::fail(Tripwire::T1, restart.to_string()))
+                .with("restarted", true)
+                .with("preemptions", None::<f64>)
+        }
         Err(DeltaError::Absent { .. }) => base(CheckResult::unknown(
             Tripwire::T1,
             format!("{counter} absent from a snapshot; {word} cannot be ruled out"),
@@ -55,7 +54,9 @@ pub fn check(
             }
             base(CheckResult::fail(Tripwire::T1, msg)).with("preemptions", n)
         }
-        Ok(n) => base(CheckResult::pass(Tripwire::T1, format!("no {word}s"))).with("preemptions", n),
+        Ok(n) => {
+            base(CheckResult::pass(Tripwire::T1, format!("no {word}s"))).with("preemptions", n)
+        }
     }
 }
 

@@ -95,7 +95,12 @@ mod tests {
 
     #[test]
     fn whole_second_stamps_are_off_by_up_to_a_second_at_each_end() {
-        let r = check(&snap(0.0, 1000.005), &snap(2899.0, 1028.995), None, Engine::Vllm);
+        let r = check(
+            &snap(0.0, 1000.005),
+            &snap(2899.0, 1028.995),
+            None,
+            Engine::Vllm,
+        );
         assert_eq!(r.status, Status::Pass);
         assert_eq!(r.message, "100.00 tokens/s over 28.990s");
         assert_eq!(r.evidence["integer_second_span_s"], 28);
@@ -103,7 +108,12 @@ mod tests {
             with_integer_second_comparison(&r).message,
             "100.00 tokens/s over 28.990s; an integer-second timer would say 103.54 (+3.54%)"
         );
-        let r = check(&snap(0.0, 1000.5), &snap(2899.0, 1029.49), None, Engine::Vllm);
+        let r = check(
+            &snap(0.0, 1000.5),
+            &snap(2899.0, 1029.49),
+            None,
+            Engine::Vllm,
+        );
         assert_eq!(r.evidence["integer_second_span_s"], 29);
         assert_eq!(
             with_integer_second_comparison(&r).message,
@@ -115,13 +125,21 @@ mod tests {
     fn no_comparison_without_a_positive_whole_second_span() {
         let r = check(&snap(0.0, 1000.1), &snap(50.0, 1000.6), None, Engine::Vllm);
         assert_eq!(r.status, Status::Pass);
-        assert_eq!(r.evidence["integer_second_rate_per_s"], serde_json::Value::Null);
+        assert_eq!(
+            r.evidence["integer_second_rate_per_s"],
+            serde_json::Value::Null
+        );
         assert_eq!(with_integer_second_comparison(&r), r);
     }
 
     #[test]
     fn missing_counter_or_clock_is_unknown() {
-        let r = check(&snap(0.0, 1.0), &snap(5.0, 2.0), Some("nope_total"), Engine::Vllm);
+        let r = check(
+            &snap(0.0, 1.0),
+            &snap(5.0, 2.0),
+            Some("nope_total"),
+            Engine::Vllm,
+        );
         assert_eq!(r.status, Status::Unknown);
         assert_eq!(r.message, "nope_total absent from a snapshot");
         let mut bare = snap(5.0, 2.0);

@@ -44,8 +44,11 @@ pub fn unparsed(facts: &BootFacts) -> Option<CheckResult> {
         .map(|u| json!({"field": u.field, "lineno": u.lineno, "line": u.line}))
         .collect();
     Some(
-        CheckResult::unknown(Tripwire::T12, format!("{n} recognised line(s) in an unknown format"))
-            .with("unparsed", lines),
+        CheckResult::unknown(
+            Tripwire::T12,
+            format!("{n} recognised line(s) in an unknown format"),
+        )
+        .with("unparsed", lines),
     )
 }
 

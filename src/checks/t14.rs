@@ -45,10 +45,7 @@ pub fn check(series: &Series, snapshot: &Snapshot, engine: Engine) -> CheckResul
     };
     let Some(reported) = reported else {
         return evidence(
-            CheckResult::unknown(
-                Tripwire::T14,
-                format!("{info} has no num_gpu_blocks label"),
-            ),
+            CheckResult::unknown(Tripwire::T14, format!("{info} has no num_gpu_blocks label")),
             &inference,
         );
     };

@@ -31,7 +31,10 @@ pub fn check(
     let client = |r: CheckResult| {
         r.with("client_completed", json_opt_f64(result.completed))
             .with("client_failed", json_opt_f64(result.failed))
-            .with("client_output_tokens", json_opt_f64(result.total_output_tokens))
+            .with(
+                "client_output_tokens",
+                json_opt_f64(result.total_output_tokens),
+            )
             .with("expected_extra_requests", expected_extra)
             .with("result_file", &result.path)
     };

@@ -112,14 +112,29 @@ pub fn check_t11(facts: &[(String, &BootFacts)]) -> Vec<CheckResult> {
         .iter()
         .map(|group| {
             let evidence = |r: CheckResult| {
-                r.with("available_kv_cache_gib", by_label(group, |f| json_opt_f64(f.available_kv_cache_gib)))
-                    .with("cudagraph_actual_gib", by_label(group, |f| json_opt_f64(f.cudagraph_actual_gib)))
-                    .with("consumed_gib", by_label(group, |f| json_opt_f64(f.consumed_gib)))
-                    .with("peak_activation_gib", by_label(group, |f| json_opt_f64(f.peak_activation_gib)))
-                    .with("compiled_fresh", by_label(group, |f| f.compiled_fresh))
-                    .with("not_compared", &not_compared)
+                r.with(
+                    "available_kv_cache_gib",
+                    by_label(group, |f| json_opt_f64(f.available_kv_cache_gib)),
+                )
+                .with(
+                    "cudagraph_actual_gib",
+                    by_label(group, |f| json_opt_f64(f.cudagraph_actual_gib)),
+                )
+                .with(
+                    "consumed_gib",
+                    by_label(group, |f| json_opt_f64(f.consumed_gib)),
+                )
+                .with(
+                    "peak_activation_gib",
+                    by_label(group, |f| json_opt_f64(f.peak_activation_gib)),
+                )
+                .with("compiled_fresh", by_label(group, |f| f.compiled_fresh))
+                .with("not_compared", &not_compared)
             };
-            if group.iter().any(|(_, f)| f.available_kv_cache_gib.is_none()) {
+            if group
+                .iter()
+                .any(|(_, f)| f.available_kv_cache_gib.is_none())
+            {
                 return evidence(CheckResult::unknown(
                     t,
                     "a boot log lacks 'Available KV cache memory'",
@@ -134,20 +149,34 @@ pub fn check_t11(facts: &[(String, &BootFacts)]) -> Vec<CheckResult> {
             };
             let mut notes = Vec::new();
             if let Some((a, b)) = spread(group, |f| f.consumed_gib) {
-                notes.push(format!("weights and non-torch memory {} to {} GiB", g(a), g(b)));
+                notes.push(format!(
+                    "weights and non-torch memory {} to {} GiB",
+                    g(a),
+                    g(b)
+                ));
             }
             if let Some((a, b)) = spread(group, |f| f.peak_activation_gib) {
                 notes.push(format!("peak activation {} to {} GiB", g(a), g(b)));
             }
-            let compiled = group.iter().filter(|(_, f)| f.compiled_fresh == Some(true)).count();
-            let loaded = group.iter().filter(|(_, f)| f.compiled_fresh == Some(false)).count();
+            let compiled = group
+                .iter()
+                .filter(|(_, f)| f.compiled_fresh == Some(true))
+                .count();
+            let loaded = group
+                .iter()
+                .filter(|(_, f)| f.compiled_fresh == Some(false))
+                .count();
             if compiled > 0 && loaded > 0 {
                 notes.push(format!(
                     "{compiled} of {} starts compiled the model from scratch",
                     group.len()
                 ));
             }
-            let mut msg = format!("same flags, KV cache memory varied: {} to {} GiB", g(lo), g(hi));
+            let mut msg = format!(
+                "same flags, KV cache memory varied: {} to {} GiB",
+                g(lo),
+                g(hi)
+            );
             if !notes.is_empty() {
                 msg.push_str(&format!(" ({})", notes.join("; ")));
             }
@@ -191,11 +220,20 @@ mod tests {
         assert_eq!(t4[0].evidence["levels"], json!([12405, 13575]));
         assert_eq!(t4[0].evidence["not_compared"], json!(["failed"]));
         let t11 = check_t11(&set);
-        assert_eq!(t11[0].message, "same flags, KV cache memory varied: 1.44 to 1.59 GiB");
+        assert_eq!(
+            t11[0].message,
+            "same flags, KV cache memory varied: 1.44 to 1.59 GiB"
+        );
         let b2 = boot(13575, 1.59, json!({"x": 1}));
         let same = vec![("a".to_string(), &a), ("b".to_string(), &b2)];
-        assert_eq!(check_t4(&same)[0].message, "same flags, same pool (13,575 tokens): a, b");
-        assert_eq!(check_t11(&same)[0].message, "same flags, 1.59 GiB for KV cache on every boot");
+        assert_eq!(
+            check_t4(&same)[0].message,
+            "same flags, same pool (13,575 tokens): a, b"
+        );
+        assert_eq!(
+            check_t11(&same)[0].message,
+            "same flags, 1.59 GiB for KV cache on every boot"
+        );
         assert!(check_t4(&same[..1]).is_empty());
     }
 }

@@ -38,7 +38,10 @@ pub fn check_with_default(facts: &BootFacts, default_block: u64) -> CheckResult 
     let evidence = |r: CheckResult| {
         r.with("block_size", bs)
             .with("requested", requested)
-            .with("mamba_page_padding_pct", json_opt_f64(facts.mamba_page_padding_pct))
+            .with(
+                "mamba_page_padding_pct",
+                json_opt_f64(facts.mamba_page_padding_pct),
+            )
             .with("pool_blocks", pool_blocks)
     };
     if bs == requested {

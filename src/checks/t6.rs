@@ -15,7 +15,10 @@ pub fn check(facts: &BootFacts) -> CheckResult {
         Engine::Sglang | Engine::Trtllm => facts.server_args.is_some(),
     };
     if !has_args {
-        return CheckResult::unknown(t, "no arguments line in the log; cannot tell what was requested");
+        return CheckResult::unknown(
+            t,
+            "no arguments line in the log; cannot tell what was requested",
+        );
     }
     let selected = &facts.selected_backends;
     let drafter = &facts.drafter_backends;
@@ -33,7 +36,11 @@ pub fn check(facts: &BootFacts) -> CheckResult {
         let chose = if selected.is_empty() {
             format!("so {} chose its own", engine.name())
         } else {
-            format!("so {} chose its own ({})", engine.name(), selected.join(", "))
+            format!(
+                "so {} chose its own ({})",
+                engine.name(),
+                selected.join(", ")
+            )
         };
         let mut msg = format!(
             "nothing to check: the server was started without {flag}, {chose} and nothing could be ignored"
@@ -44,17 +51,22 @@ pub fn check(facts: &BootFacts) -> CheckResult {
         return evidence(CheckResult::pass(t, msg));
     };
     if selected.is_empty() && drafter.is_empty() {
-        return evidence(CheckResult::unknown(t, "no backend selection line in the log"));
+        return evidence(CheckResult::unknown(
+            t,
+            "no backend selection line in the log",
+        ));
     }
     let same = |b: &String| b.eq_ignore_ascii_case(req);
-    let other = |list: &[String]| -> Vec<String> {
-        list.iter().filter(|b| !same(b)).cloned().collect()
-    };
+    let other =
+        |list: &[String]| -> Vec<String> { list.iter().filter(|b| !same(b)).cloned().collect() };
     let target_other = other(selected);
     if !target_other.is_empty() {
         return evidence(CheckResult::fail(
             t,
-            format!("{req} was requested, but the main model used {}", target_other.join(", ")),
+            format!(
+                "{req} was requested, but the main model used {}",
+                target_other.join(", ")
+            ),
         ));
     }
     let drafter_other = other(drafter);
@@ -67,7 +79,10 @@ pub fn check(facts: &BootFacts) -> CheckResult {
             ),
         ));
     }
-    evidence(CheckResult::pass(t, format!("{req} was requested and used")))
+    evidence(CheckResult::pass(
+        t,
+        format!("{req} was requested and used"),
+    ))
 }
 
 #[cfg(test)]
@@ -91,7 +106,10 @@ mod tests {
         f.selected_backends = vec![];
         assert_eq!(check(&f).message, "no backend selection line in the log");
         f.selected_backends = vec!["FLASH_ATTN".into()];
-        assert_eq!(check(&f).message, "TRITON_ATTN was requested, but the main model used FLASH_ATTN");
+        assert_eq!(
+            check(&f).message,
+            "TRITON_ATTN was requested, but the main model used FLASH_ATTN"
+        );
         f.selected_backends = vec!["TRITON_ATTN".into()];
         f.drafter_backends = vec!["FLASHINFER".into()];
         let r = check(&f);

@@ -60,9 +60,11 @@ pub fn running_limit(facts: &BootFacts, engine: Engine) -> Option<RunningLimit> 
 /// A whole-number setting from an args dict (a number, or digits in a string).
 fn arg_u64(args: Option<&Map<String, Value>>, key: &str) -> Option<u64> {
     match args?.get(key)? {
-        Value::Number(n) => n
-            .as_u64()
-            .or_else(|| n.as_f64().filter(|f| *f >= 0.0 && f.fract() == 0.0).map(|f| f as u64)),
+        Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| *f >= 0.0 && f.fract() == 0.0)
+                .map(|f| f as u64)
+        }),
         Value::String(s) => s.trim().parse().ok(),
         _ => None,
     }
@@ -209,7 +211,10 @@ mod tests {
         );
         let r = check(&s, 5, None, Engine::Vllm);
         assert_eq!(r.status, Status::Fail);
-        assert_eq!(r.message, "requested 5 concurrent, server never ran more than 4");
+        assert_eq!(
+            r.message,
+            "requested 5 concurrent, server never ran more than 4"
+        );
     }
 
     #[test]
@@ -272,7 +277,10 @@ mod tests {
         let r = check(&empty, 32, None, Engine::Trtllm);
         assert_eq!(
             r.message,
-            format!("series has no num_requests_running samples; {}", gauges_hint(Engine::Trtllm))
+            format!(
+                "series has no num_requests_running samples; {}",
+                gauges_hint(Engine::Trtllm)
+            )
         );
         assert_eq!(gauges_hint(Engine::Vllm), "");
     }

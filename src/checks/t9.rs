@@ -107,8 +107,14 @@ pub fn check_at(
         .with("samples", rows.len())
         .with("basis", basis)
         .with("usable_blocks", usable_blocks)
-        .with("blocks_per_request_min", json_opt_f64(per_request(share_min)))
-        .with("blocks_per_request_max", json_opt_f64(per_request(share_max)))
+        .with(
+            "blocks_per_request_min",
+            json_opt_f64(per_request(share_min)),
+        )
+        .with(
+            "blocks_per_request_max",
+            json_opt_f64(per_request(share_max)),
+        )
         .with("gauges_lag", engine.gauges_lag())
 }
 

@@ -99,7 +99,11 @@ pub fn text(facts: &BootFacts) -> String {
         let _ = writeln!(out, "{:28} {}", "non_default_args", keys.join(", "));
     }
     if let Some(args) = &facts.server_args {
-        let _ = writeln!(out, "server_args   {} settings (--json lists them)", args.len());
+        let _ = writeln!(
+            out,
+            "server_args   {} settings (--json lists them)",
+            args.len()
+        );
     }
     for (field, values) in &facts.conflicts {
         let vals: Vec<String> = values.iter().map(Value::to_string).collect();

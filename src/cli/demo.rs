@@ -1,8 +1,97 @@
-//! `inferlint demo`.
+//! `inferlint demo [-o DIR]`: the whole supervised run on the built-in simulated vLLM, with
+//! settings that reproduce, in under a minute and without a GPU, what inferlint exists to
+//! catch: 32 requests asked for while about 10 run, preemptions that vLLM never logs, the
+//! concurrency ceiling falling as outputs grow, 784-token KV blocks, the reserved null block,
+//! and an engine process that escaped its server's process group, found by the teardown.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::run::{self, GpuCheck, RunInputs};
 
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(after_help = "\
+The demo starts `inferlint sim serve` (a simulated vLLM 0.28 serving a hybrid model: 784-token
+KV blocks, 43 blocks of which one is the reserved null block) under inferlint's supervision,
+loads it with `inferlint sim bench` (vllm bench serve's flags: 32 concurrent requests of 2,400
+prompt and 2,000 output tokens), checks the tripwires and writes the run folder and its report.
+Its simulated GPU lives in a temporary folder; nothing touches a real GPU.
 
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("'demo' is not built yet")
+Exit status: 0 when the demo ran (its failed tripwires are the point), 130 if interrupted,
+1 if it could not run.")]
+pub struct Args {
+    /// The run folder (default: demo-YYYYmmdd-HHMMSS)
+    #[arg(short = 'o', long = "out")]
+    pub out: Option<PathBuf>,
+    /// Without a terminal, print the server's state every this many seconds
+    #[arg(long, default_value_t = 5.0, value_name = "SECS")]
+    pub status_every: f64,
+}
+
+/// The simulated model: a hybrid attention/Mamba model, as vLLM serves it with 784-token blocks.
+pub const MODEL: &str = "Qwen/Qwen3-Next-80B-A3B-Instruct";
+
+/// The server command and the load command of the demo, for a port.
+pub fn commands(exe: &str, port: u16) -> (String, Vec<String>) {
+    let q = shlex::try_quote(exe).map_or_else(|_| exe.to_string(), |q| q.into_owned());
+    let serve = format!(
+        "{q} sim serve {MODEL} --port {port} --hybrid --num-gpu-blocks-override 43 --max-model-len 8192 \
+         --tokens-per-s 1000 --boot-secs 2 --orphan-engine --escape setsid --engine-ignores-sigterm"
+    );
+    let load = format!(
+        "sim bench --port {port} --model {MODEL} --max-concurrency 32 --num-prompts 40 \
+         --random-input-len 2400 --random-output-len 2000 --ignore-eos"
+    );
+    let mut argv = vec![exe.to_string()];
+    argv.extend(load.split_whitespace().map(String::from));
+    (serve, argv)
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let exe = std::env::current_exe()?;
+    let exe = exe.to_string_lossy().into_owned();
+    let port = free_port()?;
+    let (serve, load) = commands(&exe, port);
+    let gpu_dir = std::env::temp_dir().join(format!("inferlint-demo-gpu-{}", std::process::id()));
+    std::fs::create_dir_all(&gpu_dir)?;
+    // SAFETY (of set_var): no other thread runs yet; the runtime starts after this. The server,
+    // its engine and this process all read the same simulated GPU.
+    std::env::set_var(crate::gpu::GPU_ENV, format!("sim:{}", gpu_dir.display()));
+    std::env::remove_var(crate::engine::ENGINE_ENV);
+
+    let out = args.out.unwrap_or_else(|| {
+        PathBuf::from(run::folder::default_folder_name().replacen("xray", "demo", 1))
+    });
+    println!(
+        "inferlint demo: a simulated vLLM on a simulated GPU (no GPU needed), about half a minute"
+    );
+    println!();
+    let mut inputs = RunInputs::new(out, load);
+    inputs.serve = Some(serve);
+    inputs.gpu_check = GpuCheck::Auto;
+    // A short stop: the engine (which ignores SIGTERM and left the server's process group)
+    // must be found and killed by the teardown, not waited for.
+    inputs.stop_grace = Duration::from_secs(3);
+    inputs.ready_timeout = Duration::from_secs(60);
+    inputs.title = Some("inferlint demo: simulated vLLM 0.28, hybrid model, 32 requested".into());
+    let every = Duration::from_secs_f64(args.status_every.max(0.1));
+    let outcome = super::run::execute(inputs, every);
+    let _ = std::fs::remove_dir_all(&gpu_dir);
+    let outcome = outcome?;
+    if outcome.interrupted {
+        return Ok(130);
+    }
+    if let Some(p) = &outcome.problem {
+        eprintln!("inferlint demo: the demo could not run: {p}");
+        return Ok(1);
+    }
+    println!();
+    println!("That was the demo. Open the report above in a browser; 'inferlint explain T1 T8 T9' says what each finding means.");
+    Ok(0)
 }

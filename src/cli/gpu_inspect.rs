@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::fmt::thousands;
 use crate::gpu::{self, ClearOptions, Gpu};
 use crate::procs::{self, RealSystem};
-use crate::result::{CheckResult, Tripwire};
+use crate::result::CheckResult;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -56,7 +56,10 @@ pub fn gpu_lines(g: &Gpu) -> Vec<String> {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.consecutive < 1 {
-        anyhow::bail!("--consecutive must be at least 1 (got {})", args.consecutive);
+        anyhow::bail!(
+            "--consecutive must be at least 1 (got {})",
+            args.consecutive
+        );
     }
     let mut out = std::io::stdout().lock();
     let source = gpu::source_from_env();
@@ -80,8 +83,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let gpus_json: Vec<serde_json::Value> = gpus.iter().flatten().map(Gpu::to_json).collect();
     if !args.proc_root.is_dir() {
-        let r = super::teardown::needs_linux("Checking that the GPU is free")
-            .with("gpus", &gpus_json);
+        let r =
+            super::teardown::needs_linux("Checking that the GPU is free").with("gpus", &gpus_json);
         print(&mut out, &[r]);
         return Ok(2);
     }
@@ -133,9 +136,12 @@ mod tests {
 
     #[test]
     fn card_lines_match_the_spec() {
-        let g = gpu::parse_query_gpu("0, NVIDIA GeForce RTX 4090, 24564, 0, 24138, 616.56, 8.9", true)
-            .unwrap()
-            .remove(0);
+        let g = gpu::parse_query_gpu(
+            "0, NVIDIA GeForce RTX 4090, 24564, 0, 24138, 616.56, 8.9",
+            true,
+        )
+        .unwrap()
+        .remove(0);
         assert_eq!(
             gpu_lines(&g),
             vec![
@@ -149,7 +155,10 @@ mod tests {
             .remove(0);
         assert_eq!(
             gpu_lines(&g),
-            vec!["GPU 1   X", "        memory: ? MiB total, 5 MiB used, ? MiB free"]
+            vec![
+                "GPU 1   X",
+                "        memory: ? MiB total, 5 MiB used, ? MiB free"
+            ]
         );
     }
 }

@@ -116,11 +116,13 @@ pub fn main_with(args: Vec<OsString>) -> i32 {
             print!("{}", grouped_help());
             return 0;
         }
-        Some(cmd) if !cmd.starts_with('-') => {
-            if !COMMANDS.contains(&cmd) && !HIDDEN_COMMANDS.contains(&cmd) {
-                eprintln!("inferlint: {}", unknown_command(cmd));
-                return 2;
-            }
+        Some(cmd)
+            if !cmd.starts_with('-')
+                && !COMMANDS.contains(&cmd)
+                && !HIDDEN_COMMANDS.contains(&cmd) =>
+        {
+            eprintln!("inferlint: {}", unknown_command(cmd));
+            return 2;
         }
         _ => {}
     }

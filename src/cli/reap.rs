@@ -16,6 +16,9 @@ pub struct Args {
     /// Also other users' leftovers (by default only your own).
     #[arg(long)]
     pub all_users: bool,
+    /// Only this run (its id is the `INFERLINT_RUN_ID` value).
+    #[arg(long)]
+    pub run_id: Option<String>,
     /// Seconds the leftovers get after SIGTERM before SIGKILL.
     #[arg(long, default_value_t = 5.0)]
     pub grace: f64,
@@ -38,7 +41,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         anyhow::bail!("reap needs Linux: it finds earlier runs' processes in /proc");
     }
     let uid = (!args.all_users).then(inferlint_supervisor::sys::getuid);
-    let stale = reap::find_stale(&scan, uid);
+    let mut stale = reap::find_stale(&scan, uid);
+    if let Some(id) = &args.run_id {
+        stale.retain(|r| &r.run_id == id);
+    }
     if stale.is_empty() {
         let _ = writeln!(out, "nothing left behind by earlier runs");
         return Ok(0);
@@ -53,7 +59,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .unwrap_or_default();
         let n = run.processes.len();
         let noun = if n == 1 { "process" } else { "processes" };
-        let _ = writeln!(out, "stale run {} (its owners are gone): {n} {noun}{cg}", run.run_id);
+        let _ = writeln!(
+            out,
+            "stale run {} (its owners are gone): {n} {noun}{cg}",
+            run.run_id
+        );
         for p in &run.processes {
             let cmd: String = p.cmdline().chars().take(100).collect();
             let _ = writeln!(out, "  pid={:<8} {cmd}", p.pid);

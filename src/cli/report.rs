@@ -225,6 +225,11 @@ fn compare(args: &Args, named: Option<&NamedEngine>) -> anyhow::Result<i32> {
     for r in &comparison.across {
         writeln!(stdout, "{}", r.line())?;
     }
-    writeln!(stdout, "{} runs compared -> {}", comparison.runs.len(), out.display())?;
+    writeln!(
+        stdout,
+        "{} runs compared -> {}",
+        comparison.runs.len(),
+        out.display()
+    )?;
     Ok(0)
 }

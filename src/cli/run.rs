@@ -145,7 +145,10 @@ pub fn inputs(args: &Args) -> anyhow::Result<RunInputs> {
 }
 
 /// Runs the sequence with the terminal and the signals, and prints the closing lines.
-pub fn execute(inputs: RunInputs, strict: bool, status_every: Duration) -> anyhow::Result<i32> {
+pub fn execute(inputs: RunInputs, status_every: Duration) -> anyhow::Result<Outcome> {
+    // If a shepherd is SIGKILLed, the server's tree comes to us (not to PID 1), where the
+    // supervisor's fallback teardown finds it.
+    let _ = inferlint_supervisor::become_subreaper();
     let rt = super::runtime()?;
     let outcome = rt.block_on(async move {
         let interrupt = Interrupt::new();
@@ -157,7 +160,7 @@ pub fn execute(inputs: RunInputs, strict: bool, status_every: Duration) -> anyho
     })?;
     // The runtime's tasks (the signal listener) end with it; nothing else is left running.
     rt.shutdown_timeout(Duration::from_secs(1));
-    Ok(outcome.exit_code(strict))
+    Ok(outcome)
 }
 
 /// `{counts}`, `report: {path}` and `files:  {out}`.
@@ -174,5 +177,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let strict = args.strict;
     let every = secs(args.status_every, "--status-every")?.max(Duration::from_millis(100));
     let inputs = inputs(&args)?;
-    execute(inputs, strict, every)
+    Ok(execute(inputs, every)?.exit_code(strict))
 }

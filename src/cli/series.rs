@@ -64,7 +64,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if !t14::applies_to(engine) {
         results.push(t14::not_applicable(engine));
     } else if let Some(snap) = &snapshot {
-        if snap.engine().unwrap_or(engine).metrics().cache_info.is_some() {
+        if snap
+            .engine()
+            .unwrap_or(engine)
+            .metrics()
+            .cache_info
+            .is_some()
+        {
             let r = t14::check(&series, snap, engine);
             usable_blocks = t14::usable_blocks(&r);
             results.push(r);

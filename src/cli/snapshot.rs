@@ -20,8 +20,8 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let named = engine::named_engine(args.engine.as_deref())?;
     let (base, path) = split_metrics_url(&args.url);
-    let scraped = crate::cli::runtime()?
-        .block_on(Snapshot::scrape(&base, path.as_deref(), SCRAPE_TIMEOUT));
+    let scraped =
+        crate::cli::runtime()?.block_on(Snapshot::scrape(&base, path.as_deref(), SCRAPE_TIMEOUT));
     let snap = match scraped {
         Ok(s) => s,
         Err(ScrapeError::Status { url, status: 404 }) => {

@@ -49,7 +49,10 @@ pub fn needs_linux(what: &str) -> CheckResult {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let named = crate::engine::named_engine(args.engine.as_deref())?;
     if args.consecutive < 1 {
-        anyhow::bail!("--consecutive must be at least 1 (got {})", args.consecutive);
+        anyhow::bail!(
+            "--consecutive must be at least 1 (got {})",
+            args.consecutive
+        );
     }
     let mut out = std::io::stdout().lock();
     let source = gpu::source_from_env();
@@ -88,11 +91,15 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let _ = writeln!(out, "{}", procs::none_found_line(opts.engine));
     }
     if let Some(n) = &named {
-        if let Some(l) = procs::left_alone_line(&format!("--engine {}", n.engine.key()), &sel.other_engines) {
+        if let Some(l) =
+            procs::left_alone_line(&format!("--engine {}", n.engine.key()), &sel.other_engines)
+        {
             let _ = writeln!(out, "{l}");
         }
     }
-    if let Some(l) = procs::left_alone_line("other users; --all-users includes them", &sel.other_users) {
+    if let Some(l) =
+        procs::left_alone_line("other users; --all-users includes them", &sel.other_users)
+    {
         let _ = writeln!(out, "{l}");
     }
     if let Some(l) = outcome.pkill.line() {

@@ -39,7 +39,10 @@ fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let named = engine::named_engine(args.engine.as_deref())?;
     let interval = seconds("--interval", args.interval)?;
-    let duration = args.duration.map(|d| seconds("--duration", d)).transpose()?;
+    let duration = args
+        .duration
+        .map(|d| seconds("--duration", d))
+        .transpose()?;
     let (base, path) = split_metrics_url(&args.url);
     let opts = RecordOptions {
         interval,
@@ -53,7 +56,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let outcome = rt.block_on(async {
         let stop = async {
             use tokio::signal::unix::{signal, SignalKind};
-            match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+            match (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) {
                 (Ok(mut int), Ok(mut term)) => {
                     tokio::select! {
                         _ = int.recv() => {}

@@ -15,6 +15,7 @@
 //! | T13 | `sleep N` as the only wait after starting a server | WARN |
 
 pub mod argv;
+pub mod killer;
 pub mod model;
 pub mod procs;
 mod rules;

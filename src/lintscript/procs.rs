@@ -3,7 +3,8 @@
 
 use regex::{Regex, RegexBuilder};
 
-use super::argv::{basename, KillTool, Killer};
+use super::argv::basename;
+use super::killer::{KillTool, Killer};
 use crate::engine::Engine;
 
 /// A process as pkill sees it: its command line (argv joined by spaces) and its name (`comm`,
@@ -234,7 +235,7 @@ pub fn engine_coverage(matchers: &[&Matcher]) -> Vec<(Engine, EngineHits)> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::argv::killer;
+    use super::super::killer::killer;
     use super::*;
 
     fn m(cmd: &str) -> Matcher {

@@ -76,7 +76,10 @@ pub fn counter_steps(series: &Series, t: &[f64]) -> Vec<Event> {
         if let Some(v) = s.preemptions {
             if let Some(prev) = last {
                 if v > prev {
-                    out.push(Event { t: ti, count: v - prev });
+                    out.push(Event {
+                        t: ti,
+                        count: v - prev,
+                    });
                 }
             }
             last = Some(v);
@@ -175,7 +178,10 @@ fn bar_figure(
     bars: Vec<Bar>,
     _unit: &str,
 ) -> Figure {
-    let rows = bars.iter().map(|b| (b.label.clone(), b.text.clone())).collect();
+    let rows = bars
+        .iter()
+        .map(|b| (b.label.clone(), b.text.clone()))
+        .collect();
     let svg = BarChart {
         bars,
         label: title.to_string(),
@@ -245,9 +251,10 @@ fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
         });
     }
     let drawn = chart.render()?;
-    let mut caption = "Requests the server was running, and requests waiting in its queue, at each \
+    let mut caption =
+        "Requests the server was running, and requests waiting in its queue, at each \
                        reading."
-        .to_string();
+            .to_string();
     if has_ceiling {
         caption.push_str(
             " The step line is how many requests of the size they had then fit in the cache \
@@ -266,10 +273,7 @@ fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
         ));
     }
     caption.push_str(lag(report));
-    let mut legend = vec![
-        key("s1", "Running"),
-        key("s2", "Waiting"),
-    ];
+    let mut legend = vec![key("s1", "Running"), key("s2", "Waiting")];
     if has_ceiling {
         legend.push(key("s3", "Fit in cache"));
     }
@@ -452,7 +456,6 @@ fn levels(report: &Report, series: &Series) -> Option<Figure> {
             ));
         }
     }
-    caption.push_str(lag(report));
     Some(bar_figure(
         "fig-levels",
         "How many requests ran at once, and for how long",

@@ -148,19 +148,91 @@ impl Comparison {
     fn numbers(&self) -> Markup {
         type Row = (&'static str, Box<dyn Fn(&Report) -> Option<String>>);
         let rows: Vec<Row> = vec![
-            ("Engine", Box::new(|r: &Report| Some(match r.version() { Some(v) => format!("{} {v}", r.engine().name()), None => r.engine().name().to_string() }))),
-            ("KV pool", Box::new(|r: &Report| r.first_facts()?.kv_pool_tokens.map(|p| format!("{} tokens", thousands_f(p as f64, 0))))),
-            ("KV blocks (usable)", Box::new(|r: &Report| r.usable_blocks().map(|b| b.to_string()))),
-            ("Attention block / page", Box::new(|r: &Report| { let f = r.first_facts()?; f.page_size.or(f.attention_block_size).map(|b| format!("{b} tokens")) })),
-            ("Attention backend", Box::new(|r: &Report| { let f = r.first_facts()?; (!f.selected_backends.is_empty()).then(|| f.selected_backends.join(", ")) })),
-            ("Memory for KV cache", Box::new(|r: &Report| r.first_facts()?.available_kv_cache_gib.map(|v| format!("{} GiB", g(v))))),
-            ("Concurrency asked for", Box::new(|r: &Report| r.inputs().requested.map(|n| n.to_string()))),
-            ("Peak running", Box::new(|r: &Report| r.summary().peak_running.map(g))),
-            ("Average running while busy", Box::new(|r: &Report| r.busy_averages().map(|b| format!("{:.1}", b.running)))),
-            ("Preemptions", Box::new(|r: &Report| r.context().evictions().map(g))),
-            ("Output tokens/s (server)", Box::new(|r: &Report| r.result(Tripwire::T10)?.evidence.get("rate_per_s")?.as_f64().map(|v| thousands_f(v, 1)))),
-            ("Output tokens/s (load tool)", Box::new(|r: &Report| r.inputs().bench.as_ref()?.output_throughput.map(|v| thousands_f(v, 1)))),
-            ("Requests finished", Box::new(|r: &Report| r.summary().finished.map(|v| thousands_f(v, 0)))),
+            (
+                "Engine",
+                Box::new(|r: &Report| {
+                    Some(match r.version() {
+                        Some(v) => format!("{} {v}", r.engine().name()),
+                        None => r.engine().name().to_string(),
+                    })
+                }),
+            ),
+            (
+                "KV pool",
+                Box::new(|r: &Report| {
+                    r.first_facts()?
+                        .kv_pool_tokens
+                        .map(|p| format!("{} tokens", thousands_f(p as f64, 0)))
+                }),
+            ),
+            (
+                "KV blocks (usable)",
+                Box::new(|r: &Report| r.usable_blocks().map(|b| b.to_string())),
+            ),
+            (
+                "Attention block / page",
+                Box::new(|r: &Report| {
+                    let f = r.first_facts()?;
+                    f.page_size
+                        .or(f.attention_block_size)
+                        .map(|b| format!("{b} tokens"))
+                }),
+            ),
+            (
+                "Attention backend",
+                Box::new(|r: &Report| {
+                    let f = r.first_facts()?;
+                    (!f.selected_backends.is_empty()).then(|| f.selected_backends.join(", "))
+                }),
+            ),
+            (
+                "Memory for KV cache",
+                Box::new(|r: &Report| {
+                    r.first_facts()?
+                        .available_kv_cache_gib
+                        .map(|v| format!("{} GiB", g(v)))
+                }),
+            ),
+            (
+                "Concurrency asked for",
+                Box::new(|r: &Report| r.inputs().requested.map(|n| n.to_string())),
+            ),
+            (
+                "Peak running",
+                Box::new(|r: &Report| r.summary().peak_running.map(g)),
+            ),
+            (
+                "Average running while busy",
+                Box::new(|r: &Report| r.busy_averages().map(|b| format!("{:.1}", b.running))),
+            ),
+            (
+                "Preemptions",
+                Box::new(|r: &Report| r.context().evictions().map(g)),
+            ),
+            (
+                "Output tokens/s (server)",
+                Box::new(|r: &Report| {
+                    r.result(Tripwire::T10)?
+                        .evidence
+                        .get("rate_per_s")?
+                        .as_f64()
+                        .map(|v| thousands_f(v, 1))
+                }),
+            ),
+            (
+                "Output tokens/s (load tool)",
+                Box::new(|r: &Report| {
+                    r.inputs()
+                        .bench
+                        .as_ref()?
+                        .output_throughput
+                        .map(|v| thousands_f(v, 1))
+                }),
+            ),
+            (
+                "Requests finished",
+                Box::new(|r: &Report| r.summary().finished.map(|v| thousands_f(v, 0))),
+            ),
         ];
         html! {
             section aria-labelledby="h-numbers" {

@@ -81,7 +81,9 @@ impl RunFiles {
         let names = names_in(&folder)?;
         let at = |n: String| folder.join(n);
         if self.boot_logs.is_empty() {
-            let log = find(&names, "boot.log", |n| n.contains("boot") && n.ends_with(".log"));
+            let log = find(&names, "boot.log", |n| {
+                n.contains("boot") && n.ends_with(".log")
+            });
             self.boot_logs.extend(log.map(at));
         }
         if self.before.is_none() {
@@ -97,10 +99,14 @@ impl RunFiles {
             .map(at);
         }
         if self.series.is_none() {
-            self.series = find(&names, "run.series.jsonl", |n| n.ends_with(".series.jsonl")).map(at);
+            self.series =
+                find(&names, "run.series.jsonl", |n| n.ends_with(".series.jsonl")).map(at);
         }
         if self.load_log.is_none() {
-            self.load_log = names.iter().any(|n| n == "load.log").then(|| at("load.log".into()));
+            self.load_log = names
+                .iter()
+                .any(|n| n == "load.log")
+                .then(|| at("load.log".into()));
         }
         let found_run_files = !self.boot_logs.is_empty()
             || self.before.is_some()
@@ -217,7 +223,11 @@ fn find_result(folder: &Path, names: &[String]) -> Option<PathBuf> {
 
 /// Where the inputs came from another engine than the named one: the refusal's `what` and the
 /// engine it came from.
-pub fn engine_mismatch(inputs: &Inputs, files: &RunFiles, named: Engine) -> Option<(String, Engine)> {
+pub fn engine_mismatch(
+    inputs: &Inputs,
+    files: &RunFiles,
+    named: Engine,
+) -> Option<(String, Engine)> {
     let shown = |p: &Option<PathBuf>, fallback: &str| {
         p.as_ref()
             .map(|p| p.display().to_string())
@@ -228,8 +238,15 @@ pub fn engine_mismatch(inputs: &Inputs, files: &RunFiles, named: Engine) -> Opti
             return Some((path.display().to_string(), e));
         }
     }
-    for (snap, path) in [(&inputs.before, &files.before), (&inputs.after, &files.after)] {
-        if let Some(e) = snap.as_ref().and_then(|s| s.engine()).filter(|e| *e != named) {
+    for (snap, path) in [
+        (&inputs.before, &files.before),
+        (&inputs.after, &files.after),
+    ] {
+        if let Some(e) = snap
+            .as_ref()
+            .and_then(|s| s.engine())
+            .filter(|e| *e != named)
+        {
             return Some((shown(path, "a snapshot"), e));
         }
     }
@@ -250,6 +267,13 @@ pub fn engine_known(inputs: &Inputs) -> bool {
         .boot_logs
         .iter()
         .any(|l| crate::engine::detect_from_log(&l.text).is_some())
-        || inputs.before.iter().chain(&inputs.after).any(|s| s.engine().is_some())
-        || inputs.series.as_ref().is_some_and(|s| s.header.engine.is_some())
+        || inputs
+            .before
+            .iter()
+            .chain(&inputs.after)
+            .any(|s| s.engine().is_some())
+        || inputs
+            .series
+            .as_ref()
+            .is_some_and(|s| s.header.engine.is_some())
 }

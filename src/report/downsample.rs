@@ -59,7 +59,10 @@ pub fn every(t: &[f64], series: &[&[Option<f64>]], x_of: impl Fn(f64) -> f64) ->
             readings: 1,
             cells: series
                 .iter()
-                .map(|s| s[i].filter(|v| v.is_finite()).map_or(Cell::Empty, Cell::One))
+                .map(|s| {
+                    s[i].filter(|v| v.is_finite())
+                        .map_or(Cell::Empty, Cell::One)
+                })
                 .collect(),
         })
         .collect()
@@ -76,20 +79,25 @@ pub fn columns(
     let columns = columns.max(1);
     let (x0, x1) = (x_of(t[0]), x_of(t[t.len() - 1]));
     let width = if x1 > x0 { x1 - x0 } else { 1.0 };
-    let column_of = |ti: f64| (((x_of(ti) - x0) / width * columns as f64) as usize).min(columns - 1);
+    let column_of =
+        |ti: f64| (((x_of(ti) - x0) / width * columns as f64) as usize).min(columns - 1);
 
     let mut rows: Vec<Row> = Vec::with_capacity(columns);
     // Per series: (min, index of min, max, index of max) of the open column.
     let mut acc: Vec<Option<(f64, usize, f64, usize)>> = vec![None; series.len()];
     let mut open: Option<(usize, usize, usize)> = None; // (column, first index, last index)
 
-    let flush = |open: (usize, usize, usize), acc: &mut [Option<(f64, usize, f64, usize)>], rows: &mut Vec<Row>| {
+    let flush = |open: (usize, usize, usize),
+                 acc: &mut [Option<(f64, usize, f64, usize)>],
+                 rows: &mut Vec<Row>| {
         let (col, first, last) = open;
         let cells = acc
             .iter_mut()
             .map(|a| match a.take() {
                 None => Cell::Empty,
-                Some((lo, ilo, hi, ihi)) if lo == hi || ilo == ihi => Cell::One(if ilo <= ihi { lo } else { hi }),
+                Some((lo, ilo, hi, ihi)) if lo == hi || ilo == ihi => {
+                    Cell::One(if ilo <= ihi { lo } else { hi })
+                }
                 Some((lo, ilo, hi, ihi)) => {
                     if ilo < ihi {
                         Cell::Range(lo, hi)

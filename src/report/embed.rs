@@ -111,12 +111,13 @@ pub fn read_back(html: &str, path: &str) -> Result<Embedded, ReadBackError> {
     let at = html.find(&marker).ok_or_else(|| ReadBackError::NoData {
         path: path.to_string(),
     })?;
-    let open_end = html[at..]
-        .find('>')
-        .map(|i| at + i + 1)
-        .ok_or_else(|| ReadBackError::Unclosed {
-            path: path.to_string(),
-        })?;
+    let open_end =
+        html[at..]
+            .find('>')
+            .map(|i| at + i + 1)
+            .ok_or_else(|| ReadBackError::Unclosed {
+                path: path.to_string(),
+            })?;
     let close = html[open_end..]
         .find("</script>")
         .map(|i| open_end + i)

@@ -49,18 +49,22 @@ pub fn terms(engine: Engine) -> Vec<(&'static str, String)> {
              cache and puts it back in the queue; later it computes the prompt and the output so \
              far again. vLLM counts these but does not log them at its default level."
             .to_string(),
-        Engine::Sglang => "When the KV cache is full, the server stops a running request, frees its \
+        Engine::Sglang => {
+            "When the KV cache is full, the server stops a running request, frees its \
              cache and puts it back in the queue; later it computes the prompt and the output so \
              far again. On SGLang: called a retraction; SGLang counts them and logs a warning for \
              each."
-            .to_string(),
-        Engine::Trtllm => "When the KV cache is full, the server stops a running request, frees its \
+                .to_string()
+        }
+        Engine::Trtllm => {
+            "When the KV cache is full, the server stops a running request, frees its \
              cache and puts it back in the queue; later it computes the prompt and the output so \
              far again. On TensorRT-LLM: a request is paused for recompute, under the \
              MAX_UTILIZATION scheduler policy; the default GUARANTEED_NO_EVICT admits a request \
              only when its whole output fits, and pauses none. TensorRT-LLM counts no pauses; it \
              logs each one at INFO level."
-            .to_string(),
+                .to_string()
+        }
     };
     vec![
         ("Token", "The unit a model reads and writes: a word or a piece of one. Prompts, outputs and the cache are all measured in tokens.".into()),
@@ -124,7 +128,11 @@ pub fn join_codes(codes: &[Tripwire]) -> String {
 }
 
 /// `8 of 15. Not here: T2 and T3 (run at clean-up), …, T14 (does not apply to SGLang)`.
-pub fn tripwires_checked(checked: &[Tripwire], not_applicable: &[Tripwire], engine: Engine) -> String {
+pub fn tripwires_checked(
+    checked: &[Tripwire],
+    not_applicable: &[Tripwire],
+    engine: Engine,
+) -> String {
     let mut groups: Vec<(String, Vec<Tripwire>)> = Vec::new();
     for t in Tripwire::ALL {
         if checked.contains(&t) {

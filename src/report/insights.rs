@@ -166,7 +166,9 @@ impl<'a> Context<'a> {
             return None;
         }
         let pool = self.facts?.kv_pool_tokens.filter(|p| *p > 0)?;
-        let per = self.per_request_tokens().filter(|p| *p > 0.0 && p.is_finite())?;
+        let per = self
+            .per_request_tokens()
+            .filter(|p| *p > 0.0 && p.is_finite())?;
         let block = self.block()?;
         let n = self.concurrency().filter(|n| *n > 0)?;
         let alloc = ((per / block as f64).ceil() as u64) * block;
@@ -265,11 +267,17 @@ fn cache_sentence(ctx: &Context<'_>) -> Option<Insight> {
     );
     let t8_failed = ctx.failed(Tripwire::T8);
     if !c.fits() {
-        let mut text = format!("{head} to run to the end together, so {} fit at full length.", c.fit);
+        let mut text = format!(
+            "{head} to run to the end together, so {} fit at full length.",
+            c.fit
+        );
         let mut parts = Vec::new();
         if t8_failed {
             if let Some(p) = ctx.peak() {
-                parts.push(format!("it ran at most {} at once and queued the rest", g(p)));
+                parts.push(format!(
+                    "it ran at most {} at once and queued the rest",
+                    g(p)
+                ));
             }
         }
         if let Some(n) = ctx.evictions().filter(|n| *n > 0.0) {
@@ -444,14 +452,21 @@ fn pace_sentence(ctx: &Context<'_>) -> Option<Insight> {
             thousands_f(tput, 0),
             tpot / 1000.0
         );
-        let tone = if avg >= 0.9 * n as f64 { Tone::Ok } else { Tone::Limit };
+        let tone = if avg >= 0.9 * n as f64 {
+            Tone::Ok
+        } else {
+            Tone::Limit
+        };
         return Some(Insight::new("pace", tone, title, text));
     }
     let busy = busy_averages(ctx.series?)?;
     let avg = busy.running;
     let (title, open) = match n {
         Some(n) => (
-            format!("On average {} of {n} requests ran at once", round_half_even(avg)),
+            format!(
+                "On average {} of {n} requests ran at once",
+                round_half_even(avg)
+            ),
             format!("The load kept {n} requests open; "),
         ),
         None => (
@@ -477,7 +492,12 @@ fn pace_sentence(ctx: &Context<'_>) -> Option<Insight> {
     let text = capitalize(&text);
     let busy_enough = n.is_some_and(|n| avg >= 0.9 * n as f64);
     if busy_enough {
-        return Some(Insight::new("pace", Tone::Ok, "The run kept its requests busy", text));
+        return Some(Insight::new(
+            "pace",
+            Tone::Ok,
+            "The run kept its requests busy",
+            text,
+        ));
     }
     Some(Insight::new("pace", Tone::Limit, title, text))
 }
@@ -593,7 +613,13 @@ mod tests {
     #[test]
     fn busy_average_weights_by_time_from_the_first_reading_of_each_pair() {
         // 0 running for 1 s, 4 for 1 s, 8 for 3 s, then idle.
-        let s = series(&[(0.0, 0.0, 0.0), (1.0, 4.0, 0.0), (2.0, 8.0, 10.0), (5.0, 0.0, 100.0), (6.0, 0.0, 100.0)]);
+        let s = series(&[
+            (0.0, 0.0, 0.0),
+            (1.0, 4.0, 0.0),
+            (2.0, 8.0, 10.0),
+            (5.0, 0.0, 100.0),
+            (6.0, 0.0, 100.0),
+        ]);
         let b = busy_averages(&s).unwrap();
         assert_eq!(b.busy_s, 4.0);
         assert!((b.running - 7.0).abs() < 1e-12, "{}", b.running);
@@ -626,9 +652,16 @@ mod tests {
             .join(" ")
         };
         let text = ctx(&summary);
-        assert!(text.contains("The load tool kept 32 requests open for 1 min 34 s."), "{text}");
-        assert!(text.contains("finished 32 requests (3 of them with an error) and generated 32,000 tokens"));
-        assert!(text.contains("never worked on more than 10 at once. The rest waited in a queue, 29 s on average"));
+        assert!(
+            text.contains("The load tool kept 32 requests open for 1 min 34 s."),
+            "{text}"
+        );
+        assert!(text.contains(
+            "finished 32 requests (3 of them with an error) and generated 32,000 tokens"
+        ));
+        assert!(text.contains(
+            "never worked on more than 10 at once. The rest waited in a queue, 29 s on average"
+        ));
         assert!(text.contains("It preempted a running request once to free KV cache"));
         summary.errors = Some(0.0);
         assert!(ctx(&summary).contains("finished 32 requests with no errors and generated"));

@@ -74,7 +74,11 @@ impl Inputs {
     /// T15 on these inputs, when there are a result file and both snapshots. [`Report::build`]
     /// takes T15 from `extra_results` only; `report` adds this one there.
     pub fn t15(&self, engine: Engine) -> Option<CheckResult> {
-        let (r, b, a) = (self.bench.as_ref()?, self.before.as_ref()?, self.after.as_ref()?);
+        let (r, b, a) = (
+            self.bench.as_ref()?,
+            self.before.as_ref()?,
+            self.after.as_ref()?,
+        );
         Some(t15::check(r, b, a, self.untimed_requests, engine))
     }
 }
@@ -94,6 +98,8 @@ pub struct Report {
 /// The run checks of a run (spec §4 step 11): T1, T10, T14 (or N/A), T9, T8 (when the
 /// concurrency asked for is known), then T15 (when a result file was read). T10's message is
 /// the bare one; the run's terminal line appends the integer-second comparison itself.
+// The arguments are the §4 step 11 inputs, each optional on its own; `run` calls this directly.
+#[allow(clippy::too_many_arguments)]
 pub fn run_checks(
     before: Option<&Snapshot>,
     after: Option<&Snapshot>,
@@ -138,8 +144,7 @@ pub fn boot_checks(logs: &[BootLog], facts: &[(String, BootFacts)]) -> Vec<Check
         out.push(t6::check(f));
     }
     if facts.len() >= 2 {
-        let pairs: Vec<(String, &BootFacts)> =
-            facts.iter().map(|(l, f)| (l.clone(), f)).collect();
+        let pairs: Vec<(String, &BootFacts)> = facts.iter().map(|(l, f)| (l.clone(), f)).collect();
         out.extend(t4_t11::check_t4(&pairs));
         out.extend(t4_t11::check_t11(&pairs));
     }
@@ -287,7 +292,10 @@ impl Report {
     }
 
     pub fn busy_averages(&self) -> Option<BusyAverages> {
-        self.inputs.series.as_ref().and_then(insights::busy_averages)
+        self.inputs
+            .series
+            .as_ref()
+            .and_then(insights::busy_averages)
     }
 
     pub fn per_request_tokens(&self) -> Option<f64> {
@@ -319,7 +327,10 @@ impl Report {
 
     /// The terminal's "what limited this run" block for `report` (indented, after a heading).
     pub fn insight_lines(&self) -> Vec<String> {
-        self.insights.iter().map(|i| format!("  - {}", i.line())).collect()
+        self.insights
+            .iter()
+            .map(|i| format!("  - {}", i.line()))
+            .collect()
     }
 
     /// Counts per status, in the page's order.

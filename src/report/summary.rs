@@ -99,7 +99,8 @@ pub fn summarize(
     }
     let names = engine.metrics();
     let (b, a) = (&before.metrics, &after.metrics);
-    let delta = |q: CounterQuery<'_>| -> Result<f64, DeltaError> { counters::counter_delta(b, a, &q) };
+    let delta =
+        |q: CounterQuery<'_>| -> Result<f64, DeltaError> { counters::counter_delta(b, a, &q) };
     let mut restarted: Option<String> = None;
     let mut value = |q: CounterQuery<'_>| match delta(q) {
         Ok(v) => Some(v),

@@ -449,10 +449,29 @@ pub struct BarChart {
 
 const BAR_H: f64 = 20.0;
 const BAR_GAP: f64 = 10.0;
+/// Room above a bar for its label when labels are too long for the left margin.
+const LABEL_ABOVE: f64 = 16.0;
 
 impl BarChart {
+    /// Whether a label is too long to sit left of the baseline (about 6.5 units a character).
+    fn labels_above(&self) -> bool {
+        self.bars
+            .iter()
+            .any(|b| b.label.chars().count() as f64 * 6.5 > BAR_X - 12.0)
+    }
+
+    fn row(&self) -> f64 {
+        BAR_H
+            + BAR_GAP
+            + if self.labels_above() {
+                LABEL_ABOVE
+            } else {
+                0.0
+            }
+    }
+
     pub fn height(&self) -> f64 {
-        TOP + self.bars.len() as f64 * (BAR_H + BAR_GAP) - BAR_GAP + 14.0
+        TOP + self.bars.len() as f64 * self.row() - BAR_GAP + 14.0
     }
 
     pub fn render(&self) -> Markup {
@@ -464,15 +483,20 @@ impl BarChart {
             .fold(0.0_f64, f64::max);
         let room = WIDTH - BAR_X - RIGHT;
         let height = self.height();
+        let above = self.labels_above();
         html! {
             svg class="bars" viewBox=(format!("0 0 {} {}", c(WIDTH), c(height))) role="img" aria-label=(self.label) {
                 title { (self.label) }
                 @for (i, b) in self.bars.iter().enumerate() {
-                    @let y = TOP + i as f64 * (BAR_H + BAR_GAP);
+                    @let y = TOP + i as f64 * self.row() + if above { LABEL_ABOVE } else { 0.0 };
                     @let w = if max > 0.0 && b.value.is_finite() { (b.value.max(0.0) / max) * room } else { 0.0 };
                     g class="bar" tabindex="0" data-tip=(format!("{}: {}", b.label, b.text)) {
                         title { (b.label) ": " (b.text) }
-                        text class="label" x=(c(BAR_X - 8.0)) y=(c(y + BAR_H / 2.0 + 4.0)) text-anchor="end" { (b.label) }
+                        @if above {
+                            text class="label" x=(c(BAR_X)) y=(c(y - 5.0)) { (b.label) }
+                        } @else {
+                            text class="label" x=(c(BAR_X - 8.0)) y=(c(y + BAR_H / 2.0 + 4.0)) text-anchor="end" { (b.label) }
+                        }
                         path class=(b.class) d=(bar_path(y, w)) {}
                         text class="value" x=(c(BAR_X + w + 6.0)) y=(c(y + BAR_H / 2.0 + 4.0)) { (b.text) }
                     }

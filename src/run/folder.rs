@@ -45,7 +45,9 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// The default folder name: `xray-%Y%m%d-%H%M%S` in local time.
 pub fn default_folder_name() -> String {
-    chrono::Local::now().format("xray-%Y%m%d-%H%M%S").to_string()
+    chrono::Local::now()
+        .format("xray-%Y%m%d-%H%M%S")
+        .to_string()
 }
 
 /// This machine's host name (empty when it cannot be read).
@@ -97,6 +99,8 @@ pub struct RunRecord {
     pub load_exit_code: Option<i32>,
     pub result_file: Option<String>,
     pub report: Option<String>,
+    /// Where the time went, in seconds (filled in at the end).
+    pub timings: Option<super::Timings>,
 }
 
 impl RunRecord {
@@ -123,6 +127,7 @@ impl RunRecord {
             load_exit_code: None,
             result_file: None,
             report: None,
+            timings: None,
         }
     }
 
@@ -229,7 +234,12 @@ fn case_name(t: Tripwire) -> String {
 }
 
 /// Writes the JUnit file (parent folders created), atomically.
-pub fn write_junit(path: &Path, results: &[CheckResult], suite: &str, seconds: f64) -> std::io::Result<()> {
+pub fn write_junit(
+    path: &Path,
+    results: &[CheckResult],
+    suite: &str,
+    seconds: f64,
+) -> std::io::Result<()> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent)?;
     }
@@ -263,7 +273,9 @@ mod tests {
         ];
         let x = junit_xml(&results, "run", 1.5);
         assert!(x.contains("tests=\"5\" failures=\"2\" errors=\"1\" skipped=\"1\""));
-        assert!(x.contains("<failure type=\"TRIPWIRE-FAILED\" message=\"22 preemptions during the run\">"));
+        assert!(x.contains(
+            "<failure type=\"TRIPWIRE-FAILED\" message=\"22 preemptions during the run\">"
+        ));
         assert!(x.contains("message=\"x &lt; y &amp; &quot;z&quot;\""));
         assert!(x.contains("<skipped message=\"does not apply\"/>"));
         assert!(x.contains("WARN: ceiling moved"));

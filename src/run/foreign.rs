@@ -65,7 +65,8 @@ fn empty_result(path: &Path, backend: &str) -> BenchResult {
 /// Reads AIPerf's `profile_export_aiperf.json`.
 pub fn load_aiperf(path: &Path) -> Result<BenchResult, ForeignError> {
     let doc = read_json(path)?;
-    if !doc.is_object() || (doc.get("aiperf_version").is_none() && doc.get("request_count").is_none())
+    if !doc.is_object()
+        || (doc.get("aiperf_version").is_none() && doc.get("request_count").is_none())
     {
         return Err(ForeignError::Shape {
             path: path.display().to_string(),
@@ -83,13 +84,27 @@ pub fn load_aiperf(path: &Path) -> Result<BenchResult, ForeignError> {
     });
     r.total_output_tokens = aiperf_metric(
         &doc,
-        &["total_output_tokens", "total_output_sequence_length", "total_osl"],
+        &[
+            "total_output_tokens",
+            "total_output_sequence_length",
+            "total_osl",
+        ],
         "avg",
     )
-    .or_else(|| aiperf_metric(&doc, &["output_sequence_length", "output_token_count"], "sum"));
+    .or_else(|| {
+        aiperf_metric(
+            &doc,
+            &["output_sequence_length", "output_token_count"],
+            "sum",
+        )
+    });
     r.total_input_tokens = aiperf_metric(
         &doc,
-        &["total_input_tokens", "total_input_sequence_length", "total_isl"],
+        &[
+            "total_input_tokens",
+            "total_input_sequence_length",
+            "total_isl",
+        ],
         "avg",
     )
     .or_else(|| aiperf_metric(&doc, &["input_sequence_length"], "sum"));
@@ -137,9 +152,7 @@ pub fn load_guidellm(path: &Path) -> Result<BenchResult, ForeignError> {
     r.total_input_tokens =
         sum(&|b| num(b.pointer("/metrics/prompt_token_count/successful/total_sum")));
     r.duration = sum(&|b| {
-        num(b.get("duration")).or_else(|| {
-            Some(num(b.get("end_time"))? - num(b.get("start_time"))?)
-        })
+        num(b.get("duration")).or_else(|| Some(num(b.get("end_time"))? - num(b.get("start_time"))?))
     });
     if let Some(last) = benchmarks.last() {
         r.max_concurrency = num(last.pointer("/config/strategy/streams"))
@@ -206,7 +219,10 @@ mod tests {
         assert_eq!(r.failed, None);
         assert_eq!(r.total_output_tokens, None);
         let bad = write(dir.path(), "b.json", &serde_json::json!([1, 2]));
-        assert!(load_aiperf(&bad).unwrap_err().to_string().contains("b.json"));
+        assert!(load_aiperf(&bad)
+            .unwrap_err()
+            .to_string()
+            .contains("b.json"));
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub enum Level {
 #[derive(Clone)]
 pub struct Interrupt {
     tx: watch::Sender<Level>,
+    first_at: std::sync::Arc<std::sync::Mutex<Option<std::time::Instant>>>,
 }
 
 impl Default for Interrupt {
@@ -29,11 +30,15 @@ impl Default for Interrupt {
 impl Interrupt {
     pub fn new() -> Interrupt {
         let (tx, _rx) = watch::channel(Level::None);
-        Interrupt { tx }
+        Interrupt {
+            tx,
+            first_at: Default::default(),
+        }
     }
 
     /// Raises the level by one step (a first signal → graceful, a second → force).
     pub fn escalate(&self) -> Level {
+        self.mark();
         let mut now = Level::None;
         self.tx.send_modify(|l| {
             *l = match *l {
@@ -47,6 +52,9 @@ impl Interrupt {
 
     /// Sets at least this level.
     pub fn raise_to(&self, level: Level) {
+        if level > Level::None {
+            self.mark();
+        }
         self.tx.send_if_modified(|l| {
             if *l < level {
                 *l = level;
@@ -55,6 +63,20 @@ impl Interrupt {
                 false
             }
         });
+    }
+
+    fn mark(&self) {
+        let mut g = self.first_at.lock().unwrap_or_else(|e| e.into_inner());
+        g.get_or_insert_with(std::time::Instant::now);
+    }
+
+    /// How long ago the first interrupt came (None if none did): Slurm sends SIGKILL 30 s
+    /// (KillWait) after its SIGTERM, so what is left of the run fits in what is left of that.
+    pub fn since_first(&self) -> Option<std::time::Duration> {
+        self.first_at
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .map(|t| t.elapsed())
     }
 
     pub fn level(&self) -> Level {

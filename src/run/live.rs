@@ -158,7 +158,12 @@ impl Sink for Terminal {
     fn alert(&self, text: &str) {
         let text = strip_controls(text);
         if self.bar.is_some() && self.color {
-            self.print(&console::style(format!("! {text}")).yellow().bold().to_string());
+            self.print(
+                &console::style(format!("! {text}"))
+                    .yellow()
+                    .bold()
+                    .to_string(),
+            );
         } else if self.bar.is_some() {
             self.print(&format!("! {text}"));
         } else {
@@ -203,7 +208,10 @@ impl Collect {
         self.lines.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
     pub fn alerts(&self) -> Vec<String> {
-        self.alerts.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.alerts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 }
 
@@ -261,7 +269,10 @@ mod tests {
         assert_eq!(strip_controls("\u{1b}[1;32mINFO\u{1b}[0m ok"), "INFO ok");
         assert_eq!(strip_controls("a\rb\u{7}c\td"), "abc\td");
         assert_eq!(strip_controls("\u{1b}]0;title\u{7}text"), "text");
-        assert_eq!(strip_controls("\u{1b}[2K\u{1b}[1Gprogress 50%"), "progress 50%");
+        assert_eq!(
+            strip_controls("\u{1b}[2K\u{1b}[1Gprogress 50%"),
+            "progress 50%"
+        );
     }
 
     #[test]

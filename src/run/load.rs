@@ -60,9 +60,9 @@ pub fn load_tool(argv: &[String]) -> Option<LoadTool> {
         return Some(LoadTool::SglangBench);
     }
     if modules("tensorrt_llm.serve.scripts.benchmark_serving")
-        || argv.iter().any(|w| {
-            w.ends_with("benchmark_serving.py") && w.contains("tensorrt_llm")
-        })
+        || argv
+            .iter()
+            .any(|w| w.ends_with("benchmark_serving.py") && w.contains("tensorrt_llm"))
     {
         return Some(LoadTool::TrtllmBench);
     }
@@ -72,7 +72,10 @@ pub fn load_tool(argv: &[String]) -> Option<LoadTool> {
         if w == "bench" && next == Some("serve") {
             return Some(LoadTool::VllmBench);
         }
-        if b.starts_with("inferlint") && next == Some("sim") && argv.get(i + 2).is_some_and(|x| x == "bench") {
+        if b.starts_with("inferlint")
+            && next == Some("sim")
+            && argv.get(i + 2).is_some_and(|x| x == "bench")
+        {
             return Some(LoadTool::VllmBench);
         }
         if b == "aiperf" || (w == "-m" && next == Some("aiperf")) {
@@ -237,9 +240,9 @@ pub fn find_result(location: &ResultLocation, since: SystemTime) -> Option<PathB
     match location {
         ResultLocation::File(p) => p.is_file().then(|| p.clone()),
         ResultLocation::NewestJsonIn(dir) => newest(dir, since, 0, &|name| name.ends_with(".json")),
-        ResultLocation::AiperfIn(dir) => newest(dir, since, 3, &|name| {
-            name == "profile_export_aiperf.json"
-        }),
+        ResultLocation::AiperfIn(dir) => {
+            newest(dir, since, 3, &|name| name == "profile_export_aiperf.json")
+        }
         ResultLocation::Guidellm(p) => {
             let fresh = std::fs::metadata(p)
                 .and_then(|m| m.modified())
@@ -349,21 +352,33 @@ mod tests {
     #[test]
     fn rewrites_vllm_and_trt() {
         let out = Path::new("run");
-        let rw = rewrite(&argv("vllm bench serve --model m --max-concurrency 32"), out);
+        let rw = rewrite(
+            &argv("vllm bench serve --model m --max-concurrency 32"),
+            out,
+        );
         assert_eq!(
             rw.argv.join(" "),
             "vllm bench serve --model m --max-concurrency 32 --save-result --result-dir run --result-filename bench.json"
         );
-        assert_eq!(rw.result, ResultLocation::File(PathBuf::from("run/bench.json")));
+        assert_eq!(
+            rw.result,
+            ResultLocation::File(PathBuf::from("run/bench.json"))
+        );
 
         let rw = rewrite(
             &argv("vllm bench serve --save-result --result-dir /r --result-filename x.json"),
             out,
         );
-        assert_eq!(rw.argv, argv("vllm bench serve --save-result --result-dir /r --result-filename x.json"));
+        assert_eq!(
+            rw.argv,
+            argv("vllm bench serve --save-result --result-dir /r --result-filename x.json")
+        );
         assert_eq!(rw.result, ResultLocation::File(PathBuf::from("/r/x.json")));
 
-        let rw = rewrite(&argv("vllm bench serve --save-result --result-filename x.json"), out);
+        let rw = rewrite(
+            &argv("vllm bench serve --save-result --result-filename x.json"),
+            out,
+        );
         assert_eq!(rw.result, ResultLocation::File(PathBuf::from("./x.json")));
 
         let rw = rewrite(&argv("vllm bench serve --save-result --result-dir /r"), out);
@@ -373,7 +388,9 @@ mod tests {
             &argv("python -m tensorrt_llm.serve.scripts.benchmark_serving --model m"),
             out,
         );
-        assert!(rw.argv.ends_with(&argv("--save-result --result-dir run --result-filename bench.json")));
+        assert!(rw.argv.ends_with(&argv(
+            "--save-result --result-dir run --result-filename bench.json"
+        )));
     }
 
     #[test]
@@ -381,9 +398,18 @@ mod tests {
         let out = Path::new("run");
         let rw = rewrite(&argv("python -m sglang.bench_serving --num-prompts 6"), out);
         assert!(rw.argv.ends_with(&argv("--output-file run/bench.jsonl")));
-        assert_eq!(rw.result, ResultLocation::File(PathBuf::from("run/bench.jsonl")));
-        let rw = rewrite(&argv("python -m sglang.bench_serving --output-file o.jsonl"), out);
-        assert_eq!(rw.argv, argv("python -m sglang.bench_serving --output-file o.jsonl"));
+        assert_eq!(
+            rw.result,
+            ResultLocation::File(PathBuf::from("run/bench.jsonl"))
+        );
+        let rw = rewrite(
+            &argv("python -m sglang.bench_serving --output-file o.jsonl"),
+            out,
+        );
+        assert_eq!(
+            rw.argv,
+            argv("python -m sglang.bench_serving --output-file o.jsonl")
+        );
         assert_eq!(rw.result, ResultLocation::File(PathBuf::from("o.jsonl")));
     }
 
@@ -396,7 +422,10 @@ mod tests {
         let rw = rewrite(&argv("aiperf profile --artifact-dir art"), Path::new("run"));
         assert_eq!(rw.result, ResultLocation::AiperfIn(PathBuf::from("art")));
         let rw = rewrite(&argv("aiperf profile"), Path::new("run"));
-        assert_eq!(rw.result, ResultLocation::AiperfIn(PathBuf::from("artifacts")));
+        assert_eq!(
+            rw.result,
+            ResultLocation::AiperfIn(PathBuf::from("artifacts"))
+        );
     }
 
     #[test]
@@ -406,8 +435,14 @@ mod tests {
             g("guidellm run --output kind=json,path=/o/b.json --output kind=html,path=/o/b.html"),
             PathBuf::from("/o/b.json")
         );
-        assert_eq!(g("guidellm benchmark --output-path res.json"), PathBuf::from("res.json"));
-        assert_eq!(g("guidellm benchmark --output-path res"), PathBuf::from("res/benchmarks.json"));
+        assert_eq!(
+            g("guidellm benchmark --output-path res.json"),
+            PathBuf::from("res.json")
+        );
+        assert_eq!(
+            g("guidellm benchmark --output-path res"),
+            PathBuf::from("res/benchmarks.json")
+        );
         assert_eq!(g("guidellm run"), PathBuf::from("benchmarks.json"));
     }
 

@@ -108,13 +108,17 @@ impl RunInputs {
 }
 
 /// Where the run's time went (for the overhead benchmark and `run.json`).
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Timings {
     pub total_s: f64,
+    /// The GPU gate before the server starts (its readings are 2 s apart by design).
+    pub gate_s: f64,
     /// From starting the server to it being ready.
     pub boot_s: f64,
     /// The load command's own run.
     pub load_s: f64,
+    /// Stopping the server, the teardown and its T2 readings.
+    pub stop_s: f64,
 }
 
 /// What a run ends with.
@@ -142,7 +146,10 @@ impl Outcome {
         }
         let has = |s: Status| self.results.iter().any(|r| r.status == s);
         let load_failed = self.load_exit.is_some_and(|c| c != 0);
-        if self.problem.is_some() || load_failed || has(Status::Fail) || (strict && has(Status::Warn))
+        if self.problem.is_some()
+            || load_failed
+            || has(Status::Fail)
+            || (strict && has(Status::Warn))
         {
             1
         } else if has(Status::Unknown) {

@@ -19,6 +19,8 @@ const SATURATED: f64 = 0.9;
 const FAILED_SCRAPES_ALERT: usize = 3;
 /// The window generated tokens/s is measured over.
 const RATE_WINDOW_S: f64 = 2.0;
+/// After one eviction alert, the next waits this long (the ones between are summed into it).
+const EVICTION_ALERT_GAP: Duration = Duration::from_secs(2);
 
 /// What the monitor makes of one event.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -33,7 +35,11 @@ pub struct Monitor {
     requested: Option<u64>,
     first_preemptions: Option<f64>,
     last_preemptions: Option<f64>,
-    last_ceiling: Option<u64>,
+    /// The lowest ceiling seen at a saturated sample: a fall is a new low.
+    lowest_ceiling: Option<u64>,
+    /// When the last eviction alert was given, and evictions since then not yet alerted.
+    last_eviction_alert: Option<Duration>,
+    unalerted: f64,
     paused_seen: bool,
     failed_in_row: usize,
     dead_alerted: bool,
@@ -49,7 +55,9 @@ impl Monitor {
             requested,
             first_preemptions: None,
             last_preemptions: None,
-            last_ceiling: None,
+            lowest_ceiling: None,
+            last_eviction_alert: None,
+            unalerted: 0.0,
             paused_seen: false,
             failed_in_row: 0,
             dead_alerted: false,
@@ -83,27 +91,34 @@ impl Monitor {
         if let Some(r) = s.running {
             self.peak_running = Some(self.peak_running.map_or(r, |p| p.max(r)));
         }
-        // Evictions: the counter moved since the last sample.
+        // Evictions: the counter moved since the last sample. The first is alerted at once;
+        // later ones at most every few seconds, summed.
         if let Some(p) = s.preemptions {
             if self.first_preemptions.is_none() {
                 self.first_preemptions = Some(p);
             }
             if let Some(prev) = self.last_preemptions {
-                let d = p - prev;
-                if d > 0.0 {
-                    let total = p - self.first_preemptions.unwrap_or(p);
-                    let note = match self.engine {
-                        Engine::Vllm => "; vLLM logs nothing for them",
-                        Engine::Sglang => "; SGLang logs a warning for each",
-                        Engine::Trtllm => "",
-                    };
-                    alerts.push(format!(
-                        "{t} into the load: {} {} ({} so far){note}",
-                        g(d),
-                        self.word(d),
-                        g(total)
-                    ));
-                }
+                self.unalerted += (p - prev).max(0.0);
+            }
+            let due = self
+                .last_eviction_alert
+                .is_none_or(|t| at.saturating_sub(t) >= EVICTION_ALERT_GAP);
+            if self.unalerted > 0.0 && due {
+                let d = self.unalerted;
+                let total = p - self.first_preemptions.unwrap_or(p);
+                let note = match self.engine {
+                    Engine::Vllm => "; vLLM logs nothing for them",
+                    Engine::Sglang => "; SGLang logs a warning for each",
+                    Engine::Trtllm => "",
+                };
+                alerts.push(format!(
+                    "{t} into the load: {} {} ({} so far){note}",
+                    g(d),
+                    self.word(d),
+                    g(total)
+                ));
+                self.unalerted = 0.0;
+                self.last_eviction_alert = Some(at);
             }
             self.last_preemptions = Some(p);
         }
@@ -120,13 +135,13 @@ impl Monitor {
         if let (Some(u), Some(r)) = (s.kv_usage, s.running) {
             if u >= SATURATED && r > 0.0 {
                 if let Ok(c) = predicted_ceiling(u, r, None) {
-                    if let Some(prev) = self.last_ceiling.filter(|&prev| c < prev) {
+                    if let Some(low) = self.lowest_ceiling.filter(|&low| c < low) {
                         alerts.push(format!(
-                            "{t} into the load: the concurrency ceiling fell from {prev} to {c} (one request now holds {:.1}% of the cache)",
+                            "{t} into the load: the concurrency ceiling fell from {low} to {c} (one request now holds {:.1}% of the cache)",
                             100.0 * u / r
                         ));
                     }
-                    self.last_ceiling = Some(c);
+                    self.lowest_ceiling = Some(self.lowest_ceiling.map_or(c, |low| low.min(c)));
                 }
             }
         }
@@ -228,35 +243,100 @@ mod tests {
     }
 
     #[test]
+    fn eviction_alerts_are_summed_between_gaps() {
+        let mut m = Monitor::new(Engine::Vllm, None);
+        m.sample(&s(1.0, 0.0, 0.1, 0.0, 0.0, 0.0), Duration::from_millis(0));
+        let u = m.sample(
+            &s(1.0, 0.0, 0.1, 1.0, 0.0, 0.25),
+            Duration::from_millis(250),
+        );
+        assert_eq!(u.alerts.len(), 1);
+        // Within the gap: summed, not alerted.
+        assert!(m
+            .sample(&s(1.0, 0.0, 0.1, 3.0, 0.0, 0.5), Duration::from_millis(500))
+            .alerts
+            .is_empty());
+        assert!(m
+            .sample(
+                &s(1.0, 0.0, 0.1, 4.0, 0.0, 0.75),
+                Duration::from_millis(750)
+            )
+            .alerts
+            .is_empty());
+        let u = m.sample(
+            &s(1.0, 0.0, 0.1, 4.0, 0.0, 2.5),
+            Duration::from_millis(2500),
+        );
+        assert_eq!(
+            u.alerts,
+            vec!["2.5s into the load: 3 preemptions (4 so far); vLLM logs nothing for them"]
+        );
+        assert_eq!(m.preemptions_so_far(), Some(4.0));
+    }
+
+    #[test]
     fn ceiling_fall_is_alerted_once_per_fall() {
         let mut m = Monitor::new(Engine::Vllm, None);
         // 10 running at 95%: ceiling 10.
-        assert!(m.sample(&s(10.0, 0.0, 0.95, 0.0, 0.0, 0.0), Duration::from_secs(1)).alerts.is_empty());
+        assert!(m
+            .sample(&s(10.0, 0.0, 0.95, 0.0, 0.0, 0.0), Duration::from_secs(1))
+            .alerts
+            .is_empty());
         // Requests grew: 8 running fill 96%: ceiling 8.
         let u = m.sample(&s(8.0, 2.0, 0.96, 0.0, 0.0, 0.25), Duration::from_secs(2));
         assert_eq!(u.alerts.len(), 1);
         assert!(u.alerts[0].contains("fell from 10 to 8"), "{:?}", u.alerts);
-        // Same ceiling again: no new alert. Unsaturated samples never alert.
-        assert!(m.sample(&s(8.0, 2.0, 0.97, 0.0, 0.0, 0.5), Duration::from_secs(3)).alerts.is_empty());
-        assert!(m.sample(&s(2.0, 0.0, 0.5, 0.0, 0.0, 0.75), Duration::from_secs(4)).alerts.is_empty());
+        // Same ceiling again, or back up: no new alert. Unsaturated samples never alert.
+        assert!(m
+            .sample(&s(8.0, 2.0, 0.97, 0.0, 0.0, 0.5), Duration::from_secs(3))
+            .alerts
+            .is_empty());
+        assert!(m
+            .sample(&s(10.0, 2.0, 0.95, 0.0, 0.0, 0.6), Duration::from_secs(3))
+            .alerts
+            .is_empty());
+        assert!(m
+            .sample(&s(9.0, 2.0, 0.96, 0.0, 0.0, 0.7), Duration::from_secs(3))
+            .alerts
+            .is_empty());
+        assert!(m
+            .sample(&s(2.0, 0.0, 0.5, 0.0, 0.0, 0.75), Duration::from_secs(4))
+            .alerts
+            .is_empty());
     }
 
     #[test]
     fn failed_scrapes_alert_after_three() {
         let mut m = Monitor::new(Engine::Sglang, Some(4));
-        assert!(m.scrape_failed("refused", Duration::from_secs(1)).alerts.is_empty());
-        assert!(m.scrape_failed("refused", Duration::from_secs(2)).alerts.is_empty());
+        assert!(m
+            .scrape_failed("refused", Duration::from_secs(1))
+            .alerts
+            .is_empty());
+        assert!(m
+            .scrape_failed("refused", Duration::from_secs(2))
+            .alerts
+            .is_empty());
         let u = m.scrape_failed("refused", Duration::from_secs(3));
         assert_eq!(u.alerts.len(), 1);
         assert!(u.alerts[0].contains("stopped answering"));
-        assert!(m.scrape_failed("refused", Duration::from_secs(4)).alerts.is_empty());
+        assert!(m
+            .scrape_failed("refused", Duration::from_secs(4))
+            .alerts
+            .is_empty());
     }
 
     #[test]
     fn sglang_words() {
         let mut m = Monitor::new(Engine::Sglang, None);
         m.sample(&s(1.0, 0.0, 0.1, 0.0, 0.0, 0.0), Duration::ZERO);
-        let u = m.sample(&s(1.0, 0.0, 0.1, 1.0, 0.0, 0.25), Duration::from_millis(250));
-        assert!(u.alerts[0].contains("1 retraction (1 so far); SGLang logs a warning"), "{:?}", u.alerts);
+        let u = m.sample(
+            &s(1.0, 0.0, 0.1, 1.0, 0.0, 0.25),
+            Duration::from_millis(250),
+        );
+        assert!(
+            u.alerts[0].contains("1 retraction (1 so far); SGLang logs a warning"),
+            "{:?}",
+            u.alerts
+        );
     }
 }

@@ -10,9 +10,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use inferlint_supervisor::cgroup::Cgroup;
 use inferlint_supervisor::{
-    ExitKind, Graces, LineReceiver, ShepherdProgram, SpawnOptions, StopMode, Supervised,
-    TeardownReport,
+    ExitKind, Graces, LineReceiver, ProcScanner, ShepherdProgram, SpawnOptions, StopMode,
+    Supervised, TeardownReport, Tree,
 };
 use tokio::sync::watch;
 
@@ -93,10 +94,8 @@ impl Proc {
         if argv.is_empty() {
             return Err("empty command".into());
         }
-        let mut so = SpawnOptions::new(
-            opts.shepherd.clone(),
-            argv.iter().map(Into::into).collect(),
-        );
+        let mut so =
+            SpawnOptions::new(opts.shepherd.clone(), argv.iter().map(Into::into).collect());
         so.raw_output = opts.raw_output.clone();
         so.shepherd_report = opts.shepherd_report.clone();
         so.graces = opts.graces;
@@ -164,6 +163,22 @@ impl Proc {
     /// The report, if the teardown is over.
     pub fn report(&self) -> Option<TeardownReport> {
         self.sup.report()
+    }
+
+    /// The live processes of this run's tree that are not in its process group (a `setsid`
+    /// or double-fork escapee such as an engine that left its API server's group): found by
+    /// the run's marker, cgroup or pidfds, they are what `kill -- -PGID` would miss.
+    pub fn outside_group(&self) -> Vec<(i32, String)> {
+        let mut tree = Tree::new(ProcScanner::system());
+        tree.run_id = Some(self.sup.run_id().to_string());
+        tree.pgid = Some(self.pgid);
+        tree.cgroup = self.sup.info().cgroup.as_ref().map(Cgroup::at);
+        tree.protect.insert(self.sup.shepherd_pid());
+        tree.census()
+            .into_iter()
+            .filter(|m| m.info.pgrp != self.pgid && !m.info.is_zombie())
+            .map(|m| (m.info.pid, m.info.cmdline()))
+            .collect()
     }
 
     /// Lines the consumer was too slow for.

@@ -17,7 +17,10 @@ const MIN_ENV_SECRET_LEN: usize = 8;
 
 /// Whether a command-line flag carries a secret value (`--api-key`, `--hf-token`, …).
 pub fn is_secret_flag(flag: &str) -> bool {
-    let name = flag.trim_start_matches('-').to_ascii_lowercase().replace('_', "-");
+    let name = flag
+        .trim_start_matches('-')
+        .to_ascii_lowercase()
+        .replace('_', "-");
     if name.is_empty() || flag.len() == name.len() {
         return false;
     }
@@ -237,7 +240,17 @@ pub fn redact_argv(argv: &[String]) -> Vec<String> {
 
 /// Shell-style join (quotes only where needed).
 pub fn join(argv: &[String]) -> String {
-    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+    argv.iter()
+        .map(|w| {
+            // A mask stays readable as one (`--api-key ***`, `HF_TOKEN=***`), not quoted.
+            if w == MASK || w.ends_with(&format!("={MASK}")) && !w.contains(' ') {
+                w.clone()
+            } else {
+                shlex::try_quote(w).map_or_else(|_| w.clone(), |q| q.into_owned())
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[cfg(test)]
@@ -298,6 +311,23 @@ mod tests {
         let s = Secrets::from_argvs([argv.as_slice()]);
         assert!(s.found_in("pa55word"));
         assert!(s.found_in("abcd1234"));
+    }
+
+    #[test]
+    fn commands_join_with_readable_masks() {
+        let argv = v(&[
+            "vllm",
+            "serve",
+            "my model",
+            "--api-key",
+            "sk-12345",
+            "HF_TOKEN=abcdefgh",
+        ]);
+        let s = Secrets::from_argvs([argv.as_slice()]);
+        assert_eq!(
+            redact_command(&argv, &s),
+            "vllm serve 'my model' --api-key *** HF_TOKEN=***"
+        );
     }
 
     #[test]

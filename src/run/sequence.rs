@@ -23,10 +23,10 @@ use super::interrupt::{Interrupt, Level};
 use super::live::Sink;
 use super::load::{self, LoadTool, ResultLocation};
 use super::proc::{graces_within, this_shepherd, Lines, Proc, ProcOptions};
-use inferlint_supervisor::{ShepherdProgram, StopMode, TeardownReport};
 use super::redact::{self, Secrets};
 use super::server::{self, LogEvent, Readiness};
 use super::{gate, GpuCheck, Outcome, RunInputs, Timings};
+use inferlint_supervisor::{ShepherdProgram, StopMode, TeardownReport};
 
 /// The server the run started.
 struct Started {
@@ -38,6 +38,14 @@ struct Started {
 /// The server shepherd's own teardown report, written only if it had to act alone (inferlint
 /// was killed).
 pub const SERVER_TEARDOWN: &str = "server.teardown.json";
+
+/// An interrupted run ends within this long of the first signal (Slurm's default KillWait).
+const INTERRUPTED_BUDGET: Duration = Duration::from_secs(30);
+/// What the run keeps, of that, for the readings, the report and the files after the stop.
+const AFTER_STOP_RESERVE: Duration = Duration::from_secs(8);
+
+/// How long a server whose log shows a start-up failure gets to exit by itself.
+const FAILURE_EXIT_WAIT: Duration = Duration::from_millis(300);
 
 /// The run's state as the steps fill it in.
 struct Run {
@@ -77,7 +85,10 @@ struct Run {
 /// Runs the whole sequence and returns its outcome; the run folder is complete when it returns.
 pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -> Outcome {
     let t0 = Instant::now();
-    let serve_argv = inputs.serve.as_deref().map(|s| shlex::split(s).unwrap_or_default());
+    let serve_argv = inputs
+        .serve
+        .as_deref()
+        .map(|s| shlex::split(s).unwrap_or_default());
     let named = inputs.engine.as_ref().map(|n| n.engine);
     let url = match &inputs.url {
         Some(u) if !u.trim().is_empty() => u.trim().trim_end_matches('/').to_string(),
@@ -114,10 +125,7 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
         .as_deref()
         .map(|a| redact::redact_command(a, &secrets));
     record.load_command = Some(redact::redact_command(&inputs.load, &secrets));
-    record.boot_log = inputs
-        .boot_log
-        .as_ref()
-        .map(|p| p.display().to_string());
+    record.boot_log = inputs.boot_log.as_ref().map(|p| p.display().to_string());
     let out = inputs.out.clone();
     let mut run = Run {
         sink,
@@ -155,13 +163,32 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
             "cannot create the run folder {}: {e}",
             run.out.display()
         ));
-        run.sink.line(&format!("problem: {}", run.problem.as_deref().unwrap_or("")));
+        run.sink.line(&format!(
+            "problem: {}",
+            run.problem.as_deref().unwrap_or("")
+        ));
         return run.outcome(None, Vec::new());
     }
+    run.record.gpus = gpus_json().await;
     run.save_record();
     run.steps().await;
     run.stop_server().await;
     run.finish().await
+}
+
+/// The GPUs as `run.json` lists them (null when none can be read).
+async fn gpus_json() -> serde_json::Value {
+    tokio::task::spawn_blocking(|| {
+        let source = crate::gpu::source_from_env();
+        match crate::gpu::read_gpus(&source) {
+            Ok(gpus) if !gpus.is_empty() => {
+                serde_json::Value::Array(gpus.iter().map(|g| g.to_json()).collect())
+            }
+            _ => serde_json::Value::Null,
+        }
+    })
+    .await
+    .unwrap_or(serde_json::Value::Null)
 }
 
 /// The engine a `--serve` command starts; inferlint's own simulator is a vLLM.
@@ -203,7 +230,9 @@ impl Run {
     fn shepherd(&self) -> Result<ShepherdProgram, String> {
         match &self.inputs.shepherd {
             Some(s) => Ok(s.clone()),
-            None => this_shepherd().map_err(|e| format!("cannot find inferlint's own program: {e}")),
+            None => {
+                this_shepherd().map_err(|e| format!("cannot find inferlint's own program: {e}"))
+            }
         }
     }
 
@@ -246,7 +275,10 @@ impl Run {
             self.line(&format!("== engine: {}", n.name()));
             self.engine = Some(n);
         } else if let Some(s) = from_serve {
-            self.line(&format!("== engine: {} (from the --serve command)", s.name()));
+            self.line(&format!(
+                "== engine: {} (from the --serve command)",
+                s.name()
+            ));
             self.engine = Some(s);
         }
 
@@ -315,7 +347,10 @@ impl Run {
         }
         if self.inputs.gpu_check != GpuCheck::Off {
             self.line("== is the GPU free?");
-            let (t2, note) = gate::before_start(self.inputs.gate_timeout, self.inputs.gpu_check).await;
+            let t = Instant::now();
+            let (t2, note) =
+                gate::before_start(self.inputs.gate_timeout, self.inputs.gpu_check).await;
+            self.timings.gate_s = t.elapsed().as_secs_f64();
             if let Some(n) = note {
                 self.line(&format!("note: {n}"));
             }
@@ -396,7 +431,23 @@ impl Run {
                 false
             }
             Readiness::Failed(summary) => {
-                self.set_problem(format!("the server failed before it was ready: {summary}"));
+                // A failing server usually exits right after its traceback: give it a moment
+                // to say so itself, then stop it.
+                let s = self.server.as_ref().expect("started above");
+                let exited = tokio::time::timeout(FAILURE_EXIT_WAIT, s.proc.wait())
+                    .await
+                    .ok();
+                match exited {
+                    Some(e) => {
+                        self.wait_log_end(Duration::from_secs(1)).await;
+                        self.set_problem(format!(
+                            "the server exited with code {} before it was ready",
+                            e.code()
+                        ));
+                    }
+                    None => self
+                        .set_problem(format!("the server failed before it was ready: {summary}")),
+                }
                 false
             }
             Readiness::TimedOut(t) => {
@@ -416,7 +467,9 @@ impl Run {
     /// Waits (bounded) for the server's output to close, so its log is complete.
     async fn wait_log_end(&mut self, limit: Duration) {
         if let Some(s) = self.server.as_mut() {
-            let _ = tokio::time::timeout(limit, &mut s.log_task).await;
+            if !s.log_task.is_finished() {
+                let _ = tokio::time::timeout(limit, &mut s.log_task).await;
+            }
         }
     }
 
@@ -715,13 +768,32 @@ impl Run {
             return;
         };
         self.sink.clear_status();
+        let t = Instant::now();
         self.sink.line("== stop the server");
+        for (pid, cmd) in server.proc.outside_group() {
+            let cmd: String = cmd.chars().take(100).collect();
+            self.sink.line(&format!(
+                "found outside the server's process group: pid={pid:<8} {cmd} (killing the group would miss it)"
+            ));
+        }
         let mode = if self.interrupt.level() >= Level::Force {
             StopMode::Force
         } else {
             StopMode::Graceful
         };
-        server.proc.stop(mode);
+        // After a SIGTERM (scancel), what is left of Slurm's 30 s KillWait bounds the stop,
+        // keeping room for the readings and the report after it.
+        let graces = match self.interrupt.since_first() {
+            Some(since) => graces_within(
+                INTERRUPTED_BUDGET
+                    .saturating_sub(since)
+                    .saturating_sub(AFTER_STOP_RESERVE)
+                    .max(Duration::from_secs(2))
+                    .min(self.inputs.stop_grace),
+            ),
+            None => graces_within(self.inputs.stop_grace),
+        };
+        server.proc.stop_with(mode, graces);
         let report: TeardownReport = tokio::select! {
             r = server.proc.done() => r,
             // A second Ctrl-C during the stop forces it.
@@ -730,13 +802,31 @@ impl Run {
                 server.proc.done().await
             }
         };
-        let _ = tokio::time::timeout(Duration::from_secs(2), &mut server.log_task).await;
+        if !server.log_task.is_finished() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), &mut server.log_task).await;
+        }
+        self.sink.line(&format!(
+            "stopped: {} process(es) signalled ({}) in {:.1} s",
+            report.signalled.len(),
+            report.backend,
+            report.elapsed_ms as f64 / 1000.0
+        ));
         for l in report.leftover_lines() {
             self.sink.line(&l);
         }
-        let t2 = gate::after_stop(self.inputs.teardown_timeout, &report, self.engine()).await;
+        let (t2_timeout, grace) = if self.interrupt.interrupted() {
+            // Two readings, no more: the run is being stopped.
+            (
+                self.inputs.teardown_timeout.min(Duration::from_secs(4)),
+                Duration::from_secs(2),
+            )
+        } else {
+            (self.inputs.teardown_timeout, Duration::from_secs(15))
+        };
+        let t2 = gate::after_stop(t2_timeout, grace, &report).await;
         self.extra.push(t2.clone());
         self.record_result(t2);
+        self.timings.stop_s = t.elapsed().as_secs_f64();
     }
 
     /// Steps 13 and 14: the problem line, the report, `results.json`, `run.json`, JUnit.
@@ -764,7 +854,11 @@ impl Run {
             && (self.boot_text.is_some() || (self.before.is_some() && self.after.is_some()));
         if can_report {
             let report = Report::build(self.report_inputs());
-            insights = report.insights().iter().map(|i| i.line()).collect::<Vec<_>>();
+            insights = report
+                .insights()
+                .iter()
+                .map(|i| i.line())
+                .collect::<Vec<_>>();
             if !insights.is_empty() {
                 self.line("== what limited this run");
                 for i in &insights {
@@ -798,12 +892,15 @@ impl Run {
             _ => "completed".to_string(),
         });
         self.record.report = outcome.report.as_ref().map(|p| p.display().to_string());
+        self.record.timings = Some(outcome.timings);
         if self.record.engine.is_none() {
             self.record.engine = self.engine.map(|e| e.key().to_string());
         }
         self.save_record();
         if let Err(e) = self.secrets.scrub_folder(&self.out) {
-            self.line(&format!("note: cannot check the run folder for secrets: {e}"));
+            self.line(&format!(
+                "note: cannot check the run folder for secrets: {e}"
+            ));
         }
         outcome
     }

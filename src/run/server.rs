@@ -47,7 +47,10 @@ pub enum LogEvent {
 pub fn watch_log(
     mut lines: Lines,
     hint: Option<Engine>,
-) -> (mpsc::UnboundedReceiver<LogEvent>, tokio::task::JoinHandle<()>) {
+) -> (
+    mpsc::UnboundedReceiver<LogEvent>,
+    tokio::task::JoinHandle<()>,
+) {
     let (tx, rx) = mpsc::unbounded_channel();
     let task = tokio::spawn(async move {
         let mut watcher = super::boot::Watcher::new(hint);
@@ -64,7 +67,10 @@ pub fn watch_log(
 #[derive(Clone, Debug, PartialEq)]
 pub enum Readiness {
     /// Ready: the ready line and then `/health` 200.
-    Ready { seconds: f64, without_line: bool },
+    Ready {
+        seconds: f64,
+        without_line: bool,
+    },
     /// The server exited first.
     Exited(Exit),
     /// The analyzer recognised a start-up failure (the server may still be alive).

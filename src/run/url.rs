@@ -58,8 +58,14 @@ mod tests {
     #[test]
     fn derives_host_and_port() {
         assert_eq!(url("vllm serve m", None), "http://127.0.0.1:8000");
-        assert_eq!(url("vllm serve m --port 8001", None), "http://127.0.0.1:8001");
-        assert_eq!(url("vllm serve m --port=8002", None), "http://127.0.0.1:8002");
+        assert_eq!(
+            url("vllm serve m --port 8001", None),
+            "http://127.0.0.1:8001"
+        );
+        assert_eq!(
+            url("vllm serve m --port=8002", None),
+            "http://127.0.0.1:8002"
+        );
         assert_eq!(
             url("vllm serve m --host 0.0.0.0 --port 9000", None),
             "http://127.0.0.1:9000"

@@ -111,7 +111,10 @@ pub async fn record_observed(
     stop: impl Future<Output = ()>,
     mut on_event: impl FnMut(RecordEvent<'_>),
 ) -> Result<RecordSummary, RecordError> {
-    let scraper = opts.scraper.clone().unwrap_or_else(|| Arc::new(Scraper::new()));
+    let scraper = opts
+        .scraper
+        .clone()
+        .unwrap_or_else(|| Arc::new(Scraper::new()));
     let interval = opts.interval.max(Duration::from_millis(1));
     let io = |source| RecordError::Io {
         path: out.display().to_string(),
@@ -141,8 +144,8 @@ pub async fn record_observed(
             Ok(snap) => {
                 if writer.is_none() {
                     let engine = first_engine(&snap, &opts, base)?;
-                    let mut w = SeriesWriter::create(out, base, interval.as_secs_f64())
-                        .map_err(io)?;
+                    let mut w =
+                        SeriesWriter::create(out, base, interval.as_secs_f64()).map_err(io)?;
                     w.write_header(engine).map_err(io)?;
                     writer = Some(w);
                 }

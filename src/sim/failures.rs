@@ -42,13 +42,20 @@ fn engine_traceback(kind: FailKind, cfg: &ServeConfig) -> Vec<String> {
             let mut t = Vec::new();
             t.extend(frame("vllm/v1/engine/core.py", 157, "__init__", "kv_cache_config = self._initialize_kv_caches(vllm_config)"));
             t.extend(frame("vllm/v1/core/kv_cache_utils.py", 1030, "_check_enough_kv_cache_memory", "raise ValueError("));
-            let need = cfg.max_model_len as f64 * super::config::KV_BYTES_PER_TOKEN as f64 / (1u64 << 30) as f64;
+            let gib = |tokens: f64| tokens * super::config::KV_BYTES_PER_TOKEN as f64 / (1u64 << 30) as f64;
+            let need = cfg.max_model_len as f64;
+            // A pool forced to fail (--fail-boot) holds a bit under half of one request.
+            let (avail, est) = if cfg.pool_too_small() {
+                (cfg.estimated_max_model_len() as f64, cfg.estimated_max_model_len())
+            } else {
+                let est = (cfg.max_model_len as u64 * 45 / 100) / cfg.block_size as u64 * cfg.block_size as u64;
+                (est as f64, est)
+            };
             t.push(format!(
-                "ValueError: To serve at least one request with the model's max seq len ({}), ({:.2} GiB KV cache is needed, which is larger than the available KV cache memory ({:.2} GiB). Based on the available memory, the estimated maximum model length is {}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
+                "ValueError: To serve at least one request with the model's max seq len ({}), ({:.2} GiB KV cache is needed, which is larger than the available KV cache memory ({:.2} GiB). Based on the available memory, the estimated maximum model length is {est}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
                 cfg.max_model_len,
-                need,
-                cfg.usable_blocks() as f64 * cfg.block_size as f64 * super::config::KV_BYTES_PER_TOKEN as f64 / (1u64 << 30) as f64,
-                cfg.estimated_max_model_len()
+                gib(need),
+                gib(avail),
             ));
             t
         }

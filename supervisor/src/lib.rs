@@ -100,7 +100,9 @@ pub use output::{LineReceiver, OutputLine, Stream};
 pub use pidfd::Tracked;
 pub use procfs::{ProcId, ProcInfo, ProcScanner};
 pub use signals::{SignalMux, StopRequest};
-pub use supervised::{ShepherdProgram, SpawnError, SpawnOptions, SpawnedInfo, Supervised};
+pub use supervised::{
+    exclude_from_adoption, ShepherdProgram, SpawnError, SpawnOptions, SpawnedInfo, Supervised,
+};
 pub use teardown::{Graces, Leftover, TeardownReport, LEFTOVER_EXIT_STATUS};
 pub use tree::{Tree, OWNERS_ENV, RUN_ID_ENV};
 

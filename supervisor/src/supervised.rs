@@ -7,7 +7,6 @@
 //! staged teardown itself on what it recorded: process group, session, cgroup, marker and the
 //! pidfds of every member the shepherd reported.
 
-use std::collections::HashSet;
 use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -196,7 +195,32 @@ impl Shared {
 }
 
 /// Shepherd pids started by this process (never adopted as orphans by a fallback teardown).
+/// The lock is held from before a shepherd is forked until its pid is recorded.
 static SHEPHERDS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Marks a child of this process as never part of any run's tree. A supervisor that is a
+/// subreaper and starts session leaders of its own (outside [`Supervised::spawn`]) registers
+/// them, so a fallback teardown never mistakes them for a dead shepherd's orphans.
+pub fn exclude_from_adoption(pid: i32) {
+    SHEPHERDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(pid);
+}
+
+fn is_excluded(pid: i32) -> bool {
+    SHEPHERDS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .contains(&pid)
+}
+
+fn is_subreaper() -> bool {
+    let mut v: libc::c_int = 0;
+    // SAFETY: PR_GET_CHILD_SUBREAPER writes one int.
+    unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut v as *mut libc::c_int, 0, 0, 0) };
+    v != 0
+}
 
 /// A command running under a shepherd.
 pub struct Supervised {
@@ -276,19 +300,18 @@ impl Supervised {
                 Ok(())
             });
         }
+        let mut registry = SHEPHERDS.lock().unwrap_or_else(|e| e.into_inner());
         let mut child = cmd.spawn().map_err(|source| SpawnError::Shepherd {
             program: opts.shepherd.program.display().to_string(),
             source,
         })?;
+        let shepherd_pid = child.id() as i32;
+        registry.push(shepherd_pid);
+        drop(registry);
         drop(cmd);
         drop(shep_sock);
         drop(out_r2);
         drop(err_r2);
-        let shepherd_pid = child.id() as i32;
-        SHEPHERDS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(shepherd_pid);
 
         // The first report: Spawned or SpawnFailed.
         let mut decoder = Decoder::default();
@@ -641,11 +664,12 @@ fn fallback_teardown(
     // Every process still in the dead shepherd's session came from it.
     tree.session = (info.session == info.shepherd_pid).then_some(info.session);
     tree.cgroup = info.cgroup.as_ref().map(Cgroup::at);
-    let exclude: HashSet<i32> = SHEPHERDS
-        .lock()
-        .map(|v| v.iter().copied().collect())
-        .unwrap_or_default();
-    tree.adoption = Adoption::Orphans { exclude };
+    // Orphans come to us only if we are a subreaper.
+    if is_subreaper() {
+        tree.adoption = Adoption::Orphans {
+            excluded: is_excluded,
+        };
+    }
     for id in members {
         tree.track(*id);
     }

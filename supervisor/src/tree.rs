@@ -49,7 +49,9 @@ pub enum Adoption {
     AllChildren,
     /// Children outside our own session that we did not start (the supervisor after a shepherd
     /// died: the shepherd's orphans are reparented to it, its own helpers are in its session).
-    Orphans { exclude: HashSet<i32> },
+    /// `excluded` says which children are our own (other shepherds); it is asked at the moment
+    /// of the decision, so a shepherd started during the teardown is never taken.
+    Orphans { excluded: fn(i32) -> bool },
 }
 
 /// The handles on one run's processes.
@@ -176,7 +178,7 @@ impl Tree {
         match &self.adoption {
             Adoption::None => false,
             Adoption::AllChildren => true,
-            Adoption::Orphans { exclude } => !exclude.contains(&pid) && session != self.my_session,
+            Adoption::Orphans { excluded } => !excluded(pid) && session != self.my_session,
         }
     }
 
@@ -236,9 +238,7 @@ impl Tree {
             let ours = match &self.adoption {
                 Adoption::None => false,
                 Adoption::AllChildren => true,
-                Adoption::Orphans { exclude } => {
-                    !exclude.contains(&pid) && st.session != self.my_session
-                }
+                Adoption::Orphans { excluded } => !excluded(pid) && st.session != self.my_session,
             };
             if ours {
                 let _ = sys::reap(pid);

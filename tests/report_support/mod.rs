@@ -176,6 +176,8 @@ fn the_balance_checker_can_fail() {
     assert!(check_balanced("<div><p>x</p></div>").is_ok());
     assert!(check_balanced("<div><p>x</div>").is_err());
     assert!(check_balanced("<div>").is_err());
-    assert!(check_balanced("<script>if (a < b) {}</script><br><svg><path d=\"M0 0\"/></svg>").is_ok());
+    assert!(
+        check_balanced("<script>if (a < b) {}</script><br><svg><path d=\"M0 0\"/></svg>").is_ok()
+    );
     assert!(check_balanced("<svg><path d=\"M0 0\"></svg>").is_err());
 }

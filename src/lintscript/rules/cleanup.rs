@@ -1,7 +1,8 @@
 //! T3 (a kill pattern that matches the script's own shell) and T2 (a cleanup that finds the
 //! server by name, or kills only `$!`, and so leaves the engine process holding the GPU).
 
-use super::super::argv::{basename, killer, strip_launchers, KillTool, Killer};
+use super::super::argv::{basename, strip_launchers};
+use super::super::killer::{killer, KillTool, Killer};
 use super::super::model::{Cmd, Script};
 use super::super::procs::{engine_coverage, Matcher, Proc, Role, SERVER_PROCS};
 use super::super::Finding;
@@ -21,7 +22,7 @@ pub fn check(s: &Script, script_name: &str) -> Vec<Finding> {
 fn own_processes(s: &Script, c: &Cmd, script_name: &str) -> Vec<(Proc, String)> {
     let mut out = Vec::new();
     let argv = s.argv(c);
-    for p in strip_launchers(&argv).parents {
+    for p in strip_launchers(argv).parents {
         let cmdline = argv[p..].join(" ");
         out.push((
             Proc::new(&cmdline),
@@ -66,7 +67,7 @@ fn killers(s: &Script) -> Vec<(usize, Killer)> {
     s.cmds
         .iter()
         .enumerate()
-        .filter_map(|(i, c)| killer(&s.argv(c)).map(|k| (i, k)))
+        .filter_map(|(i, c)| killer(s.argv(c)).map(|k| (i, k)))
         .filter(|(_, k)| !k.inverted)
         .collect()
 }
@@ -151,7 +152,7 @@ fn self_kill_fix(k: &Killer, pattern: &str, own: &[(Proc, String)], m: &Matcher)
 fn structural_cleanup(s: &Script) -> bool {
     s.cmds.iter().any(|c| {
         let argv = s.argv(c);
-        let st = strip_launchers(&argv);
+        let st = strip_launchers(argv);
         let rest = &argv[st.start..];
         match rest.first().map(|w| basename(w)) {
             Some("kill") => kill_targets(rest)
@@ -407,7 +408,7 @@ fn last_pid_only(s: &Script) -> Vec<Finding> {
             continue;
         }
         let argv = s.argv(c);
-        let st = strip_launchers(&argv);
+        let st = strip_launchers(argv);
         if probes_only(&argv[st.start..]) {
             continue;
         }

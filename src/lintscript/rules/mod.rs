@@ -46,7 +46,7 @@ fn shorten(t: &str, max: usize) -> String {
 /// The command's name after its launchers (`sudo kill` → `kill`).
 fn tool(s: &Script, c: &Cmd) -> Option<String> {
     let argv = s.argv(c);
-    let st = strip_launchers(&argv);
+    let st = strip_launchers(argv);
     argv.get(st.start).map(|w| basename(w).to_string())
 }
 
@@ -82,17 +82,17 @@ fn does_depth(s: &Script, c: &Cmd, pred: &dyn Fn(&Script, &Cmd) -> bool, depth: 
 
 /// The engine whose server the command starts.
 fn starts_server(s: &Script, c: &Cmd) -> Option<Engine> {
-    server_engine(&s.argv(c))
+    server_engine(s.argv(c))
 }
 
 fn starts_load(s: &Script, c: &Cmd) -> bool {
-    is_load(&s.argv(c))
+    is_load(s.argv(c))
 }
 
 /// `curl`, `wget`, `nc -z`, `inferlint probe`: a command that asks a server whether it answers.
 fn is_probe(s: &Script, c: &Cmd) -> bool {
     let argv = s.argv(c);
-    let st = strip_launchers(&argv);
+    let st = strip_launchers(argv);
     let rest = &argv[st.start..];
     match rest.first().map(|w| basename(w)) {
         Some("curl" | "wget" | "http" | "xh") => true,
@@ -106,7 +106,7 @@ fn is_probe(s: &Script, c: &Cmd) -> bool {
 /// `scancel`, `inferlint teardown`.
 fn kills(s: &Script, c: &Cmd) -> bool {
     let argv = s.argv(c);
-    let st = strip_launchers(&argv);
+    let st = strip_launchers(argv);
     let rest = &argv[st.start..];
     match rest.first().map(|w| basename(w)) {
         Some("kill") => !cleanup::probes_only(rest),

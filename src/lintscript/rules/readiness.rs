@@ -2,6 +2,8 @@
 //! `trap … EXIT` cleanup adopts the next campaign's server and its deferred cleanup kills it; a
 //! `sleep N` after starting the server checks nothing at all.
 
+use std::sync::LazyLock;
+
 use regex::Regex;
 
 use super::super::model::{Cmd, Loop, Script};
@@ -19,11 +21,13 @@ pub fn check(s: &Script) -> Vec<Finding> {
 /// A value that differs from one run to the next (so a port or a model name made of it is this
 /// run's own).
 fn unique_source(text: &str) -> bool {
-    let re = Regex::new(
-        r"(?i)SLURM_(ARRAY_)?JOB_ID|SLURM_ARRAY_TASK_ID|SLURM_STEP_ID|SLURM_PROCID|SLURM_LOCALID|RANDOM|BASHPID|\$\$|\$\(|`|uuid|RUN_?ID|EPOCH|mktemp|date",
-    )
-    .expect("valid regex");
-    re.is_match(text)
+    static UNIQUE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(
+            r"(?i)SLURM_(ARRAY_)?JOB_ID|SLURM_ARRAY_TASK_ID|SLURM_STEP_ID|SLURM_PROCID|SLURM_LOCALID|RANDOM|BASHPID|\$\$|\$\(|`|uuid|RUN_?ID|EPOCH|mktemp|date",
+        )
+        .expect("valid regex")
+    });
+    UNIQUE.is_match(text)
 }
 
 /// True when the word, or a variable it reads (through assignments), comes from a unique source.

@@ -3,6 +3,8 @@
 
 use std::collections::BTreeSet;
 
+use std::sync::LazyLock;
+
 use regex::Regex;
 
 use super::super::model::{Operand, Pos, Script};
@@ -43,9 +45,11 @@ pub fn check(s: &Script) -> Vec<Finding> {
         }
     }
     // `let "d = end - start"`, `expr $end - $start`, `echo "$end - $start" | bc`.
-    let re =
+    static DIFFERENCE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?\s*-\s*\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
-            .expect("valid regex");
+            .expect("valid regex")
+    });
+    let re = &*DIFFERENCE;
     for c in &s.cmds {
         let name = tool(s, c);
         let piped_to_calc = c.pipeline.is_some_and(|(p, k)| {

@@ -62,11 +62,7 @@ struct Tile {
 }
 
 fn num(report: &Report, t: Tripwire, key: &str) -> Option<f64> {
-    report
-        .result(t)?
-        .evidence
-        .get(key)
-        .and_then(|v| v.as_f64())
+    report.result(t)?.evidence.get(key).and_then(|v| v.as_f64())
 }
 
 fn tiles(report: &Report) -> Markup {
@@ -172,11 +168,11 @@ fn tiles(report: &Report) -> Markup {
         div class="tiles" role="group" aria-label="Headline numbers" {
             @for t in &tiles {
                 div class="tile" {
+                    @if let Some(s) = t.badge { div class="badge" { (pill(s)) } }
                     div class="k" { (t.key) }
                     div class="v" {
                         (t.value)
                         @if let Some(u) = &t.unit { " " small { (u) } }
-                        @if let Some(s) = t.badge { (pill(s)) }
                     }
                     div class="sub" { (t.sub) }
                 }
@@ -192,7 +188,11 @@ fn clock_range(start: f64, end: f64) -> Option<String> {
     let at = |t: f64| Local.timestamp_opt(t.floor() as i64, 0).single();
     let (a, b) = (at(start)?, at(end)?);
     let same_day = a.date_naive() == b.date_naive();
-    let end_fmt = if same_day { "%H:%M:%S" } else { "%Y-%m-%d %H:%M:%S" };
+    let end_fmt = if same_day {
+        "%H:%M:%S"
+    } else {
+        "%Y-%m-%d %H:%M:%S"
+    };
     Some(format!(
         "{} to {} ({})",
         a.format("%Y-%m-%d %H:%M:%S"),
@@ -218,7 +218,14 @@ fn test_facts(report: &Report) -> Vec<(String, String)> {
     if let Some(span) = s.span_s {
         rows.push((
             "Measured time".into(),
-            format!("{} ({span:.1} s), from the before to the after reading", duration(span)),
+            if span < 60.0 {
+                format!("{}, from the before to the after reading", duration(span))
+            } else {
+                format!(
+                    "{} ({span:.1} s), from the before to the after reading",
+                    duration(span)
+                )
+            },
         ));
     }
     if let (Some(a), Some(b)) = (s.wall_start, s.wall_end) {
@@ -298,7 +305,11 @@ fn setup_facts(report: &Report) -> Vec<(String, String)> {
             .interval_s
             .map(|i| format!("the server read every {} s, ", g(i)))
             .unwrap_or_else(|| "the server read ".into());
-        let readings = if s.readings == 1 { "reading" } else { "readings" };
+        let readings = if s.readings == 1 {
+            "reading"
+        } else {
+            "readings"
+        };
         rows.push((
             "Recording".into(),
             format!("{every}{} {readings}", thousands_f(s.readings as f64, 0)),

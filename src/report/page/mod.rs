@@ -229,7 +229,11 @@ fn footer(report: &Report) -> Markup {
 /// `2026-09-26 17:52 UTC-7`: the local time and its offset from UTC.
 pub fn generated_now() -> String {
     let now = chrono::Local::now();
-    format!("{} {}", now.format("%Y-%m-%d %H:%M"), utc_offset(now.offset().local_minus_utc()))
+    format!(
+        "{} {}",
+        now.format("%Y-%m-%d %H:%M"),
+        utc_offset(now.offset().local_minus_utc())
+    )
 }
 
 /// `UTC`, `UTC-7`, `UTC+5:30`.

@@ -108,7 +108,11 @@ pub fn figure(report: &Report, fig: &Figure) -> Markup {
         },
         Body::Time(drawn) => {
             let thinned = drawn.thinned;
-            let time_head = if thinned.is_some() { "Seconds (from–to)" } else { "Seconds" };
+            let time_head = if thinned.is_some() {
+                "Seconds (from–to)"
+            } else {
+                "Seconds"
+            };
             html! {
                 figure class="chart" id=(fig.id) data-chart {
                     h3 { (fig.title) }
@@ -190,9 +194,13 @@ pub fn boot_rows(f: &BootFacts, engine: Engine) -> Vec<(String, String)> {
         rows.push(("Model".into(), m.clone()));
     }
     if let Some(p) = f.kv_pool_tokens {
-        rows.push(("KV pool".into(), format!("{} tokens", thousands_f(p as f64, 0))));
+        rows.push((
+            "KV pool".into(),
+            format!("{} tokens", thousands_f(p as f64, 0)),
+        ));
     }
     let block = match (f.page_size, f.attention_block_size) {
+        (Some(1), _) => Some("1 token (page size)".into()),
         (Some(p), _) => Some(format!("{} tokens (page size)", thousands_f(p as f64, 0))),
         (None, Some(b)) => Some(format!("{} tokens", thousands_f(b as f64, 0))),
         (None, None) if engine == Engine::Vllm && f.ready => Some("16 tokens (default)".into()),

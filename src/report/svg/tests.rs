@@ -41,38 +41,39 @@ fn path_points(d: &str) -> Vec<(f64, f64)> {
     let (mut x, mut y) = (0.0, 0.0);
     let mut cmd = ' ';
     let mut nums: Vec<f64> = Vec::new();
-    let flush = |cmd: char, nums: &mut Vec<f64>, x: &mut f64, y: &mut f64, pts: &mut Vec<(f64, f64)>| {
-        match cmd {
-            'M' | 'L' => {
-                for p in nums.chunks(2) {
-                    (*x, *y) = (p[0], p[1]);
-                    pts.push((*x, *y));
+    let flush =
+        |cmd: char, nums: &mut Vec<f64>, x: &mut f64, y: &mut f64, pts: &mut Vec<(f64, f64)>| {
+            match cmd {
+                'M' | 'L' => {
+                    for p in nums.chunks(2) {
+                        (*x, *y) = (p[0], p[1]);
+                        pts.push((*x, *y));
+                    }
                 }
+                'Q' => {
+                    for p in nums.chunks(2) {
+                        pts.push((p[0], p[1]));
+                    }
+                    if nums.len() >= 2 {
+                        (*x, *y) = (nums[nums.len() - 2], nums[nums.len() - 1]);
+                    }
+                }
+                'H' => {
+                    for v in nums.iter() {
+                        *x = *v;
+                        pts.push((*x, *y));
+                    }
+                }
+                'V' => {
+                    for v in nums.iter() {
+                        *y = *v;
+                        pts.push((*x, *y));
+                    }
+                }
+                _ => {}
             }
-            'Q' => {
-                for p in nums.chunks(2) {
-                    pts.push((p[0], p[1]));
-                }
-                if nums.len() >= 2 {
-                    (*x, *y) = (nums[nums.len() - 2], nums[nums.len() - 1]);
-                }
-            }
-            'H' => {
-                for v in nums.iter() {
-                    *x = *v;
-                    pts.push((*x, *y));
-                }
-            }
-            'V' => {
-                for v in nums.iter() {
-                    *y = *v;
-                    pts.push((*x, *y));
-                }
-            }
-            _ => {}
-        }
-        nums.clear();
-    };
+            nums.clear();
+        };
     let mut num = String::new();
     for ch in d.chars() {
         if ch.is_ascii_alphabetic() {
@@ -125,24 +126,32 @@ proptest! {
 
 #[test]
 fn a_missing_value_breaks_the_line() {
-    let d = chart(vec![vec![Some(1.0), Some(2.0), None, Some(3.0), Some(4.0)]], LineKind::Line)
-        .render()
-        .unwrap();
+    let d = chart(
+        vec![vec![Some(1.0), Some(2.0), None, Some(3.0), Some(4.0)]],
+        LineKind::Line,
+    )
+    .render()
+    .unwrap();
     let svg = d.svg.into_string();
     let path = &paths_of(&svg, "line s1")[0];
     assert_eq!(path.matches('M').count(), 2, "{path}");
     assert_eq!(path.matches('L').count(), 2, "{path}");
     // Without the gap it is one stroke.
-    let d = chart(vec![vec![Some(1.0), Some(2.0), Some(3.0)]], LineKind::Line).render().unwrap();
+    let d = chart(vec![vec![Some(1.0), Some(2.0), Some(3.0)]], LineKind::Line)
+        .render()
+        .unwrap();
     let path = paths_of(&d.svg.into_string(), "line s1")[0].clone();
     assert_eq!(path.matches('M').count(), 1);
 }
 
 #[test]
 fn a_step_line_moves_horizontally_then_vertically() {
-    let d = chart(vec![vec![Some(10.0), Some(10.0), Some(7.0), Some(8.0)]], LineKind::Step)
-        .render()
-        .unwrap();
+    let d = chart(
+        vec![vec![Some(10.0), Some(10.0), Some(7.0), Some(8.0)]],
+        LineKind::Step,
+    )
+    .render()
+    .unwrap();
     let path = paths_of(&d.svg.into_string(), "line s1")[0].clone();
     assert!(path.starts_with('M'));
     assert!(!path.contains('L'), "{path}");
@@ -159,13 +168,36 @@ fn a_step_line_moves_horizontally_then_vertically() {
 fn marks_stay_inside_the_margins() {
     let mut ch = chart(
         vec![
-            vec![Some(0.0), Some(32.0), Some(12.5), None, Some(40.0), Some(0.0)],
-            vec![Some(22.0), Some(0.0), Some(1.0), Some(3.0), Some(4.0), Some(5.0)],
+            vec![
+                Some(0.0),
+                Some(32.0),
+                Some(12.5),
+                None,
+                Some(40.0),
+                Some(0.0),
+            ],
+            vec![
+                Some(22.0),
+                Some(0.0),
+                Some(1.0),
+                Some(3.0),
+                Some(4.0),
+                Some(5.0),
+            ],
         ],
         LineKind::Area,
     );
-    ch.refs.push(RefLine { label: "asked for 50".into(), y: 50.0 });
-    ch.events = vec![Event { t: 0.0, count: 2.0 }, Event { t: 1.25, count: 1.0 }];
+    ch.refs.push(RefLine {
+        label: "asked for 50".into(),
+        y: 50.0,
+    });
+    ch.events = vec![
+        Event { t: 0.0, count: 2.0 },
+        Event {
+            t: 1.25,
+            count: 1.0,
+        },
+    ];
     let svg = ch.render().unwrap().svg.into_string();
     let (x0, x1, y0, y1) = (LEFT, WIDTH - RIGHT, TOP, ch.height - BOTTOM);
     let mut n = 0;
@@ -173,7 +205,10 @@ fn marks_stay_inside_the_margins() {
         for d in paths_of(&svg, class) {
             for (x, y) in path_points(&d) {
                 n += 1;
-                assert!(x >= x0 && x <= x1 && y >= y0 && y <= y1, "{class}: ({x}, {y}) outside");
+                assert!(
+                    x >= x0 && x <= x1 && y >= y0 && y <= y1,
+                    "{class}: ({x}, {y}) outside"
+                );
             }
         }
     }
@@ -188,14 +223,22 @@ fn marks_stay_inside_the_margins() {
 fn labels_are_escaped() {
     let mut ch = chart(vec![vec![Some(1.0), Some(2.0)]], LineKind::Line);
     ch.label = "</script><img src=x onerror=alert(1)>".into();
-    ch.refs.push(RefLine { label: "<b>asked</b> & more".into(), y: 1.0 });
+    ch.refs.push(RefLine {
+        label: "<b>asked</b> & more".into(),
+        y: 1.0,
+    });
     let svg = ch.render().unwrap().svg.into_string();
     assert!(!svg.contains("<img"));
     assert!(!svg.contains("<b>"));
     assert!(svg.contains("&lt;/script&gt;&lt;img src=x onerror=alert(1)&gt;"));
     assert!(svg.contains("&lt;b&gt;asked&lt;/b&gt; &amp; more"));
     let bars = BarChart {
-        bars: vec![Bar { label: "<x>".into(), value: 1.0, text: "\"q\"".into(), class: "s1" }],
+        bars: vec![Bar {
+            label: "<x>".into(),
+            value: 1.0,
+            text: "\"q\"".into(),
+            class: "s1",
+        }],
         label: "b".into(),
     }
     .render()
@@ -207,7 +250,14 @@ fn labels_are_escaped() {
 #[test]
 fn event_markers_carry_their_count_and_title() {
     let mut ch = chart(vec![vec![Some(1.0); 8]], LineKind::Line);
-    ch.events = vec![Event { t: 0.5, count: 1.0 }, Event { t: 1.0, count: 3.0 }, Event { t: 1.25, count: 0.0 }];
+    ch.events = vec![
+        Event { t: 0.5, count: 1.0 },
+        Event { t: 1.0, count: 3.0 },
+        Event {
+            t: 1.25,
+            count: 0.0,
+        },
+    ];
     let d = ch.render().unwrap();
     let svg = d.svg.into_string();
     assert_eq!(svg.matches("class=\"ev\"").count(), 2);
@@ -220,10 +270,19 @@ fn event_markers_carry_their_count_and_title() {
 #[test]
 fn a_series_of_the_wrong_length_is_an_error() {
     let mut ch = chart(vec![vec![Some(1.0), Some(2.0), Some(3.0)]], LineKind::Line);
-    ch.lines.push(Line { name: "short".into(), class: "s2", kind: LineKind::Line, values: vec![Some(1.0)] });
+    ch.lines.push(Line {
+        name: "short".into(),
+        class: "s2",
+        kind: LineKind::Line,
+        values: vec![Some(1.0)],
+    });
     assert_eq!(
         ch.render().unwrap_err(),
-        ChartError::LengthMismatch { name: "short".into(), len: 1, expected: 3 }
+        ChartError::LengthMismatch {
+            name: "short".into(),
+            len: 1,
+            expected: 3
+        }
     );
     assert_eq!(
         ch.render().unwrap_err().to_string(),
@@ -237,9 +296,24 @@ fn a_series_of_the_wrong_length_is_an_error() {
 fn bars_are_proportional_from_x_120_with_a_square_baseline() {
     let chart = BarChart {
         bars: vec![
-            Bar { label: "KV cache".into(), value: 26093.0, text: "26,093".into(), class: "s1" },
-            Bar { label: "32 requests".into(), value: 52186.0, text: "52,186".into(), class: "s2" },
-            Bar { label: "none".into(), value: 0.0, text: "0".into(), class: "s3" },
+            Bar {
+                label: "KV cache".into(),
+                value: 26093.0,
+                text: "26,093".into(),
+                class: "s1",
+            },
+            Bar {
+                label: "32 requests".into(),
+                value: 52186.0,
+                text: "52,186".into(),
+                class: "s2",
+            },
+            Bar {
+                label: "none".into(),
+                value: 0.0,
+                text: "0".into(),
+                class: "s3",
+            },
         ],
         label: "cache".into(),
     };
@@ -269,16 +343,60 @@ fn a_long_recording_is_thinned_and_keeps_its_extremes() {
     ceiling[123_457] = Some(5.0);
     let mut ch = chart(vec![running, ceiling], LineKind::Line);
     ch.lines[1].kind = LineKind::Step;
-    ch.events = (0..22).map(|i| Event { t: i as f64 * 3000.0 + 0.25, count: 1.0 }).collect();
+    ch.events = (0..22)
+        .map(|i| Event {
+            t: i as f64 * 3000.0 + 0.25,
+            count: 1.0,
+        })
+        .collect();
     let d = ch.render().unwrap();
     assert_eq!(d.thinned, Some((n, PLOT_WIDTH as usize)));
     assert!(d.rows.len() <= PLOT_WIDTH as usize);
-    let max_running = d.rows.iter().filter_map(|r| r.cells[0].max()).fold(0.0, f64::max);
-    let min_ceiling = d.rows.iter().filter_map(|r| r.cells[1].min()).fold(f64::MAX, f64::min);
+    let max_running = d
+        .rows
+        .iter()
+        .filter_map(|r| r.cells[0].max())
+        .fold(0.0, f64::max);
+    let min_ceiling = d
+        .rows
+        .iter()
+        .filter_map(|r| r.cells[1].min())
+        .fold(f64::MAX, f64::min);
     assert_eq!(max_running, 32.0);
     assert_eq!(min_ceiling, 5.0);
     assert_eq!(d.events.iter().map(|e| e.2).sum::<f64>(), 22.0);
     let svg = d.svg.into_string();
     assert!(svg.contains("thinned"));
     assert!(svg.len() < 200_000, "{}", svg.len());
+}
+
+#[test]
+fn long_bar_labels_sit_above_their_bars() {
+    let chart = BarChart {
+        bars: vec![
+            Bar {
+                label: "KV cache".into(),
+                value: 1.0,
+                text: "1".into(),
+                class: "s1",
+            },
+            Bar {
+                label: "32 requests at full length".into(),
+                value: 2.0,
+                text: "2".into(),
+                class: "s2",
+            },
+        ],
+        label: "cache".into(),
+    };
+    let svg = chart.render().into_string();
+    assert!(!svg.contains("text-anchor=\"end\""), "{svg}");
+    assert!(svg.contains("class=\"label\" x=\"120\""));
+    let short = BarChart {
+        bars: vec![chart.bars[0].clone()],
+        label: "c".into(),
+    }
+    .render()
+    .into_string();
+    assert!(short.contains("class=\"label\" x=\"112\"") && short.contains("text-anchor=\"end\""));
 }

@@ -72,9 +72,7 @@ pub fn run_serve(args: ServeArgs) -> anyhow::Result<i32> {
     drop(engine_end);
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let code = rt.block_on(serve(cfg, log, listener, port, api_end, child, start_unix));
-    let t1 = std::time::Instant::now();
     rt.shutdown_timeout(Duration::from_millis(200));
-    eprintln!("T rt {:?}", t1.elapsed());
     code
 }
 
@@ -230,15 +228,12 @@ async fn serve(
         }
     };
     stats.abort();
-    let t0 = std::time::Instant::now();
     let code = match end {
         End::Signal(sig) => shutdown(&front, &mut child, engine_pid, sig, true).await,
         End::EngineDied => engine_died(&front, &mut child, engine_pid).await,
     };
-    eprintln!("T shutdown {:?}", t0.elapsed());
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
-    eprintln!("T server {:?}", t0.elapsed());
     log.uvicorn("Waiting for application shutdown.");
     log.uvicorn("Application shutdown complete.");
     if cfg.release == Release::V033 && matches!(end, End::EngineDied) {
