@@ -35,6 +35,7 @@ SLURMD_PORT=$((CTLD_PORT + 1))
 WAIT_S=${SLURM_TEST_WAIT:-300}
 FAILURES=0
 S=""
+NS_PID=""
 CTLD_PID=""
 SLURMD_PID=""
 
@@ -49,6 +50,13 @@ skip() {
         exit 1
     fi
     exit 0
+}
+
+# Sleeps in the background and waits for it, so that a signal to the test is handled at once
+# (bash runs traps only after a foreground command returns).
+nap() {
+    sleep "$1" &
+    wait "$!"
 }
 
 # ----------------------------------------------------------------------------- install
@@ -154,7 +162,7 @@ start_cluster() {
         [[ $state == idle ]] && break
         kill -0 "$CTLD_PID" 2> /dev/null || break
         kill -0 "$SLURMD_PID" 2> /dev/null || break
-        sleep 1
+        nap 1
     done
     if [[ $state != idle ]]; then
         say "the node did not become idle (state '${state:-none}'); the daemons' output:"
@@ -168,6 +176,8 @@ start_cluster() {
 stop_cluster() {
     local rc=$?
     set +e
+    # A second signal must not cut the clean-up short.
+    trap '' TERM INT HUP
     if [[ -n $CTLD_PID ]]; then
         local jobs
         jobs=$(squeue -h -o %i 2> /dev/null)
@@ -177,7 +187,7 @@ stop_cluster() {
             scancel $jobs
             for _ in $(seq 45); do
                 [[ -z $(squeue -h -o %i 2> /dev/null) ]] && break
-                sleep 1
+                nap 1
             done
         fi
     fi
@@ -193,7 +203,7 @@ stop_cluster() {
         kill "$pid" 2> /dev/null
         for _ in $(seq 50); do
             kill -0 "$pid" 2> /dev/null || break
-            sleep 0.1
+            nap 0.1
         done
         kill -0 "$pid" 2> /dev/null && say "munged (pid $pid) did not stop" && rc=1
     fi
@@ -224,18 +234,17 @@ job_field() {
     scontrol show job -o "$1" 2> /dev/null | sed -n "s/.* $2=\\([^ ]*\\).*/\\1/p" | head -n 1
 }
 
-# Waits until no task of the job is pending or running; prints the states.
+# Waits until no task of the job is pending or running; leaves the states in STATES.
+STATES=""
 wait_job_end() {
-    local job=$1 limit=$2 states
+    local job=$1 limit=$2
     for _ in $(seq "$limit"); do
-        states=$(job_states "$job")
-        if [[ -n $states ]] && ! grep -qE 'PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED' <<< "$states"; then
-            echo "$states"
+        STATES=$(job_states "$job")
+        if [[ -n $STATES ]] && ! grep -qE 'PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED' <<< "$STATES"; then
             return 0
         fi
-        sleep 1
+        nap 1
     done
-    echo "$states"
     return 1
 }
 
@@ -243,7 +252,7 @@ wait_job_running() {
     local job=$1 limit=$2
     for _ in $(seq "$limit"); do
         [[ $(job_states "$job") == RUNNING ]] && return 0
-        sleep 1
+        nap 1
     done
     return 1
 }
@@ -285,7 +294,7 @@ check_no_leftovers() {
             left=$(run_processes)
         fi
         [[ -z $left ]] && return 0
-        sleep 1
+        nap 1
     done
     fail "job $job left processes behind (pid comm kind cmdline):"
     echo "$left" >&2
@@ -333,10 +342,11 @@ test_cluster_only() {
     local job states
     job=$(sbatch --parsable -D "$S" -o "$S/out/standin-%j.out" --wrap 'sleep 300')
     wait_job_running "$job" 60 || fail "stand-in job $job did not start"
-    sleep 2
+    nap 2
     [[ -n $(job_processes "$job") ]] || fail "no process of stand-in job $job found by its SLURM_JOB_ID"
     scancel "$job"
-    states=$(wait_job_end "$job" 60) || fail "stand-in job $job did not end after scancel"
+    wait_job_end "$job" 60 || fail "stand-in job $job did not end after scancel"
+    states=$STATES
     [[ $states == CANCELLED ]] || fail "stand-in job $job ended as '$states', not CANCELLED"
     check_no_leftovers "$job"
     say "stand-in job $job: cancelled, nothing left"
@@ -346,7 +356,8 @@ test_left_alone() {
     local job states out code
     job=$(submit PROMPTS=32,OUTPUT_LEN=32 "$ROOT/examples/slurm/run-one.sbatch")
     say "job $job (run-one.sbatch, left alone) submitted"
-    states=$(wait_job_end "$job" "$WAIT_S") || fail "job $job still not done after ${WAIT_S}s"
+    wait_job_end "$job" "$WAIT_S" || fail "job $job still not done after ${WAIT_S}s"
+    states=$STATES
     code=$(job_field "$job" ExitCode)
     out="$S/runs/inferlint-run-$job"
     # inferlint exits 1 when a tripwire fails and 2 when one could not tell: verdicts, not a
@@ -369,7 +380,7 @@ wait_mid_load() {
             return 0
         fi
         grep -qE 'PENDING|RUNNING|CONFIGURING' <<< "$(job_states "$job")" || return 1
-        sleep 1
+        nap 1
     done
     return 1
 }
@@ -386,7 +397,8 @@ test_scancel_mid_load() {
     scancel "$job"
     say "job $job: scancel sent"
     # Slurm's KillWait is 30 s; inferlint must be done well within it.
-    states=$(wait_job_end "$job" 90) || fail "job $job did not end within 90 s of scancel"
+    wait_job_end "$job" 90 || fail "job $job did not end within 90 s of scancel"
+    states=$STATES
     [[ $states == CANCELLED ]] || fail "job $job ended as '$states', not CANCELLED"
     check_no_leftovers "$job"
     check_run_folder "$out" "cancelled job $job"
@@ -400,7 +412,8 @@ test_time_limit_warning() {
     job=$(submit PROMPTS=100000,OUTPUT_LEN=512 --time=1 "$ROOT/examples/slurm/run-one.sbatch")
     out="$S/runs/inferlint-run-$job"
     say "job $job (run-one.sbatch, 1-minute limit, warned by its --signal=B:TERM) submitted"
-    states=$(wait_job_end "$job" "$WAIT_S") || fail "job $job did not end after its time limit"
+    wait_job_end "$job" "$WAIT_S" || fail "job $job did not end after its time limit"
+    states=$STATES
     case $states in
         TIMEOUT | FAILED | COMPLETED) ;;
         *) fail "job $job ended as '$states'" ;;
@@ -417,7 +430,8 @@ test_time_limit_hard() {
     job=$(submit PROMPTS=100000,OUTPUT_LEN=512 --time=1 --signal=TERM@1 "$ROOT/examples/slurm/run-one.sbatch")
     out="$S/runs/inferlint-run-$job"
     say "job $job (run-one.sbatch, 1-minute limit, no warning) submitted"
-    states=$(wait_job_end "$job" "$WAIT_S") || fail "job $job did not end after its time limit"
+    wait_job_end "$job" "$WAIT_S" || fail "job $job did not end after its time limit"
+    states=$STATES
     [[ $states == TIMEOUT || $states == FAILED ]] || fail "job $job ended as '$states', not TIMEOUT"
     local elapsed
     elapsed=$(job_field "$job" RunTime)
@@ -431,7 +445,8 @@ test_array_sweep() {
     local job states task
     job=$(submit PROMPTS_PER_SLOT=2,OUTPUT_LEN=32 --array=0-1 "$ROOT/examples/slurm/sweep.sbatch")
     say "array job $job (sweep.sbatch, tasks 0-1) submitted"
-    states=$(wait_job_end "$job" "$WAIT_S") || fail "array job $job still not done after ${WAIT_S}s"
+    wait_job_end "$job" "$WAIT_S" || fail "array job $job still not done after ${WAIT_S}s"
+    states=$STATES
     say "array job $job: $(echo $states)"
     for task in $(scontrol show job -o "$job" | sed -n 's/^JobId=\([0-9]*\) .*/\1/p'); do
         check_no_leftovers "$task"
@@ -447,9 +462,9 @@ test_leftover_detection() {
     job=$(sbatch --parsable -D "$S" -o "$S/out/escape-%j.out" \
         --wrap 'bash -c "trap \"\" TERM; exec sleep 600" & sleep 300')
     wait_job_running "$job" 60 || fail "escape job $job did not start"
-    sleep 2
+    nap 2
     scancel "$job"
-    wait_job_end "$job" 90 > /dev/null || fail "escape job $job did not end"
+    wait_job_end "$job" 90 || fail "escape job $job did not end"
     check_no_leftovers "$job" > /dev/null 2>&1
     if ((FAILURES == before + 1)); then
         FAILURES=$before
@@ -471,15 +486,41 @@ inferlint_ready() {
     "$INFERLINT" sim serve --help 2> /dev/null | grep -q -- '--port' || return 1
 }
 
+# Runs this test again as the first process of a new PID namespace and waits for it. unshare
+# blocks SIGTERM and SIGINT while it waits, so they are handed to the test inside, which stops
+# the cluster through its EXIT trap; if unshare itself is killed, --kill-child sends SIGTERM.
+# When the namespace's first process ends, the kernel ends whatever is left in it.
+run_isolated() {
+    SLURM_TEST_IN_NAMESPACE=1 unshare --pid --fork --mount-proc --kill-child=TERM \
+        "$BASH" "${BASH_SOURCE[0]}" "$@" &
+    NS_PID=$!
+    trap 'forward TERM' TERM
+    trap 'forward INT' INT
+    trap 'forward HUP' HUP
+    local rc=0
+    while true; do
+        wait "$NS_PID" && rc=0 || rc=$?
+        kill -0 "$NS_PID" 2> /dev/null || break
+    done
+    exit "$rc"
+}
+
+# Sends a signal to the test inside the namespace (unshare's child).
+forward() {
+    local inner
+    inner=$(cat 2> /dev/null < "/proc/$NS_PID/task/$NS_PID/children")
+    if [[ -n $inner ]]; then
+        # shellcheck disable=SC2086
+        kill -s "$1" $inner 2> /dev/null
+    fi
+}
+
 main() {
     [[ $(id -u) == 0 ]] || skip "needs root: it starts slurmctld, slurmd and munged as root"
     install_slurm
     if [[ ${SLURM_TEST_ISOLATE:-1} == 1 && -z ${SLURM_TEST_IN_NAMESPACE:-} ]] && command -v unshare > /dev/null; then
         say "running in a PID namespace of its own"
-        # --kill-child: if the test is killed, its namespace's first process gets SIGTERM and
-        # stops the cluster; the kernel then ends whatever is left in the namespace.
-        SLURM_TEST_IN_NAMESPACE=1 exec unshare --pid --fork --mount-proc --kill-child=TERM \
-            "$BASH" "${BASH_SOURCE[0]}" "$@"
+        run_isolated "$@"
     fi
     # A signal ends the test through its EXIT trap, which stops the cluster.
     trap stop_cluster EXIT

@@ -1,6 +1,10 @@
-//! The series reader on any bytes (it reads text in memory through `Series::from_text`, the same
-//! path `Series::load` takes after reading the file), then the checks that read a series.
+//! The series reader on any bytes, through a file (`Series::load`, which reads raw bytes line by
+//! line) and through text (`Series::from_text`); both must decide alike on plain text. Then the
+//! checks that read a series.
 #![no_main]
+
+#[path = "common.rs"]
+mod common;
 
 use inferlint::checks::{blocks, t8, t9};
 use inferlint::series::Series;
@@ -8,8 +12,21 @@ use inferlint::Engine;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    let from_file = Series::load(&common::scratch_file("series.jsonl", data));
     let text = String::from_utf8_lossy(data);
-    let Ok(series) = Series::from_text(&text, "fuzz.series.jsonl") else {
+    let from_text = Series::from_text(&text, "fuzz.series.jsonl");
+    if common::plain_text(data).is_some() {
+        match (&from_file, &from_text) {
+            (Ok(f), Ok(t)) => {
+                assert_eq!(f.samples.len(), t.samples.len());
+                assert_eq!(f.skipped_lines, t.skipped_lines);
+                assert_eq!(f.header.engine, t.header.engine);
+            }
+            (Err(_), Err(_)) => {}
+            (f, t) => panic!("file and text readers disagree: {:?} vs {:?}", f.as_ref().err(), t.as_ref().err()),
+        }
+    }
+    let Ok(series) = from_file else {
         return;
     };
     let rows = text.split('\n').filter(|l| !l.trim().is_empty()).count();

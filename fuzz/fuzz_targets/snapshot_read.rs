@@ -2,12 +2,27 @@
 //! checks that read two snapshots. A snapshot that loads must save and load back unchanged.
 #![no_main]
 
+#[path = "common.rs"]
+mod common;
+
 use inferlint::checks::{counters, t1, t10};
 use inferlint::snapshot::Snapshot;
 use inferlint::Engine;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    let from_file = Snapshot::load(&common::scratch_file("snapshot.json", data));
+    if let Some(text) = common::plain_text(data) {
+        let from_text = Snapshot::from_text(text, "fuzz.snapshot.json");
+        match (&from_file, &from_text) {
+            (Ok(f), Ok(t)) => {
+                assert_eq!(f.metrics.samples().len(), t.metrics.samples().len());
+                assert_eq!(f.text, t.text);
+            }
+            (Err(_), Err(_)) => {}
+            (f, t) => panic!("file and text readers disagree: {:?} vs {:?}", f.as_ref().err(), t.as_ref().err()),
+        }
+    }
     let text = String::from_utf8_lossy(data);
     let Ok(snap) = Snapshot::from_text(&text, "fuzz.snapshot.json") else {
         return;

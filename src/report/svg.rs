@@ -296,12 +296,17 @@ impl TimeChart {
                         title { (crate::fmt::thousands(readings as i64)) " readings drawn as the lowest and highest value in each of " (cols) " columns" }
                     }
                 }
-                // The first series is drawn last, on top.
+                // The first series is drawn last, on top. Thinned series are drawn as the band
+                // between each column's lowest and highest value.
                 @for (i, l) in self.lines.iter().enumerate().rev() {
-                    @if l.kind == LineKind::Area {
-                        path class=(format!("area {}", l.class)) d=(area_path(&rows, i, &y_of, y_of(y_lo.max(0.0).min(y_hi)))) {}
+                    @if thinned.is_some() {
+                        path class=(format!("band {}", l.class)) d=(band_path(&rows, i, &y_of)) {}
+                    } @else {
+                        @if l.kind == LineKind::Area {
+                            path class=(format!("area {}", l.class)) d=(area_path(&rows, i, &y_of, y_of(y_lo.max(0.0).min(y_hi)))) {}
+                        }
+                        path class=(format!("line {}", l.class)) d=(line_path(&rows, i, l.kind, &y_of)) {}
                     }
-                    path class=(format!("line {}", l.class)) d=(line_path(&rows, i, l.kind, &y_of)) {}
                 }
                 @for (t, x, count) in &events {
                     path class="ev" data-count=(crate::fmt::g(*count)) d=(triangle(*x)) {
@@ -423,6 +428,34 @@ fn area_path(rows: &[Row], i: usize, y_of: &impl Fn(f64) -> f64, base: f64) -> S
         match p {
             Some(pt) => stretch.push(pt),
             None => close(&mut stretch, &mut d),
+        }
+    }
+    close(&mut stretch, &mut d);
+    d
+}
+
+/// The band between each drawn column's lowest and highest value of series `i`: one closed
+/// shape per unbroken stretch, along the highest values and back along the lowest.
+fn band_path(rows: &[Row], i: usize, y_of: &impl Fn(f64) -> f64) -> String {
+    let mut d = String::new();
+    let mut stretch: Vec<(f64, f64, f64)> = Vec::new();
+    let close = |stretch: &mut Vec<(f64, f64, f64)>, d: &mut String| {
+        for (k, (x, _, hi)) in stretch.iter().enumerate() {
+            let cmd = if k == 0 { 'M' } else { 'L' };
+            d.push_str(&format!("{cmd}{} {}", c(*x), c(y_of(*hi))));
+        }
+        for (x, lo, _) in stretch.iter().rev() {
+            d.push_str(&format!("L{} {}", c(*x), c(y_of(*lo))));
+        }
+        if !stretch.is_empty() {
+            d.push('Z');
+        }
+        stretch.clear();
+    };
+    for r in rows {
+        match (r.cells[i].min(), r.cells[i].max()) {
+            (Some(lo), Some(hi)) => stretch.push((r.x, lo, hi)),
+            _ => close(&mut stretch, &mut d),
         }
     }
     close(&mut stretch, &mut d);

@@ -76,9 +76,7 @@ impl Secrets {
         while i < argv.len() {
             let word = &argv[i];
             if let Some((flag, value)) = word.split_once('=') {
-                if flag.starts_with('-') && is_secret_flag(flag) {
-                    self.add(value);
-                } else if !flag.starts_with('-') && is_env_name(flag) && is_secret_var(flag) {
+                if is_secret_assignment(flag) {
                     self.add(value);
                 }
             } else if word.starts_with('-') && is_secret_flag(word) {
@@ -158,6 +156,15 @@ impl Secrets {
     }
 }
 
+/// `--api-key=…` or `HF_TOKEN=…`: the part before `=` names a secret.
+fn is_secret_assignment(name: &str) -> bool {
+    if name.starts_with('-') {
+        is_secret_flag(name)
+    } else {
+        is_env_name(name) && is_secret_var(name)
+    }
+}
+
 fn is_env_name(s: &str) -> bool {
     !s.is_empty()
         && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
@@ -218,9 +225,7 @@ pub fn redact_argv(argv: &[String]) -> Vec<String> {
             continue;
         }
         if let Some((flag, _)) = word.split_once('=') {
-            let secret = (flag.starts_with('-') && is_secret_flag(flag))
-                || (!flag.starts_with('-') && is_env_name(flag) && is_secret_var(flag));
-            if secret {
+            if is_secret_assignment(flag) {
                 out.push(format!("{flag}={MASK}"));
                 continue;
             }

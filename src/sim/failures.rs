@@ -157,10 +157,15 @@ pub fn print_engine_fatal(log: &Logger) {
     log.error(s.fatal, &tb.join("\n"));
 }
 
-/// The recorded `--max-num-queued-reqs` rejection of a streaming request (0.30's capped run).
-pub fn print_queue_full(log: &Logger, request_id: &str, current: u32, max: u32) {
+/// The recorded `--max-num-queued-reqs` rejection (0.30's capped run): a streaming request's
+/// generator logs the overflow with its traceback, another logs the bare line with `None`.
+pub fn print_queue_full(log: &Logger, request_id: Option<&str>, current: u32, max: u32) {
     let s = sites(log.release);
-    log.info(s.queue_full, &format!("Request queue full - rejecting request {request_id} (current={current}, n=1, max={max})."));
+    let id = request_id.unwrap_or("None");
+    log.info(s.queue_full, &format!("Request queue full - rejecting request {id} (current={current}, n=1, max={max})."));
+    if request_id.is_none() {
+        return;
+    }
     let mut tb = vec!["Error in completion stream generator.".to_string(), "Traceback (most recent call last):".to_string()];
     tb.extend(frame("vllm/v1/engine/async_llm.py", 518, "_add_request", "self.check_admission(request_id=request.request_id)"));
     tb.extend(frame("vllm/v1/engine/async_llm.py", 339, "check_admission", "raise QueueOverflowError()"));

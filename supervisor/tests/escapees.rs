@@ -204,3 +204,28 @@ fn without_pidfds_the_start_time_identity_is_used() {
     );
     assert_eq!(wait_child(&mut g, Duration::from_secs(5)), Some(130));
 }
+
+#[test]
+fn cgroup_require_fails_fast_without_delegation() {
+    if !is_root() {
+        eprintln!("skipping: needs root to run the supervisor as another user");
+        return;
+    }
+    let g = Guard::new();
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+        .arg(SUPERVISOR)
+        .args(["--shepherd", SHEPHERD, "--status"])
+        .arg(g.path("status.json"))
+        .args(["--cgroup", "require", "--end", "normal", "--"])
+        .arg(TREE)
+        .args(["--shape", "cooperative", "--record"])
+        .arg(g.path("record.txt"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--cgroup require: cannot move processes below"), "{err}");
+    // Nothing was started.
+    assert!(g.records().is_empty());
+}

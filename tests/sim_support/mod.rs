@@ -20,7 +20,6 @@ pub struct Sim {
     pub tag: String,
     lines: Arc<Mutex<Vec<String>>>,
     pub gpu_dir: Option<tempfile::TempDir>,
-    readers: Vec<thread::JoinHandle<()>>,
 }
 
 pub struct SimBuilder {
@@ -73,22 +72,24 @@ impl SimBuilder {
         }
         let mut child = cmd.spawn().expect("start inferlint sim serve");
         let lines = Arc::new(Mutex::new(Vec::new()));
-        let mut readers = Vec::new();
         let out = child.stdout.take().expect("piped stdout");
         let err = child.stderr.take().expect("piped stderr");
         for stream in [Box::new(out) as Box<dyn std::io::Read + Send>, Box::new(err)] {
             let lines = lines.clone();
-            readers.push(thread::spawn(move || {
+            // Detached: an orphaned engine may hold the pipes open after the test ends.
+            thread::spawn(move || {
                 for line in BufReader::new(stream).lines() {
                     let Ok(line) = line else { break };
                     lines.lock().unwrap().push(line);
                 }
-            }));
+            });
         }
         let api_pid = child.id();
-        let mut sim = Sim { child: Some(child), api_pid, port: 0, tag, lines, gpu_dir, readers };
+        let mut sim = Sim { child: Some(child), api_pid, port: 0, tag, lines, gpu_dir };
         if self.wait_ready {
             assert!(sim.wait_for("Application startup complete.", Duration::from_secs(20)), "no ready line:\n{}", sim.log());
+            // stdout and stderr are read on separate threads: wait for the listen line too.
+            assert!(sim.wait_for("Starting vLLM server on http://", Duration::from_secs(5)), "no listen line:\n{}", sim.log());
             let log = sim.log();
             let line = log.lines().find(|l| l.contains("Starting vLLM server on http://")).expect("listen line");
             sim.port = line.rsplit(':').next().unwrap().trim().parse().expect("port in the listen line");
@@ -136,10 +137,9 @@ impl Sim {
         let child = self.child.as_mut()?;
         loop {
             if let Ok(Some(st)) = child.try_wait() {
-                // Let the readers drain the last lines.
-                for r in self.readers.drain(..) {
-                    let _ = r.join();
-                }
+                // Let the readers drain the last lines (an orphaned engine may keep the pipes
+                // open, so they are not joined).
+                thread::sleep(Duration::from_millis(100));
                 return Some(st);
             }
             if Instant::now() >= deadline {
@@ -286,13 +286,19 @@ pub fn metrics(sim: &Sim) -> (String, inferlint::prom::Metrics) {
 
 /// Sends `n` streaming completions at once and waits for all of them; returns their bodies.
 pub fn burst(sim: &Sim, n: usize, prompt_words: usize, max_tokens: u32) -> Vec<String> {
+    burst_of(sim, &vec![(prompt_words, max_tokens); n])
+}
+
+/// Sends one streaming completion per `(prompt words, max_tokens)` at once; returns the bodies.
+pub fn burst_of(sim: &Sim, requests: &[(usize, u32)]) -> Vec<String> {
     let url = sim.url("/v1/completions");
-    let prompt = vec!["word"; prompt_words].join(" ");
+    let requests = requests.to_vec();
     block_on(async move {
         let client = reqwest::Client::new();
         let mut tasks = Vec::new();
-        for _ in 0..n {
-            let body = serde_json::json!({"model": "m", "prompt": prompt, "max_tokens": max_tokens, "ignore_eos": true,
+        for (words, max_tokens) in requests {
+            let prompt = vec!["word"; words].join(" ");
+            let body = serde_json::json!({"prompt": prompt, "max_tokens": max_tokens, "ignore_eos": true,
                                           "stream": true, "stream_options": {"include_usage": true}});
             let req = client.post(&url).json(&body).timeout(Duration::from_secs(120));
             tasks.push(tokio::spawn(async move { req.send().await.expect("POST").text().await.unwrap_or_default() }));

@@ -47,11 +47,11 @@ fn series_file(report: &Report) -> String {
         .inputs()
         .series
         .as_ref()
-        .map(|s| {
-            std::path::Path::new(&s.source)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| s.source.clone())
+        .and_then(|s| {
+            // A recording built in memory has no file; the run folder's is run.series.jsonl.
+            let name = std::path::Path::new(&s.source).file_name()?;
+            let name = name.to_string_lossy();
+            name.ends_with(".jsonl").then(|| name.into_owned())
         })
         .unwrap_or_else(|| "run.series.jsonl".into());
     match &report.inputs().run_folder {

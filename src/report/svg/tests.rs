@@ -400,3 +400,24 @@ fn long_bar_labels_sit_above_their_bars() {
     .into_string();
     assert!(short.contains("class=\"label\" x=\"112\"") && short.contains("text-anchor=\"end\""));
 }
+
+#[test]
+fn a_thinned_series_is_drawn_as_its_band_inside_the_margins() {
+    let n = 20_000;
+    let v: Vec<Option<f64>> = (0..n).map(|i| Some(((i * 7919) % 13) as f64)).collect();
+    let d = chart(vec![v], LineKind::Step).render().unwrap();
+    let svg = d.svg.into_string();
+    let bands = paths_of(&svg, "band s1");
+    assert_eq!(bands.len(), 1);
+    assert!(paths_of(&svg, "line s1").is_empty());
+    let pts = path_points(&bands[0]);
+    let top = pts.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+    let bottom = pts.iter().map(|p| p.1).fold(f64::MIN, f64::max);
+    // The band reaches the highest (12) and lowest (0) values.
+    let y = |v: f64| TOP + (1.0 - v / 15.0) * (240.0 - BOTTOM - TOP);
+    assert!((top - y(12.0)).abs() < 0.11, "{top}");
+    assert!((bottom - y(0.0)).abs() < 0.11, "{bottom}");
+    for (x, yy) in pts {
+        assert!((LEFT..=WIDTH - RIGHT).contains(&x) && (TOP..=240.0 - BOTTOM).contains(&yy));
+    }
+}

@@ -297,7 +297,8 @@ pub async fn handle(front: Arc<Front>, ep: Endpoint, headers: HeaderMap, raw: By
     let sub = match front.submit(p.prompt_tokens, p.max_tokens, p.ignore_eos) {
         Ok(s) => s,
         Err(Refused::QueueFull { current, max }) => {
-            failures::print_queue_full(&front.log, &format!("{}-0-{}", shape.id, &random_hex()[..8]), current, max);
+            let rid = p.stream.then(|| format!("{}-0-{}", shape.id, &random_hex()[..8]));
+            failures::print_queue_full(&front.log, rid.as_deref(), current, max);
             let err = ApiError {
                 status: 503,
                 kind: "Service Unavailable",

@@ -1,0 +1,237 @@
+//! Live scrapes: the clocks read around each GET, and the HTTP side (TensorRT-LLM's
+//! `/prometheus/metrics` found and remembered per server).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{Snapshot, SCRAPE_TIMEOUT};
+use crate::prom::PromError;
+
+/// A pair of clock readings: Unix seconds and monotonic nanoseconds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClockReading {
+    pub wall: f64,
+    pub mono_ns: i64,
+}
+
+/// The clocks a scrape reads; replaced in tests.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> ClockReading;
+}
+
+/// The system clocks: `SystemTime` and `CLOCK_MONOTONIC`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> ClockReading {
+        ClockReading {
+            wall: wall_now(),
+            mono_ns: monotonic_ns(),
+        }
+    }
+}
+
+/// Unix time in seconds.
+pub fn wall_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds: comparable across processes on one machine,
+/// unlike `Instant`.
+pub fn monotonic_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec through a valid pointer; CLOCK_MONOTONIC always
+    // exists on Linux, so the call cannot fail.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
+/// Why a live scrape failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ScrapeError {
+    /// No answer: cannot connect, timed out, or the connection broke. (The cause is in the
+    /// message, not chained, so `{:#}` does not repeat it.)
+    #[error("{url}: {}", describe_http(.error))]
+    Http { url: String, error: reqwest::Error },
+    #[error("{url} answered HTTP {status}")]
+    Status { url: String, status: u16 },
+    #[error("{url} returned JSON, not Prometheus text (TensorRT-LLM serves its metrics at /prometheus/metrics)")]
+    Json { url: String },
+    #[error("{url}: {source}")]
+    Parse {
+        url: String,
+        #[source]
+        source: PromError,
+    },
+}
+
+/// What went wrong with a request, in a few words: reqwest's own message repeats the URL and
+/// wraps the cause that matters (e.g. `Connection refused`) in several layers.
+fn describe_http(e: &reqwest::Error) -> String {
+    let mut root: &dyn std::error::Error = e;
+    while let Some(next) = root.source() {
+        root = next;
+    }
+    let cause = root.to_string();
+    if e.is_timeout() {
+        "no answer in time (timed out)".to_string()
+    } else if e.is_connect() {
+        format!("cannot connect ({cause})")
+    } else if e.is_body() || e.is_decode() {
+        format!("the answer broke off ({cause})")
+    } else {
+        format!("request failed ({cause})")
+    }
+}
+
+/// Splits a URL the user gave into the server's base URL and a metrics path, when the URL
+/// already ends with one (`http://h:8000/metrics`).
+pub fn split_metrics_url(url: &str) -> (String, Option<String>) {
+    let url = url.trim_end_matches('/');
+    for path in ["/prometheus/metrics", "/metrics"] {
+        if let Some(base) = url.strip_suffix(path) {
+            if base.contains("://") && base.len() > base.find("://").unwrap() + 3 {
+                return (base.to_string(), Some(path.to_string()));
+            }
+        }
+    }
+    (url.to_string(), None)
+}
+
+/// Scrapes servers over HTTP with injectable clocks, remembering where each base URL serves its
+/// Prometheus text.
+pub struct Scraper {
+    client: reqwest::Client,
+    clock: Arc<dyn Clock>,
+    paths: Mutex<HashMap<String, String>>,
+}
+
+impl Default for Scraper {
+    fn default() -> Self {
+        Scraper::new()
+    }
+}
+
+impl Scraper {
+    pub fn new() -> Scraper {
+        Scraper::with_clock(Arc::new(SystemClock))
+    }
+
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Scraper {
+        let client = reqwest::Client::builder()
+            .connect_timeout(SCRAPE_TIMEOUT)
+            .build()
+            .expect("the HTTP client builds with default settings");
+        Scraper {
+            client,
+            clock,
+            paths: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Reads the metrics of the server at `base_url`. Without `metrics_path`, `/metrics` is
+    /// read, and when it answers JSON (TensorRT-LLM) `/prometheus/metrics`, which is then
+    /// remembered for this base URL until it fails.
+    pub async fn scrape(
+        &self,
+        base_url: &str,
+        metrics_path: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Snapshot, ScrapeError> {
+        let base = base_url.trim_end_matches('/');
+        if let Some(path) = metrics_path {
+            return self.get(&format!("{base}{path}"), timeout).await;
+        }
+        let remembered = self.paths.lock().unwrap().get(base).cloned();
+        if let Some(path) = remembered {
+            match self.get(&format!("{base}{path}"), timeout).await {
+                Ok(s) => return Ok(s),
+                Err(_) => {
+                    self.paths.lock().unwrap().remove(base);
+                }
+            }
+        }
+        match self.get(&format!("{base}/metrics"), timeout).await {
+            Err(ScrapeError::Json { url }) => {
+                let path = "/prometheus/metrics";
+                match self.get(&format!("{base}{path}"), timeout).await {
+                    Ok(s) => {
+                        self.paths
+                            .lock()
+                            .unwrap()
+                            .insert(base.to_string(), path.to_string());
+                        Ok(s)
+                    }
+                    Err(ScrapeError::Json { .. }) => Err(ScrapeError::Json { url }),
+                    Err(e) => Err(e),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// One GET of Prometheus text, between two clock readings.
+    async fn get(&self, url: &str, timeout: Duration) -> Result<Snapshot, ScrapeError> {
+        let http = |error| ScrapeError::Http {
+            url: url.to_string(),
+            error,
+        };
+        let before = self.clock.now();
+        let resp = self
+            .client
+            .get(url)
+            .timeout(timeout)
+            .send()
+            .await
+            .map_err(http)?;
+        let status = resp.status();
+        let body = resp.text().await.map_err(http)?;
+        let after = self.clock.now();
+        if !status.is_success() {
+            return Err(ScrapeError::Status {
+                url: url.to_string(),
+                status: status.as_u16(),
+            });
+        }
+        let head = body.trim_start();
+        if head.starts_with('{') || head.starts_with('[') {
+            return Err(ScrapeError::Json {
+                url: url.to_string(),
+            });
+        }
+        Snapshot::from_reading(url, body, before, after).map_err(|source| ScrapeError::Parse {
+            url: url.to_string(),
+            source,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn split_metrics_urls() {
+        assert_eq!(
+            split_metrics_url("http://h:8000/metrics"),
+            ("http://h:8000".to_string(), Some("/metrics".to_string()))
+        );
+        assert_eq!(
+            split_metrics_url("http://h:8000/prometheus/metrics/"),
+            (
+                "http://h:8000".to_string(),
+                Some("/prometheus/metrics".to_string())
+            )
+        );
+        assert_eq!(
+            split_metrics_url("http://h:8000/"),
+            ("http://h:8000".to_string(), None)
+        );
+    }
+}
