@@ -36,8 +36,21 @@ impl Drop for Server {
 fn start_server() -> Server {
     let mut child = Command::new(env!("CARGO_BIN_EXE_inferlint"))
         .args([
-            "sim", "serve", "m", "--host", "127.0.0.1", "--port", "0", "--boot-secs", "0", "--tokens-per-s", "1000000",
-            "--disable-uvicorn-access-log", "--disable-log-stats", "--max-num-seqs", "1024",
+            "sim",
+            "serve",
+            "m",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--boot-secs",
+            "0",
+            "--tokens-per-s",
+            "1000000",
+            "--disable-uvicorn-access-log",
+            "--disable-log-stats",
+            "--max-num-seqs",
+            "1024",
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -50,7 +63,10 @@ fn start_server() -> Server {
     let deadline = Instant::now() + Duration::from_secs(20);
     while Instant::now() < deadline {
         let Some(Ok(line)) = lines.next() else { break };
-        if let Some(rest) = line.split("Starting vLLM server on http://127.0.0.1:").nth(1) {
+        if let Some(rest) = line
+            .split("Starting vLLM server on http://127.0.0.1:")
+            .nth(1)
+        {
             port = rest.trim().parse().expect("port");
             break;
         }
@@ -59,26 +75,46 @@ fn start_server() -> Server {
     // Keep draining stdout so the server never blocks on a full pipe.
     std::thread::spawn(move || for _ in lines {});
     let engine = std::fs::read_dir("/proc").ok().and_then(|d| {
-        d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok()).find(|p| {
-            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-            let ppid = stat.rsplit_once(')').and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<u32>().ok());
-            ppid == Some(child.id())
-        })
+        d.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .find(|p| {
+                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                let ppid = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, r)| r.split_whitespace().nth(1)?.parse::<u32>().ok());
+                ppid == Some(child.id())
+            })
     });
-    Server { child, engine, port }
+    Server {
+        child,
+        engine,
+        port,
+    }
 }
 
 fn counter(text: &str, name: &str) -> f64 {
-    text.lines().filter(|l| l.starts_with(name) && !l.starts_with('#')).filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).sum()
+    text.lines()
+        .filter(|l| l.starts_with(name) && !l.starts_with('#'))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }
 
 async fn scrape(client: &reqwest::Client, port: u16) -> String {
-    client.get(format!("http://127.0.0.1:{port}/metrics")).send().await.unwrap().text().await.unwrap()
+    client
+        .get(format!("http://127.0.0.1:{port}/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap()
 }
 
 /// Runs `connections` request loops for `secs`; (requests completed, tokens received, seconds).
 async fn drive(port: u16, connections: usize, secs: f64, stream: bool) -> (u64, u64, f64) {
-    let client = reqwest::Client::builder().pool_max_idle_per_host(connections).build().unwrap();
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(connections)
+        .build()
+        .unwrap();
     let url = format!("http://127.0.0.1:{port}/v1/completions");
     let body = if stream {
         r#"{"model":"m","prompt":"hello world this is a benchmark","max_tokens":16,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}"#
@@ -91,10 +127,23 @@ async fn drive(port: u16, connections: usize, secs: f64, stream: bool) -> (u64, 
     let counting = Arc::new(AtomicBool::new(false));
     let mut tasks = Vec::new();
     for _ in 0..connections {
-        let (client, url, stop, done, tokens, counting) = (client.clone(), url.clone(), stop.clone(), done.clone(), tokens.clone(), counting.clone());
+        let (client, url, stop, done, tokens, counting) = (
+            client.clone(),
+            url.clone(),
+            stop.clone(),
+            done.clone(),
+            tokens.clone(),
+            counting.clone(),
+        );
         tasks.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
-                let resp = client.post(&url).header("content-type", "application/json").body(body).send().await.expect("request");
+                let resp = client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .expect("request");
                 assert_eq!(resp.status(), 200);
                 let text = resp.text().await.expect("body");
                 let n = if stream {
@@ -121,14 +170,28 @@ async fn drive(port: u16, connections: usize, secs: f64, stream: bool) -> (u64, 
     for t in tasks {
         t.await.unwrap();
     }
-    (done.load(Ordering::SeqCst), tokens.load(Ordering::SeqCst), elapsed)
+    (
+        done.load(Ordering::SeqCst),
+        tokens.load(Ordering::SeqCst),
+        elapsed,
+    )
 }
 
 fn main() {
-    let secs: f64 = std::env::var("SIM_BENCH_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(5.0);
-    let connections: usize = std::env::var("SIM_BENCH_CONNECTIONS").ok().and_then(|v| v.parse().ok()).unwrap_or(64);
+    let secs: f64 = std::env::var("SIM_BENCH_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(5.0);
+    let connections: usize = std::env::var("SIM_BENCH_CONNECTIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64);
     let server = start_server();
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     println!("sim_throughput: {} cores, {connections} connections, {secs} s per mode, 16-token completions", std::thread::available_parallelism().map_or(0, |n| n.get()));
     let mut ok = true;
     for stream in [false, true] {
@@ -140,8 +203,10 @@ fn main() {
             (before, r, after)
         });
         let rate = n as f64 / elapsed;
-        let served = counter(&after, "vllm:request_success_total{") - counter(&before, "vllm:request_success_total{");
-        let generated = counter(&after, "vllm:generation_tokens_total{") - counter(&before, "vllm:generation_tokens_total{");
+        let served = counter(&after, "vllm:request_success_total{")
+            - counter(&before, "vllm:request_success_total{");
+        let generated = counter(&after, "vllm:generation_tokens_total{")
+            - counter(&before, "vllm:generation_tokens_total{");
         println!(
             "  {:<13} {:>8.0} requests/s ({n} in {elapsed:.2} s, {tokens} tokens; server counted {served} requests, {generated} tokens in the whole window) {}",
             if stream { "streaming" } else { "non-streaming" },
@@ -149,9 +214,15 @@ fn main() {
             if rate >= TARGET_PER_S { "ok" } else { "BELOW TARGET" }
         );
         assert_eq!(tokens, n * 16);
-        assert!(generated >= tokens as f64 && served >= n as f64, "the server counted less than the client received");
+        assert!(
+            generated >= tokens as f64 && served >= n as f64,
+            "the server counted less than the client received"
+        );
         ok &= rate >= TARGET_PER_S;
     }
-    println!("target: {TARGET_PER_S:.0} requests/s: {}", if ok { "met" } else { "NOT met" });
+    println!(
+        "target: {TARGET_PER_S:.0} requests/s: {}",
+        if ok { "met" } else { "NOT met" }
+    );
     drop(server);
 }

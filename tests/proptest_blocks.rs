@@ -340,5 +340,8 @@ fn five_is_the_boundary() {
     assert_eq!(infer_blocks(&five).trusted_blocks(), Some(52));
     // The metrics parser and the series reader hand these readings over unchanged.
     let m = Metrics::parse(&format!("vllm:kv_cache_usage_perc {}\n", reading(9, 52))).unwrap();
-    assert_eq!(m.single("vllm:kv_cache_usage_perc").unwrap(), Some(reading(9, 52)));
+    assert_eq!(
+        m.single("vllm:kv_cache_usage_perc").unwrap(),
+        Some(reading(9, 52))
+    );
 }

@@ -56,15 +56,17 @@ fn snapshot(text: &str, t_wall: f64, t_mono_ns: Option<i64>) -> Snapshot {
 fn history() -> impl Strategy<Value = Vec<Vec<u64>>> {
     (1usize..=4, 2usize..=12).prop_flat_map(|(sets, steps)| {
         prop::collection::vec(
-            (0u64..1_000_000, prop::collection::vec(0u64..5_000, steps - 1)).prop_map(
-                |(start, incs)| {
+            (
+                0u64..1_000_000,
+                prop::collection::vec(0u64..5_000, steps - 1),
+            )
+                .prop_map(|(start, incs)| {
                     let mut v = vec![start];
                     for d in incs {
                         v.push(v.last().unwrap() + d);
                     }
                     v
-                },
-            ),
+                }),
             sets,
         )
     })

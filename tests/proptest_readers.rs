@@ -184,9 +184,16 @@ fn series_line() -> impl Strategy<Value = Line> {
         prop_oneof![
             Just("{\"schema\": \"inferlint.snapshot/1\"}".to_string()),
             Just("{\"schema\": \"inferlint.series/1\", \"url\": \"u\"}".to_string()),
-            Just("{\"schema\": \"inferlint.series/1\", \"interval_s\": 0.5, \"engine\": \"tgi\"}".to_string()),
-            Just("{\"schema\": \"inferlint.series/1\", \"interval_s\": 0.5, \"url\": 3}".to_string()),
+            Just(
+                "{\"schema\": \"inferlint.series/1\", \"interval_s\": 0.5, \"engine\": \"tgi\"}"
+                    .to_string()
+            ),
+            Just(
+                "{\"schema\": \"inferlint.series/1\", \"interval_s\": 0.5, \"url\": 3}".to_string()
+            ),
             Just("{\"schema\": 1, \"interval_s\": 0.5}".to_string()),
+            // Any row with a `schema` key is the header, even a null one (spec §6.2).
+            Just("{\"schema\": null, \"t_wall\": 1.0, \"running\": 1.0}".to_string()),
         ]
         .prop_map(Line::BadHeader),
         sample_row().prop_map(Line::Sample),
@@ -205,7 +212,8 @@ fn series_line() -> impl Strategy<Value = Line> {
             Just("{\"t_wall\": 1.0, \"kv_usage\": \"0.5\"}".to_string()),
             Just("{\"t_wall\": 1.0, \"t_mono_ns\": \"5\"}".to_string()),
             "[^{}\\[\\]\"\\n]{1,40}".prop_filter("not blank, not JSON", |s| {
-                !s.trim().is_empty() && serde_json::from_str::<serde_json::Value>(s.trim()).is_err()
+                !s.trim().is_empty()
+                    && serde_json::from_str::<serde_json::Value>(s.trim()).is_err()
                     && !["NaN", "Infinity", "-Infinity"].contains(&s.trim())
             }),
         ]

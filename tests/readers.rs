@@ -510,7 +510,7 @@ fn bad_result_files_are_errors_naming_the_file() {
     assert_eq!(r.total_output_tokens, Some(32000.0));
     if let Some(p) = evidence("vllm-0.28/xray/bench.json") {
         let text = std::fs::read_to_string(p).unwrap();
-        let cut = temp_file(&dir, "cut.json", text[..text.len() / 2].as_bytes());
+        let cut = temp_file(&dir, "cut.json", &text.as_bytes()[..text.len() / 2]);
         let e = bench::load(&cut).unwrap_err().to_string();
         assert!(
             e.starts_with(&format!("{}: line 1, column", cut.display())),

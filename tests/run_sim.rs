@@ -278,9 +278,9 @@ fn preempting_run() {
 fn capped_run_with_admission_rejections() {
     let _t = turn();
     let w = World::new();
-    let serve = w.serve("--max-num-queued-reqs 16 --max-num-seqs 16 --tokens-per-s 200");
+    let serve = w.serve("--max-num-queued-reqs 16 --max-num-seqs 16 --tokens-per-s 50");
     let load = w.bench(
-        "--max-concurrency 32 --num-prompts 32 --random-input-len 32 --random-output-len 60 --ignore-eos",
+        "--max-concurrency 32 --num-prompts 32 --random-input-len 32 --random-output-len 80 --ignore-eos",
     );
     let (code, stdout, stderr) = w.run(&serve, &[], &load);
     assert_eq!(code, 1, "{stdout}\n{stderr}");
@@ -490,6 +490,29 @@ fn ctrl_c_mid_load() {
     let run = json_file(&w.out().join("run.json"));
     assert_eq!(run["exit_reason"], "interrupted");
     assert_eq!(run["exit_code"], 130);
+    assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
+}
+
+/// SIGTERM (Slurm's scancel) behaves like the first Ctrl-C and ends well inside Slurm's 30 s
+/// KillWait, even with a server that takes its time to stop.
+#[test]
+fn sigterm_mid_load_finishes_within_slurms_kill_wait() {
+    let _t = turn();
+    let w = World::new();
+    let serve = w.serve("--tokens-per-s 100 --engine-ignores-sigterm");
+    let (mut child, _) = start_and_wait_for_load(&w, &serve, &[]);
+    let t0 = Instant::now();
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let status = child.wait().unwrap();
+    assert!(
+        t0.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(status.code(), Some(130));
+    assert_folder_complete(&w.out());
     assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
 }
 

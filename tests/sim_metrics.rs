@@ -39,7 +39,8 @@ fn vllm_signatures(m: &Metrics) -> BTreeSet<String> {
                 .labels
                 .iter()
                 .map(|(k, v)| {
-                    let blank = k == "model_name" || k == "engine" || s.name == "vllm:cache_config_info";
+                    let blank =
+                        k == "model_name" || k == "engine" || s.name == "vllm:cache_config_info";
                     format!("{k}={}", if blank { "*" } else { v })
                 })
                 .collect();
@@ -52,7 +53,9 @@ fn vllm_signatures(m: &Metrics) -> BTreeSet<String> {
 fn other_label_keys(m: &Metrics) -> std::collections::BTreeMap<String, BTreeSet<Vec<String>>> {
     let mut out: std::collections::BTreeMap<String, BTreeSet<Vec<String>>> = Default::default();
     for s in m.samples().iter().filter(|s| !s.name.starts_with("vllm:")) {
-        out.entry(s.name.clone()).or_default().insert(s.labels.iter().map(|(k, _)| k.clone()).collect());
+        out.entry(s.name.clone())
+            .or_default()
+            .insert(s.labels.iter().map(|(k, _)| k.clone()).collect());
     }
     out
 }
@@ -62,18 +65,36 @@ fn other_label_keys(m: &Metrics) -> std::collections::BTreeMap<String, BTreeSet<
 fn assert_same_exposition(args: &[&str], reference: &str, what: &str) {
     let sim = Sim::start(args);
     assert_eq!(get(&sim.url("/v1/models")).0, 200);
-    let (s, _) = post(&sim.url("/v1/completions"), r#"{"prompt": "a b c", "max_tokens": 3}"#, &[]);
+    let (s, _) = post(
+        &sim.url("/v1/completions"),
+        r#"{"prompt": "a b c", "max_tokens": 3}"#,
+        &[],
+    );
     assert_eq!(s, 200);
     let (text, m) = metrics(&sim);
     let reference_m = Metrics::parse(reference).expect("the reference parses");
-    assert_eq!(types(&text), types(reference), "families and types differ from {what}");
+    assert_eq!(
+        types(&text),
+        types(reference),
+        "families and types differ from {what}"
+    );
     let (ours, theirs) = (vllm_signatures(&m), vllm_signatures(&reference_m));
     let missing: Vec<_> = theirs.difference(&ours).collect();
     let extra: Vec<_> = ours.difference(&theirs).collect();
-    assert!(missing.is_empty() && extra.is_empty(), "vs {what}: missing {missing:#?}\nextra {extra:#?}");
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "vs {what}: missing {missing:#?}\nextra {extra:#?}"
+    );
     let (ours, theirs) = (other_label_keys(&m), other_label_keys(&reference_m));
-    assert_eq!(ours, theirs, "Python, process and HTTP samples differ from {what}");
-    for name in ["python_gc_objects_collected_total", "process_start_time_seconds", "http_request_duration_highr_seconds_bucket"] {
+    assert_eq!(
+        ours, theirs,
+        "Python, process and HTTP samples differ from {what}"
+    );
+    for name in [
+        "python_gc_objects_collected_total",
+        "process_start_time_seconds",
+        "http_request_duration_highr_seconds_bucket",
+    ] {
         assert!(m.has(name), "{name} missing");
     }
     for s in m.samples().iter().filter(|s| s.name.starts_with("vllm:")) {
@@ -91,33 +112,70 @@ fn assert_same_exposition(args: &[&str], reference: &str, what: &str) {
 
 #[test]
 fn exposition_033_matches_the_engine_sample() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/spec/engine-samples/vllm-0.33.0-metrics-single-api-server.prom");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/spec/engine-samples/vllm-0.33.0-metrics-single-api-server.prom");
     let Ok(reference) = std::fs::read_to_string(&path) else {
         eprintln!("skipping: no {}", path.display());
         return;
     };
-    assert_same_exposition(&["--vllm-version", "0.33"], &reference, "engine-samples 0.33.0");
+    assert_same_exposition(
+        &["--vllm-version", "0.33"],
+        &reference,
+        "engine-samples 0.33.0",
+    );
 }
 
 #[test]
 fn exposition_028_matches_the_recorded_scrape() {
-    let Some(reference) = inferlint::testkit::evidence_text("vllm-0.28/live/raw_metrics.prom") else { return };
-    assert_same_exposition(&["--vllm-version", "0.28", "--hybrid", "--max-model-len", "16384"], &reference, "vllm-0.28/live");
+    let Some(reference) = inferlint::testkit::evidence_text("vllm-0.28/live/raw_metrics.prom")
+    else {
+        return;
+    };
+    assert_same_exposition(
+        &[
+            "--vllm-version",
+            "0.28",
+            "--hybrid",
+            "--max-model-len",
+            "16384",
+        ],
+        &reference,
+        "vllm-0.28/live",
+    );
 }
 
 #[test]
 fn exposition_030_matches_the_recorded_scrape() {
     let path = inferlint::evidence_or_skip!("vllm-0.30/capped/after.snapshot.json");
     let reference = Snapshot::load(&path).expect("evidence loads").text;
-    assert_same_exposition(&["--vllm-version", "0.30", "--hybrid", "--max-model-len", "16384"], &reference, "vllm-0.30/capped");
+    assert_same_exposition(
+        &[
+            "--vllm-version",
+            "0.30",
+            "--hybrid",
+            "--max-model-len",
+            "16384",
+        ],
+        &reference,
+        "vllm-0.30/capped",
+    );
 }
 
 #[test]
 fn boot_logs_parse_fully_with_the_configured_pool() {
     for (release, version) in [("0.28", "0.28.0"), ("0.30", "0.30.0"), ("0.33", "0.33.0")] {
         let sim = Sim::start(&[
-            "--vllm-version", release, "--hybrid", "--num-gpu-blocks-override", "43", "--max-model-len", "16384",
-            "--served-model-name", "qwen38", "--max-num-seqs", "32",
+            "--vllm-version",
+            release,
+            "--hybrid",
+            "--num-gpu-blocks-override",
+            "43",
+            "--max-model-len",
+            "16384",
+            "--served-model-name",
+            "qwen38",
+            "--max-num-seqs",
+            "32",
         ]);
         let facts = inferlint::bootlog::parse_text(&sim.log(), None);
         assert_eq!(facts.vllm_version.as_deref(), Some(version), "{release}");
@@ -125,14 +183,25 @@ fn boot_logs_parse_fully_with_the_configured_pool() {
         assert!(facts.unparsed.is_empty(), "{release}: {:?}", facts.unparsed);
         assert_eq!(facts.attention_block_size, Some(784), "{release}");
         // 43 blocks of 784, one request of 16,384 tokens needs 21: 43/21 × 16,384.
-        assert_eq!(facts.kv_pool_tokens, Some((43.0_f64 / 21.0 * 16384.0) as u64), "{release}");
+        assert_eq!(
+            facts.kv_pool_tokens,
+            Some((43.0_f64 / 21.0 * 16384.0) as u64),
+            "{release}"
+        );
         assert_eq!(facts.max_concurrency_request_len, Some(16384));
         assert_eq!(facts.selected_backends, vec!["FLASH_ATTN".to_string()]);
         assert_eq!(facts.cudagraphs, Some(true), "{release}");
-        assert!(facts.processes.contains_key("APIServer") && facts.processes.contains_key("EngineCore"), "{release}: {:?}", facts.processes);
+        assert!(
+            facts.processes.contains_key("APIServer") && facts.processes.contains_key("EngineCore"),
+            "{release}: {:?}",
+            facts.processes
+        );
         let args = facts.non_default_args.as_ref().expect("non-default args");
         assert_eq!(args.get("max_num_seqs"), Some(&serde_json::json!(32)));
-        assert!(inferlint::bootlog::classify_failure(&sim.log()).is_none(), "{release}");
+        assert!(
+            inferlint::bootlog::classify_failure(&sim.log()).is_none(),
+            "{release}"
+        );
     }
     let sim = Sim::start(&["--enforce-eager", "--attention-backend", "TRITON_ATTN"]);
     let facts = inferlint::bootlog::parse_text(&sim.log(), None);
@@ -161,7 +230,12 @@ impl Recorder {
                     if let Ok(r) = client.get(&url).send().await {
                         let text = r.text().await.unwrap_or_default();
                         if let Ok(m) = Metrics::parse(&text) {
-                            samples.push(SeriesSample::from_metrics(&m, Engine::Vllm, samples.len() as f64 * 0.01, None));
+                            samples.push(SeriesSample::from_metrics(
+                                &m,
+                                Engine::Vllm,
+                                samples.len() as f64 * 0.01,
+                                None,
+                            ));
                             texts.push(text);
                         }
                     }
@@ -176,7 +250,11 @@ impl Recorder {
     fn finish(self) -> (Series, Vec<String>) {
         self.stop.store(true, Ordering::SeqCst);
         let (samples, texts) = self.handle.join().unwrap();
-        let header = SeriesHeader { url: "sim".into(), interval_s: 0.01, engine: Some(Engine::Vllm) };
+        let header = SeriesHeader {
+            url: "sim".into(),
+            interval_s: 0.01,
+            engine: Some(Engine::Vllm),
+        };
         (Series::from_samples(header, samples), texts)
     }
 }
@@ -192,38 +270,81 @@ fn the_preemption_counter_equals_the_preemptions_performed() {
     let log_path = dir.path().join("preemptions.jsonl");
     // 10 usable blocks of 16 tokens; 8 requests of 30 + 60 tokens cannot all fit.
     let sim = Sim::builder()
-        .args(&["--num-gpu-blocks-override", "11", "--block-size", "16", "--max-model-len", "160", "--tokens-per-s", "400"])
+        .args(&[
+            "--num-gpu-blocks-override",
+            "11",
+            "--block-size",
+            "16",
+            "--max-model-len",
+            "160",
+            "--tokens-per-s",
+            "400",
+        ])
         .env("INFERLINT_SIM_PREEMPTION_LOG", log_path.to_str().unwrap())
         .start();
     let before = snapshot(&sim, "before");
     let bodies = burst(&sim, 8, 30, 60);
-    assert!(bodies.iter().all(|b| b.contains("\"completion_tokens\":60")), "every request finished: {bodies:?}");
+    assert!(
+        bodies
+            .iter()
+            .all(|b| b.contains("\"completion_tokens\":60")),
+        "every request finished: {bodies:?}"
+    );
     let after = snapshot(&sim, "after");
-    let performed = std::fs::read_to_string(&log_path).unwrap_or_default().lines().count();
+    let performed = std::fs::read_to_string(&log_path)
+        .unwrap_or_default()
+        .lines()
+        .count();
     assert!(performed > 0, "the workload must preempt");
     let counter = |s: &Snapshot| s.metrics.total("vllm:num_preemptions_total").unwrap();
     assert_eq!(counter(&after) - counter(&before), performed as f64);
     // T1 reads the same number, and the log says nothing about it (vLLM V1 logs no preemption).
     let t1 = inferlint::checks::t1::check(&before, &after, None, None, Engine::Vllm);
     assert_eq!(t1.status, Status::Fail);
-    assert_eq!(t1.message, format!("{performed} preemptions during the run"));
-    assert!(!sim.log().to_lowercase().contains("preempt"), "vLLM 0.28 logs no preemption");
+    assert_eq!(
+        t1.message,
+        format!("{performed} preemptions during the run")
+    );
+    assert!(
+        !sim.log().to_lowercase().contains("preempt"),
+        "vLLM 0.28 logs no preemption"
+    );
     // Every request's tokens arrived exactly once, preempted or not.
     let gen = |s: &Snapshot| s.metrics.total("vllm:generation_tokens_total").unwrap();
     assert_eq!(gen(&after) - gen(&before), 8.0 * 60.0);
     let hist = |s: &Snapshot| s.metrics.total("vllm:request_num_preemptions_sum");
-    assert_eq!(hist(&after), None, "0.28 has no per-request preemption histogram");
+    assert_eq!(
+        hist(&after),
+        None,
+        "0.28 has no per-request preemption histogram"
+    );
 }
 
 #[test]
 fn the_usage_gauge_counts_out_of_num_gpu_blocks_minus_one() {
     // 43 blocks (42 usable) of 16 tokens; prompts of 5 to 60 words hold 1 to 4 blocks, so the
     // readings take many values k/42, odd k included.
-    let sim = Sim::start(&["--num-gpu-blocks-override", "43", "--block-size", "16", "--max-model-len", "640", "--tokens-per-s", "50"]);
+    let sim = Sim::start(&[
+        "--num-gpu-blocks-override",
+        "43",
+        "--block-size",
+        "16",
+        "--max-model-len",
+        "640",
+        "--tokens-per-s",
+        "50",
+    ]);
     let rec = Recorder::start(&sim);
-    let requests: Vec<(usize, u32)> = (0..40).map(|i| (5 + (i * 13 % 56), 3 + (i * 7 % 10) as u32)).collect();
+    let requests: Vec<(usize, u32)> = (0..40)
+        .map(|i| (5 + (i * 13 % 56), 3 + (i * 7 % 10) as u32))
+        .collect();
     let bodies = burst_of(&sim, &requests);
-    assert!(bodies.iter().all(|b| b.contains("\"finish_reason\":\"length\"")), "{bodies:?}");
+    assert!(
+        bodies
+            .iter()
+            .all(|b| b.contains("\"finish_reason\":\"length\"")),
+        "{bodies:?}"
+    );
     let (series, texts) = rec.finish();
     let after = Snapshot::from_text(texts.last().unwrap(), "after").unwrap();
     // Our own arithmetic first: every reading is a whole number of blocks out of 42.
@@ -231,13 +352,22 @@ fn the_usage_gauge_counts_out_of_num_gpu_blocks_minus_one() {
     assert!(readings.len() >= 10, "too few readings: {}", readings.len());
     for u in &readings {
         let k = u * 42.0;
-        assert!((k - k.round()).abs() < 1e-9 && (1.0..=42.0).contains(&k.round()), "usage {u} is not k/42");
+        assert!(
+            (k - k.round()).abs() < 1e-9 && (1.0..=42.0).contains(&k.round()),
+            "usage {u} is not k/42"
+        );
     }
-    assert!(readings.iter().any(|u| (u * 42.0).round() as u64 % 2 == 1), "an odd block count was seen");
+    assert!(
+        readings.iter().any(|u| (u * 42.0).round() as u64 % 2 == 1),
+        "an odd block count was seen"
+    );
     // T14 infers the 42 usable blocks from the readings.
     let t14 = inferlint::checks::t14::check(&series, &after, Engine::Vllm);
     assert_eq!(t14.status, Status::Pass, "{}", t14.message);
-    assert_eq!(t14.message, "gauge denominator is 42 = num_gpu_blocks (43) - 1 null block");
+    assert_eq!(
+        t14.message,
+        "gauge denominator is 42 = num_gpu_blocks (43) - 1 null block"
+    );
     assert_eq!(inferlint::checks::t14::usable_blocks(&t14), Some(42));
 }
 
@@ -245,17 +375,35 @@ fn the_usage_gauge_counts_out_of_num_gpu_blocks_minus_one() {
 fn t9s_ceiling_is_the_configured_block_arithmetic() {
     // 50-token prompts with 5 to 14 output tokens hold 4 of the 42 usable blocks for their
     // whole life (at most 63 tokens), so 10 fit: 40/42 in use at saturation.
-    let sim = Sim::start(&["--num-gpu-blocks-override", "43", "--block-size", "16", "--max-model-len", "640", "--tokens-per-s", "50"]);
+    let sim = Sim::start(&[
+        "--num-gpu-blocks-override",
+        "43",
+        "--block-size",
+        "16",
+        "--max-model-len",
+        "640",
+        "--tokens-per-s",
+        "50",
+    ]);
     let rec = Recorder::start(&sim);
     let requests: Vec<(usize, u32)> = (0..32).map(|i| (50, 5 + (i * 7 % 10) as u32)).collect();
     let bodies = burst_of(&sim, &requests);
-    assert!(bodies.iter().all(|b| b.contains("\"finish_reason\":\"length\"")), "{bodies:?}");
+    assert!(
+        bodies
+            .iter()
+            .all(|b| b.contains("\"finish_reason\":\"length\"")),
+        "{bodies:?}"
+    );
     let (series, _) = rec.finish();
     let busy: Vec<&SeriesSample> = series.busy().collect();
     assert!(busy.len() >= 10, "too few busy samples: {}", busy.len());
     for s in &busy {
         let (u, r) = (s.kv_usage.unwrap(), s.running.unwrap());
-        assert_eq!((u * 42.0).round(), r * 4.0, "{r} running requests hold 4 blocks each");
+        assert_eq!(
+            (u * 42.0).round(),
+            r * 4.0,
+            "{r} running requests hold 4 blocks each"
+        );
     }
     assert_eq!(series.peak_running(), Some(10.0));
     let t9 = inferlint::checks::t9::check(&series, Some(42), Engine::Vllm);
@@ -265,7 +413,12 @@ fn t9s_ceiling_is_the_configured_block_arithmetic() {
     assert_eq!(t9.evidence["basis"], "saturated");
     let t8 = inferlint::checks::t8::check(&series, 32, None, Engine::Vllm);
     assert_eq!(t8.status, Status::Fail);
-    assert!(t8.message.starts_with("requested 32 concurrent, server never ran more than 10"), "{}", t8.message);
+    assert!(
+        t8.message
+            .starts_with("requested 32 concurrent, server never ran more than 10"),
+        "{}",
+        t8.message
+    );
 }
 
 #[test]
@@ -273,17 +426,30 @@ fn the_ceiling_falls_as_outputs_grow_with_784_token_blocks() {
     // The demo's story: 42 usable blocks of 784; prompts of 2,400 tokens hold 4 blocks (10 fit);
     // after 737 output tokens they need a fifth (8 fit), so requests are preempted silently.
     let sim = Sim::start(&[
-        "--hybrid", "--num-gpu-blocks-override", "43", "--max-model-len", "16384", "--tokens-per-s", "1500",
-        "--served-model-name", "qwen38",
+        "--hybrid",
+        "--num-gpu-blocks-override",
+        "43",
+        "--max-model-len",
+        "16384",
+        "--tokens-per-s",
+        "1500",
+        "--served-model-name",
+        "qwen38",
     ]);
     let rec = Recorder::start(&sim);
     let bodies = burst(&sim, 32, 2400, 1000);
-    assert!(bodies.iter().all(|b| b.contains("\"completion_tokens\":1000")));
+    assert!(bodies
+        .iter()
+        .all(|b| b.contains("\"completion_tokens\":1000")));
     let (series, texts) = rec.finish();
     let after = Snapshot::from_text(texts.last().unwrap(), "after").unwrap();
     let t14 = inferlint::checks::t14::check(&series, &after, Engine::Vllm);
     assert_eq!(t14.status, Status::Pass, "{}", t14.message);
-    let t9 = inferlint::checks::t9::check(&series, inferlint::checks::t14::usable_blocks(&t14), Engine::Vllm);
+    let t9 = inferlint::checks::t9::check(
+        &series,
+        inferlint::checks::t14::usable_blocks(&t14),
+        Engine::Vllm,
+    );
     assert_eq!(t9.status, Status::Warn, "{}", t9.message);
     assert_eq!(t9.evidence["ceiling_max"], 10, "42 // 4");
     assert_eq!(t9.evidence["ceiling_min"], 8, "42 // 5");

@@ -1,15 +1,15 @@
 //! Reading a recording line by line: damaged rows (a killed recorder's truncated last line,
 //! garbage, wrong types) are skipped and counted; a file with no header is not a recording.
 //!
-//! Rows are parsed straight into a typed row (a day of samples at 0.25 s is 345,600 lines);
-//! anything unusual (the header, Python's `NaN`, duplicate keys) takes the slower path through
-//! a JSON value, which decides the same way.
+//! Rows of the recorder's own form are read by a small flat-row parser (a day of samples at
+//! 0.25 s is 345,600 lines, read in well under a second); anything unusual (the header,
+//! Python's `NaN`, strings, repeated keys) takes the general path through a JSON value, which
+//! decides. A test checks that both paths agree wherever the fast one answers.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{Series, SeriesHeader, SeriesSample, SERIES_SCHEMA};
@@ -25,6 +25,7 @@ pub(super) fn load(path: &Path) -> Result<Series, ReadError> {
     };
     let mut input = BufReader::with_capacity(1 << 16, File::open(path).map_err(io)?);
     let mut reader = Reader::new(&shown);
+    reader.size_hint = input.get_ref().metadata().ok().map(|m| m.len());
     let mut line = Vec::with_capacity(256);
     loop {
         line.clear();
@@ -48,21 +49,8 @@ pub(super) struct Reader {
     offset: usize,
     /// Where the first byte that is not text was (NUL or invalid UTF-8).
     binary_at: Option<usize>,
-}
-
-/// A sample row as the recorder writes it. `schema` only tells a header apart.
-#[derive(Deserialize)]
-struct Row {
-    schema: Option<serde::de::IgnoredAny>,
-    t_wall: Option<f64>,
-    t_mono_ns: Option<serde_json::Number>,
-    running: Option<f64>,
-    waiting: Option<f64>,
-    kv_usage: Option<f64>,
-    preemptions: Option<f64>,
-    generation_tokens: Option<f64>,
-    prompt_tokens: Option<f64>,
-    paused: Option<f64>,
+    /// The file's size, to size the sample vector once.
+    size_hint: Option<u64>,
 }
 
 fn nanoseconds(n: &serde_json::Number) -> Option<i64> {
@@ -80,6 +68,7 @@ impl Reader {
             lineno: 0,
             offset: 0,
             binary_at: None,
+            size_hint: None,
         }
     }
 
@@ -105,14 +94,9 @@ impl Reader {
         if let Some(p) = line.find('\0') {
             self.binary_at.get_or_insert(at + p);
         }
-        if let Ok(row) = serde_json::from_str::<Row>(line) {
-            if row.schema.is_none() {
-                match row_sample(row) {
-                    Some(s) => self.samples.push(s),
-                    None => self.skipped_lines += 1,
-                }
-                return Ok(());
-            }
+        if let Some(sample) = flat_row(line) {
+            self.push(sample, line.len());
+            return Ok(());
         }
         let Ok(Value::Object(obj)) = parse_python_json(line) else {
             self.skipped_lines += 1;
@@ -125,10 +109,23 @@ impl Reader {
             return Ok(());
         }
         match read_row(&obj) {
-            Some(s) => self.samples.push(s),
+            Some(s) => self.push(s, line.len()),
             None => self.skipped_lines += 1,
         }
         Ok(())
+    }
+
+    /// Keeps a sample. At the first one, room is made for as many as the file seems to hold, so
+    /// a long recording is not copied while its vector grows (the unused rest is never touched,
+    /// so it costs no memory).
+    fn push(&mut self, sample: SeriesSample, line_len: usize) {
+        if self.samples.is_empty() {
+            if let Some(size) = self.size_hint {
+                let guess = size as usize / (line_len + 1).max(64) * 5 / 4 + 16;
+                self.samples.reserve(guess.min(1 << 26));
+            }
+        }
+        self.samples.push(sample);
     }
 
     pub(super) fn finish(self) -> Result<Series, ReadError> {
@@ -170,22 +167,154 @@ impl Reader {
     }
 }
 
-fn row_sample(r: Row) -> Option<SeriesSample> {
-    let t_mono_ns = match &r.t_mono_ns {
-        None => None,
-        Some(n) => Some(nanoseconds(n)?),
+/// A row of the recorder's own form, `{"key": number|null, ...}` with known keys only, read
+/// without building a JSON value; None sends the line to the general path (header, strings,
+/// booleans, Python's `NaN`, unknown or repeated keys, anything unusual), which decides.
+fn flat_row(line: &str) -> Option<SeriesSample> {
+    let b = line.as_bytes();
+    let mut i = 0;
+    let skip_ws = |i: &mut usize| {
+        while *i < b.len() && matches!(b[*i], b' ' | b'\t' | b'\r' | b'\n') {
+            *i += 1;
+        }
     };
-    Some(SeriesSample {
-        t_wall: r.t_wall?,
-        t_mono_ns,
-        running: r.running,
-        waiting: r.waiting,
-        kv_usage: r.kv_usage,
-        preemptions: r.preemptions,
-        generation_tokens: r.generation_tokens,
-        prompt_tokens: r.prompt_tokens,
-        paused: r.paused,
-    })
+    if b.first() != Some(&b'{') {
+        return None;
+    }
+    i += 1;
+    let mut s = SeriesSample::default();
+    let mut seen = 0u16;
+    let mut has_wall = false;
+    skip_ws(&mut i);
+    if b.get(i) == Some(&b'}') {
+        return None;
+    }
+    loop {
+        skip_ws(&mut i);
+        if b.get(i) != Some(&b'"') {
+            return None;
+        }
+        let key_start = i + 1;
+        let key_len = b[key_start..]
+            .iter()
+            .position(|&c| c == b'"' || c == b'\\')?;
+        if b[key_start + key_len] != b'"' {
+            return None;
+        }
+        let key = &line[key_start..key_start + key_len];
+        i = key_start + key_len + 1;
+        skip_ws(&mut i);
+        if b.get(i) != Some(&b':') {
+            return None;
+        }
+        i += 1;
+        skip_ws(&mut i);
+        let v_start = i;
+        while i < b.len() && !matches!(b[i], b',' | b'}' | b' ' | b'\t' | b'\r' | b'\n') {
+            i += 1;
+        }
+        let raw = &line[v_start..i];
+        let slot = match key {
+            "t_wall" => 0,
+            "t_mono_ns" => 1,
+            "running" => 2,
+            "waiting" => 3,
+            "kv_usage" => 4,
+            "preemptions" => 5,
+            "generation_tokens" => 6,
+            "prompt_tokens" => 7,
+            "paused" => 8,
+            _ => return None,
+        };
+        if seen & (1 << slot) != 0 {
+            return None;
+        }
+        seen |= 1 << slot;
+        if raw == "null" {
+            if slot == 0 {
+                return None;
+            }
+        } else {
+            if !is_json_number(raw) {
+                return None;
+            }
+            match slot {
+                0 => {
+                    s.t_wall = finite(raw)?;
+                    has_wall = true;
+                }
+                1 => {
+                    s.t_mono_ns = Some(match raw.parse::<i64>() {
+                        Ok(n) => n,
+                        Err(_) => finite(raw)? as i64,
+                    })
+                }
+                _ => {
+                    let v = Some(finite(raw)?);
+                    match slot {
+                        2 => s.running = v,
+                        3 => s.waiting = v,
+                        4 => s.kv_usage = v,
+                        5 => s.preemptions = v,
+                        6 => s.generation_tokens = v,
+                        7 => s.prompt_tokens = v,
+                        _ => s.paused = v,
+                    }
+                }
+            }
+        }
+        skip_ws(&mut i);
+        match b.get(i) {
+            Some(b',') => i += 1,
+            Some(b'}') => {
+                i += 1;
+                skip_ws(&mut i);
+                return (i == b.len() && has_wall).then_some(s);
+            }
+            _ => return None,
+        }
+    }
+}
+
+/// A number JSON can hold (serde_json refuses one that overflows to infinity).
+fn finite(raw: &str) -> Option<f64> {
+    raw.parse::<f64>().ok().filter(|v| v.is_finite())
+}
+
+/// JSON's number grammar: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+fn is_json_number(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() {
+            *i += 1;
+        }
+        *i - start
+    };
+    match b.get(i) {
+        Some(b'0') => i += 1,
+        Some(c) if c.is_ascii_digit() => {
+            digits(&mut i);
+        }
+        _ => return false,
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == b.len()
 }
 
 fn read_header(
@@ -322,6 +451,54 @@ mod tests {
         assert_eq!(a.header, b.header);
         assert_eq!((a.skipped_lines, b.skipped_lines), (1, 1));
         assert_eq!(b.source, p.display().to_string());
+    }
+
+    #[test]
+    fn fast_and_general_paths_agree() {
+        let general = |line: &str| match parse_python_json(line) {
+            Ok(Value::Object(obj)) if !obj.contains_key("schema") => read_row(&obj),
+            _ => None,
+        };
+        let mut lines: Vec<String> = [
+            r#"{"t_wall": 1790470252.238873, "t_mono_ns": 208651898175, "running": 0.0, "waiting": 0.0, "kv_usage": 0.0, "preemptions": 0.0, "generation_tokens": 144.0, "prompt_tokens": 63.0}"#,
+            r#"{"t_wall": 1.5, "t_mono_ns": null, "running": 10, "kv_usage": 0.9523809523809523}"#,
+            r#"{"t_wall":2,"t_mono_ns":1e3,"paused":-0.0,"waiting":1E-7}"#,
+            r#"  { "t_wall" : 3.0 , "running" : null }  "#,
+            r#"{"t_wall": 3.0, "running": 01}"#,
+            r#"{"t_wall": 3.0, "running": +1}"#,
+            r#"{"t_wall": 3.0, "running": .5}"#,
+            r#"{"t_wall": 3.0, "running": 1.}"#,
+            r#"{"t_wall": 3.0, "running": 1e}"#,
+            r#"{"t_wall": null, "running": 1}"#,
+            r#"{"running": 1}"#,
+            r#"{}"#,
+            r#"{"t_wall": 3.0,}"#,
+            r#"{"t_wall": 3.0} x"#,
+            r#"{"t_wall": 3.0, "t_mono_ns": 99999999999999999999}"#,
+            r#"{"t_wall": 3.0, "t_mono_ns": 1.5}"#,
+            r#"{"t_wall": 3.0, "running": 1e400}"#,
+            r#"{"t_wall": 3.0, "t_wall": 4.0}"#,
+            r#"{"t_wall": 3.0, "note": 4.0}"#,
+            r#"{"t_wall": 3.0, "running": true}"#,
+            r#"{"t_wall": 3.0, "running": "1"}"#,
+            r#"{"t_wall": 3.0, "running": NaN}"#,
+            r#"{"t_w\u0061ll": 3.0}"#,
+            r#"{"t_wall": 3.0"#,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        if let Some(text) = crate::testkit::evidence_text("sglang-0.5/capped/run.series.jsonl") {
+            lines.extend(text.lines().map(str::to_string));
+        }
+        let mut fast_answers = 0;
+        for line in &lines {
+            if let Some(fast) = flat_row(line.trim()) {
+                fast_answers += 1;
+                assert_eq!(Some(fast), general(line), "{line}");
+            }
+        }
+        assert!(fast_answers > 5);
     }
 
     #[test]

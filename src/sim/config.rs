@@ -164,7 +164,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub disable_log_stats: bool,
     /// Tensor-parallel size: one `VLLM::Worker_TP{n}` process per rank when > 1.
-    #[arg(long = "tp", visible_alias = "tensor-parallel-size", default_value_t = 1)]
+    #[arg(
+        long = "tp",
+        visible_alias = "tensor-parallel-size",
+        default_value_t = 1
+    )]
     pub tp: u32,
 
     /// The vLLM release whose log lines and /metrics exposition to copy.
@@ -254,18 +258,31 @@ pub const HYBRID_BLOCK_SIZE: u32 = 784;
 impl ServeConfig {
     pub fn from_args(a: &ServeArgs) -> Result<ServeConfig, String> {
         if !(a.tokens_per_s > 0.0 && a.tokens_per_s.is_finite()) {
-            return Err(format!("--tokens-per-s must be positive, got {}", a.tokens_per_s));
+            return Err(format!(
+                "--tokens-per-s must be positive, got {}",
+                a.tokens_per_s
+            ));
         }
         if !(a.boot_secs >= 0.0 && a.boot_secs.is_finite()) {
-            return Err(format!("--boot-secs must be 0 or more, got {}", a.boot_secs));
+            return Err(format!(
+                "--boot-secs must be 0 or more, got {}",
+                a.boot_secs
+            ));
         }
         if a.max_num_seqs == 0 || a.max_model_len == 0 || a.max_num_batched_tokens == 0 {
-            return Err("--max-num-seqs, --max-model-len and --max-num-batched-tokens must be positive".into());
+            return Err(
+                "--max-num-seqs, --max-model-len and --max-num-batched-tokens must be positive"
+                    .into(),
+            );
         }
         if a.tp == 0 {
             return Err("--tp must be at least 1".into());
         }
-        let block_size = if a.hybrid { HYBRID_BLOCK_SIZE } else { a.block_size.unwrap_or(16) };
+        let block_size = if a.hybrid {
+            HYBRID_BLOCK_SIZE
+        } else {
+            a.block_size.unwrap_or(16)
+        };
         if block_size == 0 {
             return Err("--block-size must be positive".into());
         }
@@ -372,8 +389,9 @@ impl ServeConfig {
     }
 
     pub fn from_env() -> Result<ServeConfig, String> {
-        let text = std::env::var(CONFIG_ENV)
-            .map_err(|_| format!("{CONFIG_ENV} is not set; this command is started by 'inferlint sim serve'"))?;
+        let text = std::env::var(CONFIG_ENV).map_err(|_| {
+            format!("{CONFIG_ENV} is not set; this command is started by 'inferlint sim serve'")
+        })?;
         serde_json::from_str(&text).map_err(|e| format!("{CONFIG_ENV}: {e}"))
     }
 }
@@ -398,12 +416,28 @@ mod tests {
     #[test]
     fn pool_arithmetic_matches_the_recorded_boot_lines() {
         // vllm-0.32 CPU run: 5 blocks of 128, max len 512 → 640 tokens, 1.25x.
-        let c = cfg(&["m", "--num-gpu-blocks-override", "5", "--block-size", "128", "--max-model-len", "512"]);
+        let c = cfg(&[
+            "m",
+            "--num-gpu-blocks-override",
+            "5",
+            "--block-size",
+            "128",
+            "--max-model-len",
+            "512",
+        ]);
         assert_eq!(c.kv_cache_tokens(), 640);
         assert!((c.max_concurrency() - 1.25).abs() < 1e-12);
         assert!(!c.pool_too_small());
         // 4 blocks: one is the null block, 3 × 128 < 512 → vLLM refuses to start.
-        let c = cfg(&["m", "--num-gpu-blocks-override", "4", "--block-size", "128", "--max-model-len", "512"]);
+        let c = cfg(&[
+            "m",
+            "--num-gpu-blocks-override",
+            "4",
+            "--block-size",
+            "128",
+            "--max-model-len",
+            "512",
+        ]);
         assert!(c.pool_too_small());
         assert_eq!(c.estimated_max_model_len(), 384);
         // engine-samples 0.33: 67,656 blocks of 16, max len 4096 → 1,082,496 tokens, 264.28x.
@@ -422,14 +456,27 @@ mod tests {
 
     #[test]
     fn die_on_first_request_is_die_after_zero() {
-        assert_eq!(cfg(&["m", "--die-on-first-request"]).die_after_requests, Some(0));
-        assert_eq!(cfg(&["m", "--die-after-requests", "3"]).die_after_requests, Some(3));
+        assert_eq!(
+            cfg(&["m", "--die-on-first-request"]).die_after_requests,
+            Some(0)
+        );
+        assert_eq!(
+            cfg(&["m", "--die-after-requests", "3"]).die_after_requests,
+            Some(3)
+        );
         assert_eq!(cfg(&["m"]).die_after_requests, None);
     }
 
     #[test]
     fn config_round_trips_through_the_environment_text() {
-        let c = cfg(&["m", "--served-model-name", "a", "b", "--vllm-version", "0.33"]);
+        let c = cfg(&[
+            "m",
+            "--served-model-name",
+            "a",
+            "b",
+            "--vllm-version",
+            "0.33",
+        ]);
         let back: ServeConfig = serde_json::from_str(&c.to_env()).unwrap();
         assert_eq!(back.served_names, vec!["a", "b"]);
         assert_eq!(back.release, Release::V033);

@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use super::config::{Escape, FailKind, ServeConfig, CHANNEL_FD, CONFIG_ENV, FD_ENV, PREEMPTION_LOG_ENV};
+use super::config::{
+    Escape, FailKind, ServeConfig, CHANNEL_FD, CONFIG_ENV, FD_ENV, PREEMPTION_LOG_ENV,
+};
 use super::failures;
 use super::gpu;
 use super::logline::{sites, Logger};
@@ -47,7 +49,10 @@ impl SignalPipe {
     }
 
     fn poll_fds(&self) -> Vec<PollFd<'_>> {
-        self.pipes.iter().map(|(_, r)| PollFd::new(r.as_fd(), PollFlags::POLLIN)).collect()
+        self.pipes
+            .iter()
+            .map(|(_, r)| PollFd::new(r.as_fd(), PollFlags::POLLIN))
+            .collect()
     }
 
     /// The first signal received since the last call, if any.
@@ -107,7 +112,10 @@ fn sleep_s(s: f64) {
 /// `inferlint sim engine-core`: runs until told to stop; returns the exit status.
 pub fn run_engine() -> anyhow::Result<i32> {
     let cfg = ServeConfig::from_env().map_err(anyhow::Error::msg)?;
-    let fd: RawFd = std::env::var(FD_ENV).ok().and_then(|s| s.parse().ok()).unwrap_or(CHANNEL_FD);
+    let fd: RawFd = std::env::var(FD_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(CHANNEL_FD);
     // Leave the API server's session or parentage before anything else (still single-threaded).
     match cfg.escape {
         Some(Escape::Setsid) => {
@@ -135,11 +143,16 @@ pub fn run_engine() -> anyhow::Result<i32> {
         &[libc::SIGTERM, libc::SIGINT]
     };
     let mut sigs = SignalPipe::new(signals)?;
-    sock.write_all(&encode(&ToApi::Hello { pid: std::process::id() }))?;
+    sock.write_all(&encode(&ToApi::Hello {
+        pid: std::process::id(),
+    }))?;
 
     let boot_start = mono_now();
     boot_lines(&log, &cfg)?;
-    let fail = cfg.fail_boot.filter(|k| *k != FailKind::EngineDead).or(cfg.pool_too_small().then_some(FailKind::KvCacheTooSmall));
+    let fail = cfg
+        .fail_boot
+        .filter(|k| *k != FailKind::EngineDead)
+        .or(cfg.pool_too_small().then_some(FailKind::KvCacheTooSmall));
     if let Some(kind) = fail {
         failures::print_engine_failure(&log, kind, &cfg);
         return Ok(1);
@@ -157,7 +170,9 @@ pub fn run_engine() -> anyhow::Result<i32> {
     let mut workers = spawn_workers(&cfg, &death_read)?;
     drop(death_read);
     finish_boot_lines(&log, &cfg, mono_now() - boot_start);
-    sock.write_all(&encode(&ToApi::Ready { num_gpu_blocks: cfg.num_gpu_blocks }))?;
+    sock.write_all(&encode(&ToApi::Ready {
+        num_gpu_blocks: cfg.num_gpu_blocks,
+    }))?;
 
     let code = Engine::new(cfg.clone(), log.clone(), sock).run(&mut sigs);
     if code.is_none() {
@@ -194,11 +209,19 @@ fn boot_lines(log: &Logger, cfg: &ServeConfig) -> anyhow::Result<()> {
         ),
     }
     sleep_s(share * 2.0);
-    log.info(s.weights, &format!("Loading weights took {:.2} seconds", share * 2.0 + 0.61));
+    log.info(
+        s.weights,
+        &format!("Loading weights took {:.2} seconds", share * 2.0 + 0.61),
+    );
     let load_gib = 1.12;
     let model_msg = match cfg.release {
-        super::config::Release::V028 | super::config::Release::V030 | super::config::Release::V033 => {
-            format!("Model loading took {load_gib} GiB memory and {:.6} seconds", share * 3.0 + 2.104566)
+        super::config::Release::V028
+        | super::config::Release::V030
+        | super::config::Release::V033 => {
+            format!(
+                "Model loading took {load_gib} GiB memory and {:.6} seconds",
+                share * 3.0 + 2.104566
+            )
         }
     };
     log.info(s.model_memory, &model_msg);
@@ -221,22 +244,34 @@ fn finish_boot_lines(log: &Logger, cfg: &ServeConfig, elapsed: f64) {
             log.info(site, "Estimated CUDA graph memory: 0.20 GiB total");
         }
     }
-    log.info(s.kv_memory, &format!("Available KV cache memory: {:.2} GiB", cfg.kv_cache_gib()));
+    log.info(
+        s.kv_memory,
+        &format!("Available KV cache memory: {:.2} GiB", cfg.kv_cache_gib()),
+    );
     if let Some(n) = cfg.num_gpu_blocks_override {
         let profiled = (8192 * 16 / cfg.block_size).max(n + 1);
-        log.info(s.blocks_override, &format!("Overriding num_gpu_blocks={profiled} with num_gpu_blocks_override={n}"));
+        log.info(
+            s.blocks_override,
+            &format!("Overriding num_gpu_blocks={profiled} with num_gpu_blocks_override={n}"),
+        );
     }
-    log.info(s.kv_size, &format!(
-        "GPU KV cache size: {} tokens, Maximum concurrency for {} tokens per request: {:.2}x",
-        crate::fmt::thousands(cfg.kv_cache_tokens() as i64),
-        crate::fmt::thousands(cfg.max_model_len as i64),
-        cfg.max_concurrency()
-    ));
+    log.info(
+        s.kv_size,
+        &format!(
+            "GPU KV cache size: {} tokens, Maximum concurrency for {} tokens per request: {:.2}x",
+            crate::fmt::thousands(cfg.kv_cache_tokens() as i64),
+            crate::fmt::thousands(cfg.max_model_len as i64),
+            cfg.max_concurrency()
+        ),
+    );
     sleep_s(share * 2.0);
     if cfg.enforce_eager {
         log.info(s.eager, "Cudagraph is disabled under eager mode");
     } else {
-        log.info(s.graphs, "Graph capturing finished in 1 secs, took 0.18 GiB");
+        log.info(
+            s.graphs,
+            "Graph capturing finished in 1 secs, took 0.18 GiB",
+        );
         if let Some(site) = s.graph_pool {
             log.info(site, "CUDA graph pool memory: 0.18 GiB (actual), 0.2 GiB (estimated), difference: 0.02 GiB (12.0%).");
         }
@@ -276,14 +311,26 @@ fn stop_workers(log: &Logger, workers: &mut [Child]) {
         return;
     }
     let s = sites(log.release);
-    log.info(s.executor[0], &format!("[shutdown] Executor: waiting for worker exit count={}", workers.len()));
+    log.info(
+        s.executor[0],
+        &format!(
+            "[shutdown] Executor: waiting for worker exit count={}",
+            workers.len()
+        ),
+    );
     for w in workers.iter() {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(w.id() as i32), nix::sys::signal::Signal::SIGTERM);
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(w.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
     }
     for w in workers.iter_mut() {
         let _ = w.wait();
     }
-    log.info(s.executor[1], "[shutdown] Executor: all workers exited gracefully");
+    log.info(
+        s.executor[1],
+        "[shutdown] Executor: all workers exited gracefully",
+    );
 }
 
 struct Engine {
@@ -305,9 +352,23 @@ impl Engine {
             max_num_seqs: cfg.max_num_seqs,
             max_num_batched_tokens: cfg.max_num_batched_tokens,
         });
-        let preemption_log = std::env::var_os(PREEMPTION_LOG_ENV)
-            .and_then(|p| std::fs::OpenOptions::new().create(true).append(true).open(p).ok());
-        Engine { cfg, log, sock, sock_open: true, inbuf: Vec::new(), sched, requests_seen: 0, preemption_log }
+        let preemption_log = std::env::var_os(PREEMPTION_LOG_ENV).and_then(|p| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .ok()
+        });
+        Engine {
+            cfg,
+            log,
+            sock,
+            sock_open: true,
+            inbuf: Vec::new(),
+            sched,
+            requests_seen: 0,
+            preemption_log,
+        }
     }
 
     /// The busy loop. Returns Some(exit status) when the engine ends by itself, None when a
@@ -335,7 +396,10 @@ impl Engine {
                     Err(_) => return Some(1),
                 }
                 let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
-                (fds.get(nsig).is_some_and(ready), fds[..nsig].iter().any(ready))
+                (
+                    fds.get(nsig).is_some_and(ready),
+                    fds[..nsig].iter().any(ready),
+                )
             };
             if sig_ready {
                 if let Some(sig) = sigs.take() {
@@ -380,22 +444,43 @@ impl Engine {
             // The API server is gone. Released vLLM does not notice (issue 55510); the
             // simulator copies that only with --orphan-engine.
             self.sock_open = false;
-            return if self.cfg.orphan_engine { None } else { Some(0) };
+            return if self.cfg.orphan_engine {
+                None
+            } else {
+                Some(0)
+            };
         }
         self.inbuf.extend_from_slice(&buf[..n]);
         let now = mono_now();
         let mut out = Outputs::default();
         for line in drain_lines(&mut self.inbuf) {
             match serde_json::from_slice::<ToEngine>(&line) {
-                Ok(ToEngine::Add { id, prompt, max_tokens, eos_after }) => {
-                    if self.cfg.die_after_requests.is_some_and(|limit| self.requests_seen >= limit) {
+                Ok(ToEngine::Add {
+                    id,
+                    prompt,
+                    max_tokens,
+                    eos_after,
+                }) => {
+                    if self
+                        .cfg
+                        .die_after_requests
+                        .is_some_and(|limit| self.requests_seen >= limit)
+                    {
                         // Let the API server answer (and log) the request before dying.
                         std::thread::sleep(Duration::from_millis(50));
                         failures::print_engine_fatal(&self.log);
                         return Some(1);
                     }
                     self.requests_seen += 1;
-                    self.sched.add(NewRequest { id, prompt_tokens: prompt, max_tokens, eos_after }, now);
+                    self.sched.add(
+                        NewRequest {
+                            id,
+                            prompt_tokens: prompt,
+                            max_tokens,
+                            eos_after,
+                        },
+                        now,
+                    );
                 }
                 Ok(ToEngine::Abort { id }) => self.sched.abort(id, &mut out),
                 Err(_) => {}
@@ -432,11 +517,33 @@ impl Engine {
 
     fn shutdown(&mut self, sig: i32) {
         let s = sites(self.log.release);
-        let mode = if self.cfg.shutdown_timeout > 0 { "drain" } else { "abort" };
-        self.log.info(s.engine_shutdown[0], &format!("[shutdown] EngineCore: trigger received signal={}", signal_name(sig)));
-        self.log.info(s.engine_shutdown[1], &format!("[shutdown] EngineCore: start mode={mode} timeout={}s", self.cfg.shutdown_timeout));
-        self.log.info(s.engine_shutdown[2], "[shutdown] EngineCore: request processing complete; starting resource teardown");
-        self.log.info(s.engine_shutdown[3], "[shutdown] EngineCore: exiting busy loop");
+        let mode = if self.cfg.shutdown_timeout > 0 {
+            "drain"
+        } else {
+            "abort"
+        };
+        self.log.info(
+            s.engine_shutdown[0],
+            &format!(
+                "[shutdown] EngineCore: trigger received signal={}",
+                signal_name(sig)
+            ),
+        );
+        self.log.info(
+            s.engine_shutdown[1],
+            &format!(
+                "[shutdown] EngineCore: start mode={mode} timeout={}s",
+                self.cfg.shutdown_timeout
+            ),
+        );
+        self.log.info(
+            s.engine_shutdown[2],
+            "[shutdown] EngineCore: request processing complete; starting resource teardown",
+        );
+        self.log.info(
+            s.engine_shutdown[3],
+            "[shutdown] EngineCore: exiting busy loop",
+        );
     }
 }
 
@@ -444,7 +551,10 @@ impl Engine {
 /// exits when its engine does (the death pipe on fd 3 reaches EOF) or on SIGTERM.
 pub fn run_worker() -> anyhow::Result<i32> {
     let cfg = ServeConfig::from_env().map_err(anyhow::Error::msg)?;
-    let rank: u32 = std::env::var(RANK_ENV).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let rank: u32 = std::env::var(RANK_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     let title = format!("VLLM::Worker_TP{rank}");
     os::rename(&title);
     let log = Logger::new(cfg.release, &format!("Worker_TP{rank}"));
@@ -472,7 +582,10 @@ pub fn run_worker() -> anyhow::Result<i32> {
             return Ok(0);
         }
         if death_ready {
-            log.info(sites(cfg.release).worker_parent_exit, "Parent process exited, terminating worker queues");
+            log.info(
+                sites(cfg.release).worker_parent_exit,
+                "Parent process exited, terminating worker queues",
+            );
             return Ok(0);
         }
     }

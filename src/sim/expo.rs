@@ -15,7 +15,11 @@ pub fn py_repr(x: f64) -> String {
         return if x > 0.0 { "inf".into() } else { "-inf".into() };
     }
     if x == 0.0 {
-        return if x.is_sign_negative() { "-0.0".into() } else { "0.0".into() };
+        return if x.is_sign_negative() {
+            "-0.0".into()
+        } else {
+            "0.0".into()
+        };
     }
     // Rust's `{:e}` prints the shortest round-trip digits: "1.795961685840465e9".
     let e = format!("{:e}", x.abs());
@@ -30,14 +34,22 @@ pub fn py_repr(x: f64) -> String {
             if n <= int_len {
                 format!("{}{}.0", digits, "0".repeat((int_len - n) as usize))
             } else {
-                format!("{}.{}", &digits[..int_len as usize], &digits[int_len as usize..])
+                format!(
+                    "{}.{}",
+                    &digits[..int_len as usize],
+                    &digits[int_len as usize..]
+                )
             }
         } else {
             format!("0.{}{}", "0".repeat((-exp - 1) as usize), digits)
         };
         format!("{sign}{body}")
     } else {
-        let m = if digits.len() == 1 { digits.clone() } else { format!("{}.{}", &digits[..1], &digits[1..]) };
+        let m = if digits.len() == 1 {
+            digits.clone()
+        } else {
+            format!("{}.{}", &digits[..1], &digits[1..])
+        };
         let es = if exp < 0 { "-" } else { "+" };
         format!("{sign}{m}e{es}{:02}", exp.abs())
     }
@@ -68,7 +80,9 @@ pub fn go_float(x: f64) -> String {
 }
 
 fn escape_label(v: &str) -> String {
-    v.replace('\\', r"\\").replace('\n', r"\n").replace('"', "\\\"")
+    v.replace('\\', r"\\")
+        .replace('\n', r"\n")
+        .replace('"', "\\\"")
 }
 
 fn escape_help(v: &str) -> String {
@@ -110,7 +124,11 @@ pub struct Family {
 impl Family {
     pub fn new(name: &str, help: &str, kind: Kind, label_names: &[&str]) -> Family {
         // prometheus_client strips a counter's `_total` and adds it back on the wire.
-        let name = if kind == Kind::Counter { name.trim_end_matches("_total") } else { name };
+        let name = if kind == Kind::Counter {
+            name.trim_end_matches("_total")
+        } else {
+            name
+        };
         Family {
             name: name.to_string(),
             help: help.to_string(),
@@ -122,7 +140,12 @@ impl Family {
 
     /// The child with these label values (in `label_names` order), created now if new.
     pub fn child(&mut self, values: &[&str], now_unix: f64) -> &mut Child {
-        if let Some(i) = self.children.iter().position(|c| c.label_values.iter().map(String::as_str).eq(values.iter().copied())) {
+        if let Some(i) = self.children.iter().position(|c| {
+            c.label_values
+                .iter()
+                .map(String::as_str)
+                .eq(values.iter().copied())
+        }) {
             return &mut self.children[i];
         }
         let nb = match &self.kind {
@@ -156,8 +179,12 @@ impl Family {
     }
 
     fn labels(&self, c: &Child, extra: Option<(&str, &str)>) -> String {
-        let mut pairs: Vec<(&str, String)> =
-            self.label_names.iter().map(String::as_str).zip(c.label_values.iter().map(|v| escape_label(v))).collect();
+        let mut pairs: Vec<(&str, String)> = self
+            .label_names
+            .iter()
+            .map(String::as_str)
+            .zip(c.label_values.iter().map(|v| escape_label(v)))
+            .collect();
         if let Some((k, v)) = extra {
             pairs.push((k, v.to_string()));
         }
@@ -177,7 +204,12 @@ impl Family {
             Kind::Counter => {
                 let _ = writeln!(out, "# HELP {n}_total {help}\n# TYPE {n}_total counter");
                 for c in &self.children {
-                    let _ = writeln!(out, "{n}_total{} {}", self.labels(c, None), go_float(c.value));
+                    let _ = writeln!(
+                        out,
+                        "{n}_total{} {}",
+                        self.labels(c, None),
+                        go_float(c.value)
+                    );
                 }
             }
             Kind::Gauge => {
@@ -193,25 +225,47 @@ impl Family {
                     let mut cum = 0;
                     for (i, b) in c.buckets.iter().enumerate() {
                         cum += b;
-                        let le = bounds.get(i).map_or_else(|| "+Inf".to_string(), |x| go_float(*x));
-                        let _ = writeln!(out, "{n}_bucket{} {}", self.labels(c, Some(("le", &le))), go_float(cum as f64));
+                        let le = bounds
+                            .get(i)
+                            .map_or_else(|| "+Inf".to_string(), |x| go_float(*x));
+                        let _ = writeln!(
+                            out,
+                            "{n}_bucket{} {}",
+                            self.labels(c, Some(("le", &le))),
+                            go_float(cum as f64)
+                        );
                     }
                     let l = self.labels(c, None);
-                    let _ = writeln!(out, "{n}_count{l} {}\n{n}_sum{l} {}", go_float(c.count as f64), go_float(c.sum));
+                    let _ = writeln!(
+                        out,
+                        "{n}_count{l} {}\n{n}_sum{l} {}",
+                        go_float(c.count as f64),
+                        go_float(c.sum)
+                    );
                 }
             }
             Kind::Summary => {
                 let _ = writeln!(out, "# HELP {n} {help}\n# TYPE {n} summary");
                 for c in &self.children {
                     let l = self.labels(c, None);
-                    let _ = writeln!(out, "{n}_count{l} {}\n{n}_sum{l} {}", go_float(c.count as f64), go_float(c.sum));
+                    let _ = writeln!(
+                        out,
+                        "{n}_count{l} {}\n{n}_sum{l} {}",
+                        go_float(c.count as f64),
+                        go_float(c.sum)
+                    );
                 }
             }
         }
         if created {
             let _ = writeln!(out, "# HELP {n}_created {help}\n# TYPE {n}_created gauge");
             for c in &self.children {
-                let _ = writeln!(out, "{n}_created{} {}", self.labels(c, None), go_float(c.created));
+                let _ = writeln!(
+                    out,
+                    "{n}_created{} {}",
+                    self.labels(c, None),
+                    go_float(c.created)
+                );
             }
         }
     }
@@ -264,7 +318,12 @@ mod tests {
 
     #[test]
     fn counters_render_total_and_created_with_sorted_labels() {
-        let mut f = Family::new("vllm:num_preemptions", "Cumulative number of preemption from the engine.", Kind::Counter, &["model_name", "engine"]);
+        let mut f = Family::new(
+            "vllm:num_preemptions",
+            "Cumulative number of preemption from the engine.",
+            Kind::Counter,
+            &["model_name", "engine"],
+        );
         f.child(&["m", "0"], 1.7959616858404996e9).value = 22.0;
         let mut s = String::new();
         f.render(&mut s, true);
@@ -281,18 +340,38 @@ mod tests {
 
     #[test]
     fn histograms_render_cumulative_buckets_then_count_then_sum() {
-        let mut f = Family::new("vllm:request_params_n", "Histogram of the n request parameter.", Kind::Histogram(vec![1.0, 2.0, 5.0, 10.0, 20.0]), &["model_name", "engine"]);
+        let mut f = Family::new(
+            "vllm:request_params_n",
+            "Histogram of the n request parameter.",
+            Kind::Histogram(vec![1.0, 2.0, 5.0, 10.0, 20.0]),
+            &["model_name", "engine"],
+        );
         f.observe(&["m", "0"], 1.0, 1.0);
         f.observe(&["m", "0"], 7.0, 1.0);
         f.observe(&["m", "0"], 70.0, 1.0);
         let mut s = String::new();
         f.render(&mut s, false);
         let lines: Vec<&str> = s.lines().collect();
-        assert_eq!(lines[2], "vllm:request_params_n_bucket{engine=\"0\",le=\"1.0\",model_name=\"m\"} 1.0");
-        assert_eq!(lines[5], "vllm:request_params_n_bucket{engine=\"0\",le=\"10.0\",model_name=\"m\"} 2.0");
-        assert_eq!(lines[7], "vllm:request_params_n_bucket{engine=\"0\",le=\"+Inf\",model_name=\"m\"} 3.0");
-        assert_eq!(lines[8], "vllm:request_params_n_count{engine=\"0\",model_name=\"m\"} 3.0");
-        assert_eq!(lines[9], "vllm:request_params_n_sum{engine=\"0\",model_name=\"m\"} 78.0");
+        assert_eq!(
+            lines[2],
+            "vllm:request_params_n_bucket{engine=\"0\",le=\"1.0\",model_name=\"m\"} 1.0"
+        );
+        assert_eq!(
+            lines[5],
+            "vllm:request_params_n_bucket{engine=\"0\",le=\"10.0\",model_name=\"m\"} 2.0"
+        );
+        assert_eq!(
+            lines[7],
+            "vllm:request_params_n_bucket{engine=\"0\",le=\"+Inf\",model_name=\"m\"} 3.0"
+        );
+        assert_eq!(
+            lines[8],
+            "vllm:request_params_n_count{engine=\"0\",model_name=\"m\"} 3.0"
+        );
+        assert_eq!(
+            lines[9],
+            "vllm:request_params_n_sum{engine=\"0\",model_name=\"m\"} 78.0"
+        );
         assert_eq!(lines.len(), 10);
     }
 
@@ -308,7 +387,10 @@ mod tests {
 
     #[test]
     fn one_two_five_buckets_stop_at_the_model_length() {
-        assert_eq!(buckets_1_2_5(4096), vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0]);
+        assert_eq!(
+            buckets_1_2_5(4096),
+            vec![1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0, 2000.0]
+        );
         assert_eq!(*buckets_1_2_5(16384).last().unwrap(), 10000.0);
     }
 }

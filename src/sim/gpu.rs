@@ -46,8 +46,14 @@ impl Drop for HoldGuard {
 pub fn hold(dir: &Path, mib: u64, gpu: u32) -> std::io::Result<HoldGuard> {
     std::fs::create_dir_all(dir)?;
     let pid = std::process::id();
-    let start_time = os::start_time(pid).ok_or_else(|| std::io::Error::other("cannot read /proc/self/stat"))?;
-    let h = Holding { pid, start_time, mib, gpu };
+    let start_time =
+        os::start_time(pid).ok_or_else(|| std::io::Error::other("cannot read /proc/self/stat"))?;
+    let h = Holding {
+        pid,
+        start_time,
+        mib,
+        gpu,
+    };
     let path = dir.join(format!("holding-{pid}.json"));
     let tmp = dir.join(format!(".holding-{pid}.json.tmp"));
     std::fs::write(&tmp, serde_json::to_vec(&h).expect("holding serialises"))?;
@@ -57,7 +63,9 @@ pub fn hold(dir: &Path, mib: u64, gpu: u32) -> std::io::Result<HoldGuard> {
 
 /// Every holding in `dir` whose process is still the one that wrote it.
 pub fn sim_gpu_holdings(dir: &Path) -> Vec<Holding> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut out: Vec<Holding> = entries
         .filter_map(|e| {
             let e = e.ok()?;
@@ -76,7 +84,10 @@ pub fn sim_gpu_holdings(dir: &Path) -> Vec<Holding> {
 
 /// `(pid, MiB)` of every live holder in `dir` (the GPU reader's view of the simulated card).
 pub fn sim_gpu_readings(dir: &Path) -> Vec<(u32, u64)> {
-    sim_gpu_holdings(dir).into_iter().map(|h| (h.pid, h.mib)).collect()
+    sim_gpu_holdings(dir)
+        .into_iter()
+        .map(|h| (h.pid, h.mib))
+        .collect()
 }
 
 #[cfg(test)]
@@ -87,14 +98,35 @@ mod tests {
     fn a_live_holder_counts_and_a_stale_file_does_not() {
         let dir = tempfile::tempdir().unwrap();
         let guard = hold(dir.path(), 1234, 0).unwrap();
-        assert_eq!(sim_gpu_readings(dir.path()), vec![(std::process::id(), 1234)]);
+        assert_eq!(
+            sim_gpu_readings(dir.path()),
+            vec![(std::process::id(), 1234)]
+        );
         // Same pid, another start time: a recycled pid, not the holder.
         let me = std::process::id();
-        let stale = Holding { pid: me, start_time: os::start_time(me).unwrap() + 1, mib: 99, gpu: 0 };
-        std::fs::write(dir.path().join("holding-stale.json"), serde_json::to_vec(&stale).unwrap()).unwrap();
+        let stale = Holding {
+            pid: me,
+            start_time: os::start_time(me).unwrap() + 1,
+            mib: 99,
+            gpu: 0,
+        };
+        std::fs::write(
+            dir.path().join("holding-stale.json"),
+            serde_json::to_vec(&stale).unwrap(),
+        )
+        .unwrap();
         // A pid that does not exist.
-        let gone = Holding { pid: u32::MAX - 7, start_time: 1, mib: 5, gpu: 1 };
-        std::fs::write(dir.path().join("holding-gone.json"), serde_json::to_vec(&gone).unwrap()).unwrap();
+        let gone = Holding {
+            pid: u32::MAX - 7,
+            start_time: 1,
+            mib: 5,
+            gpu: 1,
+        };
+        std::fs::write(
+            dir.path().join("holding-gone.json"),
+            serde_json::to_vec(&gone).unwrap(),
+        )
+        .unwrap();
         std::fs::write(dir.path().join("holding-garbage.json"), b"\x00not json").unwrap();
         assert_eq!(sim_gpu_readings(dir.path()), vec![(me, 1234)]);
         drop(guard);

@@ -34,7 +34,11 @@ pub struct Logger {
 
 impl Logger {
     pub fn new(release: Release, process: &str) -> Logger {
-        Logger { release, process: process.to_string(), pid: std::process::id() }
+        Logger {
+            release,
+            process: process.to_string(),
+            pid: std::process::id(),
+        }
     }
 
     fn prefix(&self) -> String {
@@ -103,7 +107,9 @@ impl Logger {
 
     /// uvicorn's access line, on stdout.
     pub fn access(&self, peer: &str, method: &str, path: &str, status: u16, reason: &str) {
-        write_stdout(&self.decorate(&format!("INFO:     {peer} - \"{method} {path} HTTP/1.1\" {status} {reason}")));
+        write_stdout(&self.decorate(&format!(
+            "INFO:     {peer} - \"{method} {path} HTTP/1.1\" {status} {reason}"
+        )));
     }
 }
 
@@ -201,12 +207,29 @@ static V028: Sites = Sites {
     fail_start: "core.py:1346",
     fatal: "core.py:1348",
     output_handler: "async_llm.py:744",
-    api_shutdown: ["launcher.py:114", "launcher.py:130", "launcher.py:139", "launcher.py:142", "launcher.py:163"],
-    client: ["core_client.py:689", "core_client.py:691", "core_client.py:693", "core_client.py:694", "core_client.py:696"],
+    api_shutdown: [
+        "launcher.py:114",
+        "launcher.py:130",
+        "launcher.py:139",
+        "launcher.py:142",
+        "launcher.py:163",
+    ],
+    client: [
+        "core_client.py:689",
+        "core_client.py:691",
+        "core_client.py:693",
+        "core_client.py:694",
+        "core_client.py:696",
+    ],
     client_unexpected: "core_client.py:736",
     procman: ["utils.py:615", "utils.py:635", "utils.py:640"],
     subprocess_kill: "system_utils.py:221",
-    engine_shutdown: ["core.py:1329", "core.py:1465", "core.py:1496", "core.py:1342"],
+    engine_shutdown: [
+        "core.py:1329",
+        "core.py:1465",
+        "core.py:1496",
+        "core.py:1342",
+    ],
     executor: ["multiproc_executor.py:463", "multiproc_executor.py:470"],
     worker_parent_exit: "multiproc_executor.py:827",
 };
@@ -244,12 +267,29 @@ static V030: Sites = Sites {
     fail_start: "core.py:1366",
     fatal: "core.py:1368",
     output_handler: "async_llm.py:843",
-    api_shutdown: ["launcher.py:129", "launcher.py:145", "launcher.py:154", "launcher.py:157", "launcher.py:179"],
-    client: ["core_client.py:744", "core_client.py:746", "core_client.py:748", "core_client.py:749", "core_client.py:751"],
+    api_shutdown: [
+        "launcher.py:129",
+        "launcher.py:145",
+        "launcher.py:154",
+        "launcher.py:157",
+        "launcher.py:179",
+    ],
+    client: [
+        "core_client.py:744",
+        "core_client.py:746",
+        "core_client.py:748",
+        "core_client.py:749",
+        "core_client.py:751",
+    ],
     client_unexpected: "core_client.py:791",
     procman: ["utils.py:632", "utils.py:652", "utils.py:657"],
     subprocess_kill: "system_utils.py:223",
-    engine_shutdown: ["core.py:1342", "core.py:1493", "core.py:1524", "core.py:1355"],
+    engine_shutdown: [
+        "core.py:1342",
+        "core.py:1493",
+        "core.py:1524",
+        "core.py:1355",
+    ],
     executor: ["multiproc_executor.py:471", "multiproc_executor.py:478"],
     worker_parent_exit: "multiproc_executor.py:835",
 };
@@ -287,12 +327,29 @@ static V033: Sites = Sites {
     fail_start: "core.py:1510",
     fatal: "core.py:1512",
     output_handler: "async_llm.py:906",
-    api_shutdown: ["launcher.py:254", "launcher.py:270", "launcher.py:279", "launcher.py:282", "launcher.py:304"],
-    client: ["core_client.py:770", "core_client.py:772", "core_client.py:774", "core_client.py:775", "core_client.py:777"],
+    api_shutdown: [
+        "launcher.py:254",
+        "launcher.py:270",
+        "launcher.py:279",
+        "launcher.py:282",
+        "launcher.py:304",
+    ],
+    client: [
+        "core_client.py:770",
+        "core_client.py:772",
+        "core_client.py:774",
+        "core_client.py:775",
+        "core_client.py:777",
+    ],
     client_unexpected: "core_client.py:817",
     procman: ["utils.py:628", "utils.py:648", "utils.py:653"],
     subprocess_kill: "system_utils.py:225",
-    engine_shutdown: ["core.py:1454", "core.py:1635", "core.py:1666", "core.py:1499"],
+    engine_shutdown: [
+        "core.py:1454",
+        "core.py:1635",
+        "core.py:1666",
+        "core.py:1499",
+    ],
     executor: ["multiproc_executor.py:479", "multiproc_executor.py:486"],
     worker_parent_exit: "multiproc_executor.py:843",
 };
@@ -319,23 +376,48 @@ mod tests {
 
     #[test]
     fn a_multi_line_message_repeats_the_header() {
-        let l = Logger { release: Release::V028, process: "APIServer".into(), pid: 821 };
+        let l = Logger {
+            release: Release::V028,
+            process: "APIServer".into(),
+            pid: 821,
+        };
         let text = l.format(Level::Info, "api_utils.py:333", &logo("0.28.0", "m"));
         let lines: Vec<&str> = text.split('\n').collect();
         assert_eq!(lines.len(), 7, "six lines and the final newline: {text:?}");
         assert!(lines[0].starts_with("(APIServer pid=821) INFO "));
         assert!(lines[0].ends_with(" [api_utils.py:333] "));
         assert!(lines[2].ends_with("█ ▀▄▀ █  version 0.28.0"));
-        let l33 = Logger { release: Release::V033, ..l };
-        assert_eq!(l33.format(Level::Info, "startup.py:38", "a\nb").matches("\r\n").count(), 1);
+        let l33 = Logger {
+            release: Release::V033,
+            ..l
+        };
+        assert_eq!(
+            l33.format(Level::Info, "startup.py:38", "a\nb")
+                .matches("\r\n")
+                .count(),
+            1
+        );
     }
 
     #[test]
     fn third_party_output_is_prefixed_before_033_only() {
-        let l = Logger { release: Release::V030, process: "APIServer".into(), pid: 5 };
-        assert_eq!(l.decorate("INFO:     Shutting down"), "(APIServer pid=5) INFO:     Shutting down\n");
-        let l = Logger { release: Release::V033, ..l };
-        assert_eq!(l.decorate("INFO:     Shutting down"), "INFO:     Shutting down\n");
+        let l = Logger {
+            release: Release::V030,
+            process: "APIServer".into(),
+            pid: 5,
+        };
+        assert_eq!(
+            l.decorate("INFO:     Shutting down"),
+            "(APIServer pid=5) INFO:     Shutting down\n"
+        );
+        let l = Logger {
+            release: Release::V033,
+            ..l
+        };
+        assert_eq!(
+            l.decorate("INFO:     Shutting down"),
+            "INFO:     Shutting down\n"
+        );
     }
 
     #[test]

@@ -9,15 +9,15 @@
 //! The simulator shares no code with the checks: they judge its output as they would judge a
 //! real server's.
 
+pub mod api;
+pub mod bench;
 pub mod config;
-pub mod sched;
+pub mod engine;
 pub mod expo;
-pub mod metrics;
 pub mod failures;
 pub mod gpu;
 pub mod logline;
+pub mod metrics;
 pub mod os;
 pub mod proto;
-pub mod api;
-pub mod bench;
-pub mod engine;
+pub mod sched;

@@ -5,14 +5,20 @@ use std::fs;
 
 /// Seconds on CLOCK_MONOTONIC, which every process on the machine shares.
 pub fn mono_now() -> f64 {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: clock_gettime writes into the timespec we pass.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
     t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
 }
 
 pub fn unix_now() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0)
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
 }
 
 /// The fields of /proc/PID/stat after the command name (field 3 onwards); the name may hold
@@ -46,7 +52,9 @@ pub fn parent_of(pid: u32) -> Option<u32> {
 
 /// The live children of `pid`, found by scanning /proc.
 pub fn children_of(pid: u32) -> Vec<u32> {
-    let Ok(dir) = fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&p| parent_of(p) == Some(pid) && is_alive(p))
         .collect()
@@ -65,7 +73,9 @@ pub fn set_comm(name: &str) {
 /// Rewrites this process's argument area as setproctitle does: the title, then NULs to the
 /// end, so `/proc/PID/cmdline` reads as the title alone. Call it after the arguments are parsed.
 pub fn set_title(title: &str) {
-    let Some(fields) = stat_fields(std::process::id()) else { return };
+    let Some(fields) = stat_fields(std::process::id()) else {
+        return;
+    };
     let (Some(start), Some(end)) = (
         stat_field(&fields, 48).and_then(|s| s.parse::<usize>().ok()),
         stat_field(&fields, 49).and_then(|s| s.parse::<usize>().ok()),

@@ -9,17 +9,28 @@ use super::sched::Finished;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
 pub enum ToEngine {
-    Add { id: u64, prompt: u32, max_tokens: u32, eos_after: Option<u32> },
-    Abort { id: u64 },
+    Add {
+        id: u64,
+        prompt: u32,
+        max_tokens: u32,
+        eos_after: Option<u32>,
+    },
+    Abort {
+        id: u64,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "t", rename_all = "snake_case")]
 pub enum ToApi {
     /// Sent first: the engine's own pid (it differs from the spawned child's with double-fork).
-    Hello { pid: u32 },
+    Hello {
+        pid: u32,
+    },
     /// The engine has sized its KV pool and is serving.
-    Ready { num_gpu_blocks: u32 },
+    Ready {
+        num_gpu_blocks: u32,
+    },
     Out(Batch),
 }
 
@@ -60,7 +71,12 @@ mod tests {
 
     #[test]
     fn messages_round_trip_and_partial_lines_wait() {
-        let a = ToEngine::Add { id: 3, prompt: 88, max_tokens: 1000, eos_after: None };
+        let a = ToEngine::Add {
+            id: 3,
+            prompt: 88,
+            max_tokens: 1000,
+            eos_after: None,
+        };
         let mut buf = encode(&a);
         buf.extend_from_slice(b"{\"t\":\"abo");
         let lines = drain_lines(&mut buf);
@@ -69,7 +85,10 @@ mod tests {
         assert_eq!(buf, b"{\"t\":\"abo");
         buf.extend_from_slice(b"rt\",\"id\":3}\n");
         let lines = drain_lines(&mut buf);
-        assert_eq!(serde_json::from_slice::<ToEngine>(&lines[0]).unwrap(), ToEngine::Abort { id: 3 });
+        assert_eq!(
+            serde_json::from_slice::<ToEngine>(&lines[0]).unwrap(),
+            ToEngine::Abort { id: 3 }
+        );
         assert!(buf.is_empty());
     }
 }

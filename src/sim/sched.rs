@@ -150,7 +150,13 @@ pub struct Scheduler {
 
 impl Scheduler {
     pub fn new(cfg: SchedConfig) -> Scheduler {
-        Scheduler { cfg, free_blocks: cfg.usable_blocks, running: Vec::new(), waiting: VecDeque::new(), preemptions_total: 0 }
+        Scheduler {
+            cfg,
+            free_blocks: cfg.usable_blocks,
+            running: Vec::new(),
+            waiting: VecDeque::new(),
+            preemptions_total: 0,
+        }
     }
 
     pub fn add(&mut self, r: NewRequest, now: f64) {
@@ -282,7 +288,9 @@ impl Scheduler {
         // vLLM admits waiting requests only in steps without a preemption.
         if !preempted_any {
             while budget > 0 && (self.running.len() as u32) < self.cfg.max_num_seqs {
-                let Some(front) = self.waiting.front() else { break };
+                let Some(front) = self.waiting.front() else {
+                    break;
+                };
                 let want = (front.num_tokens() - front.computed).min(budget);
                 let need = self.blocks_for(front.computed + want);
                 let mut r = self.waiting.pop_front().expect("front exists");
@@ -301,7 +309,9 @@ impl Scheduler {
         let mut step_tokens = 0;
         let mut done = Vec::new();
         for (id, want) in scheduled {
-            let Some(pos) = self.running.iter().position(|r| r.id == id) else { continue };
+            let Some(pos) = self.running.iter().position(|r| r.id == id) else {
+                continue;
+            };
             let r = &mut self.running[pos];
             r.computed += want;
             step_tokens += want;
@@ -333,11 +343,24 @@ mod tests {
     use super::*;
 
     fn sched(blocks: u32, bs: u32, seqs: u32) -> Scheduler {
-        Scheduler::new(SchedConfig { usable_blocks: blocks - 1, block_size: bs, max_num_seqs: seqs, max_num_batched_tokens: 8192 })
+        Scheduler::new(SchedConfig {
+            usable_blocks: blocks - 1,
+            block_size: bs,
+            max_num_seqs: seqs,
+            max_num_batched_tokens: 8192,
+        })
     }
 
     fn add(s: &mut Scheduler, id: u64, prompt: u32, max: u32) {
-        s.add(NewRequest { id, prompt_tokens: prompt, max_tokens: max, eos_after: None }, 0.0);
+        s.add(
+            NewRequest {
+                id,
+                prompt_tokens: prompt,
+                max_tokens: max,
+                eos_after: None,
+            },
+            0.0,
+        );
     }
 
     #[test]
@@ -355,7 +378,7 @@ mod tests {
         assert_eq!(s.running_blocks(), vec![2]); // 32 computed tokens
         s.step(0.3, &mut out);
         assert_eq!(s.running_blocks(), vec![3]); // 33rd token
-        // Usage counts out of num_gpu_blocks − 1.
+                                                 // Usage counts out of num_gpu_blocks − 1.
         assert!((s.kv_usage() - 3.0 / 10.0).abs() < 1e-12);
     }
 
@@ -408,7 +431,10 @@ mod tests {
         let total: u32 = out.tokens.iter().map(|&(_, n)| n).sum();
         assert_eq!(total, 12, "each request generates exactly max_tokens");
         assert_eq!(out.finished.len(), 2);
-        assert!(out.finished.iter().all(|f| f.reason == Finish::Length && f.output_tokens == 6));
+        assert!(out
+            .finished
+            .iter()
+            .all(|f| f.reason == Finish::Length && f.output_tokens == 6));
         let preempted: u32 = out.finished.iter().map(|f| f.num_preemptions).sum();
         assert_eq!(preempted as usize, out.preempted.len());
         assert!(!out.preempted.is_empty());
@@ -443,7 +469,15 @@ mod tests {
     #[test]
     fn eos_ends_a_request_with_stop() {
         let mut s = sched(100, 16, 8);
-        s.add(NewRequest { id: 7, prompt_tokens: 3, max_tokens: 10, eos_after: Some(4) }, 0.0);
+        s.add(
+            NewRequest {
+                id: 7,
+                prompt_tokens: 3,
+                max_tokens: 10,
+                eos_after: Some(4),
+            },
+            0.0,
+        );
         let mut out = Outputs::default();
         for k in 0..10 {
             s.step(k as f64, &mut out);
@@ -468,12 +502,20 @@ mod tests {
 
     #[test]
     fn long_prompts_are_prefilled_in_chunks_of_the_token_budget() {
-        let mut s = Scheduler::new(SchedConfig { usable_blocks: 100, block_size: 16, max_num_seqs: 8, max_num_batched_tokens: 64 });
+        let mut s = Scheduler::new(SchedConfig {
+            usable_blocks: 100,
+            block_size: 16,
+            max_num_seqs: 8,
+            max_num_batched_tokens: 64,
+        });
         add(&mut s, 1, 150, 2);
         let mut out = Outputs::default();
         s.step(0.0, &mut out);
         s.step(0.1, &mut out);
-        assert!(out.tokens.is_empty(), "no token before the prompt is computed");
+        assert!(
+            out.tokens.is_empty(),
+            "no token before the prompt is computed"
+        );
         assert_eq!(s.used_blocks(), 8); // 128 tokens
         s.step(0.2, &mut out);
         assert_eq!(out.tokens, vec![(1, 1)]);

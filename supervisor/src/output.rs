@@ -1,10 +1,11 @@
 //! Output pipes that never block the server.
 //!
 //! One thread per pipe reads as fast as the kernel delivers: raw bytes go to the raw log file
-//! first (nothing is lost even when nobody consumes lines), then the bytes are split into lines
-//! — `\n`, `\r` (progress bars redraw with it) and `\r\n` end a line — capped at a maximum
-//! length, and offered to a bounded channel. A full channel drops the line and counts it; it
-//! never stalls the reader. Reading continues through the whole teardown until end of file,
+//! first (nothing is lost even when nobody consumes lines) and are handed, without waiting, to
+//! a second thread that splits them into lines — `\n`, `\r` (progress bars redraw with it) and
+//! `\r\n` end a line — capped at a maximum length, and offers them to a bounded channel. A full
+//! channel (or a line thread that falls behind) drops lines and counts them; nothing ever
+//! stalls the reader, so the server never blocks on a full pipe. Reading continues through the whole teardown until end of file,
 //! which is itself part of the verification (a pipe still open after the tree is gone means a
 //! process outside it holds the pipe).
 
@@ -111,25 +112,35 @@ impl LineSplitter {
     /// Feeds bytes; calls `emit(text, truncated)` for every complete line.
     pub fn feed(&mut self, bytes: &[u8], mut emit: impl FnMut(&[u8], bool)) {
         let mut start = 0;
-        for (i, &b) in bytes.iter().enumerate() {
-            if b == b'\n' || b == b'\r' {
-                if b == b'\n' && self.after_cr && i == start && self.cur.is_empty() {
-                    // The `\n` of a `\r\n`: the line already ended at the `\r`.
-                    self.after_cr = false;
-                    start = i + 1;
-                    continue;
+        for i in memchr::memchr2_iter(b'\n', b'\r', bytes) {
+            let b = bytes[i];
+            if b == b'\n' && self.after_cr && i == start && self.cur.is_empty() {
+                // The `\n` of a `\r\n`: the line already ended at the `\r`.
+                self.after_cr = false;
+                start = i + 1;
+                continue;
+            }
+            let seg = &bytes[start..i];
+            if self.cur.is_empty() && !self.overflow {
+                // The whole line is in this chunk: no copy.
+                if seg.len() > self.max {
+                    emit(&seg[..self.max], true);
+                } else {
+                    emit(seg, false);
                 }
-                self.push(&bytes[start..i]);
+            } else {
+                self.push(seg);
                 emit(&self.cur, self.overflow);
                 self.cur.clear();
                 self.overflow = false;
-                self.after_cr = b == b'\r';
-                start = i + 1;
-            } else {
-                self.after_cr = false;
             }
+            self.after_cr = b == b'\r';
+            start = i + 1;
         }
-        self.push(&bytes[start..]);
+        if start < bytes.len() {
+            self.after_cr = false;
+            self.push(&bytes[start..]);
+        }
     }
 
     /// The unterminated rest, at end of file.
@@ -155,7 +166,20 @@ impl LineSplitter {
 /// The raw log shared by both pumps.
 pub type RawSink = Arc<Mutex<File>>;
 
-/// Starts a pump thread on `fd`.
+/// Chunks of output between the reader and the line splitter.
+enum Chunk {
+    Data(Vec<u8>),
+    /// Chunks were dropped here: the line in progress is incomplete.
+    Gap,
+}
+
+/// How many chunks (of up to 256 KiB) may wait for the line splitter.
+const CHUNK_QUEUE: usize = 64;
+
+/// Starts a pump on `fd`: a reader thread that only reads, appends to the raw log and hands
+/// the bytes on (it never waits for anyone, so the pipe is always drained at the speed of a
+/// memory copy), and a line thread that splits and offers lines. When the line thread falls
+/// behind, whole chunks skip it; their lines are counted as dropped.
 pub fn spawn_pump(
     fd: OwnedFd,
     stream: Stream,
@@ -164,13 +188,21 @@ pub fn spawn_pump(
     stats: Arc<PumpStats>,
     max_line_bytes: usize,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name(format!("pump-{stream:?}").to_lowercase())
+    let (chunk_tx, chunk_rx) = std::sync::mpsc::sync_channel::<Chunk>(CHUNK_QUEUE);
+    let line_stats = stats.clone();
+    let line_thread = std::thread::Builder::new()
+        .name(format!("lines-{stream:?}").to_lowercase())
         .spawn(move || {
+            let stats = line_stats;
             let mut split = LineSplitter::new(max_line_bytes);
-            let mut buf = vec![0u8; 256 * 1024];
+            let mut skipping = false;
             let mut offer = |text: &[u8], truncated: bool| {
                 stats.lines.fetch_add(1, Ordering::Relaxed);
+                if tx.capacity() == 0 {
+                    // Behind consumer: drop without building the line.
+                    stats.dropped.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
                 let line = OutputLine {
                     stream,
                     text: String::from_utf8_lossy(text).into_owned(),
@@ -180,6 +212,38 @@ pub fn spawn_pump(
                     stats.dropped.fetch_add(1, Ordering::Relaxed);
                 }
             };
+            for chunk in chunk_rx {
+                match chunk {
+                    Chunk::Gap => {
+                        split = LineSplitter::new(max_line_bytes);
+                        skipping = true;
+                    }
+                    Chunk::Data(bytes) => {
+                        let mut from = 0;
+                        if skipping {
+                            // The rest of a line whose beginning was dropped.
+                            match memchr::memchr2(b'\n', b'\r', &bytes) {
+                                Some(i) => {
+                                    from = i + 1;
+                                    skipping = false;
+                                    stats.dropped.fetch_add(1, Ordering::Relaxed);
+                                }
+                                None => continue,
+                            }
+                        }
+                        split.feed(&bytes[from..], &mut offer);
+                    }
+                }
+            }
+            if !skipping {
+                split.finish(&mut offer);
+            }
+        })?;
+    std::thread::Builder::new()
+        .name(format!("pump-{stream:?}").to_lowercase())
+        .spawn(move || {
+            let mut buf = vec![0u8; 256 * 1024];
+            let mut gap = false;
             loop {
                 let n = match crate::sys::read_fd(fd.as_raw_fd(), &mut buf) {
                     Ok(0) | Err(_) => break,
@@ -191,11 +255,21 @@ pub fn spawn_pump(
                         let _ = f.write_all(&buf[..n]);
                     }
                 }
-                split.feed(&buf[..n], &mut offer);
+                if gap && chunk_tx.try_send(Chunk::Gap).is_ok() {
+                    gap = false;
+                }
+                if gap || chunk_tx.try_send(Chunk::Data(buf[..n].to_vec())).is_err() {
+                    let lines = memchr::memchr2_iter(b'\n', b'\r', &buf[..n]).count() as u64;
+                    stats.lines.fetch_add(lines, Ordering::Relaxed);
+                    stats.dropped.fetch_add(lines, Ordering::Relaxed);
+                    gap = true;
+                }
             }
-            split.finish(&mut offer);
             let i = if stream == Stream::Stdout { 0 } else { 1 };
             stats.eof[i].store(true, Ordering::Release);
+            // The handle's join means "every line offered".
+            drop(chunk_tx);
+            let _ = line_thread.join();
         })
 }
 
@@ -224,6 +298,20 @@ mod tests {
         let got = lines(&[b"a\nb\r\nc\rd", b"\r", b"\ne\n\nf"], 100);
         let texts: Vec<&str> = got.iter().map(|(t, _)| t.as_str()).collect();
         assert_eq!(texts, vec!["a", "b", "c", "d", "e", "", "f"]);
+    }
+
+    #[test]
+    fn chunk_boundaries_do_not_matter() {
+        let text: &[u8] = b"alpha\r\nbeta\rgamma\n\n\rdelta-is-long\r\nz";
+        let whole = lines(&[text], 8);
+        for cut in 0..=text.len() {
+            for cut2 in cut..=text.len() {
+                let got = lines(&[&text[..cut], &text[cut..cut2], &text[cut2..]], 8);
+                assert_eq!(got, whole, "cut at {cut}, {cut2}");
+            }
+        }
+        assert_eq!(whole[5], ("delta-is".to_string(), true));
+        assert_eq!(whole.len(), 7);
     }
 
     #[test]

@@ -53,7 +53,7 @@ pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
 
 /// Writes one message (blocking; the peer reads continuously). Errors mean the peer is gone.
 pub fn send<T: Serialize>(fd: &OwnedFd, msg: &T) -> io::Result<()> {
-    crate::sys::write_all_fd(fd.as_raw_fd(), &encode(msg))
+    crate::sys::send_all(fd.as_raw_fd(), &encode(msg))
 }
 
 /// Splits a byte stream into JSON messages.

@@ -247,7 +247,7 @@ impl Supervised {
         let (out_r, out_w) = sys::pipe()?;
         let (err_r, err_w) = sys::pipe()?;
         for fd in [&out_r, &err_r] {
-            sys::grow_pipe(fd, 1 << 20);
+            sys::grow_pipe(fd, &[8 << 20, 4 << 20, 1 << 20]);
         }
         let out_r2 = out_r.try_clone()?;
         let err_r2 = err_r.try_clone()?;

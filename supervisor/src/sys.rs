@@ -148,10 +148,14 @@ pub fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// Grows a pipe's buffer (best effort): a bigger buffer absorbs scheduling hiccups of the reader.
-pub fn grow_pipe(fd: &OwnedFd, bytes: i32) {
-    // SAFETY: fcntl on a descriptor we own.
-    unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, bytes) };
+/// Grows a pipe's buffer to the first of `sizes` the kernel grants (best effort; above
+/// `/proc/sys/fs/pipe-max-size` needs privilege): a bigger buffer absorbs scheduling hiccups
+/// of the reader.
+pub fn grow_pipe(fd: &OwnedFd, sizes: &[i32]) -> Option<i32> {
+    sizes.iter().copied().find(|&bytes| {
+        // SAFETY: fcntl on a descriptor we own.
+        unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, bytes) >= 0 }
+    })
 }
 
 /// A `socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC)`.
@@ -233,6 +237,24 @@ pub fn write_all_fd(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
                 }
                 _ => return Err(e),
             }
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
+}
+
+/// Writes all of `buf` to a socket with `MSG_NOSIGNAL`: a peer that is gone gives `EPIPE`,
+/// never a SIGPIPE that would kill a process whose handler was not set.
+pub fn send_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: buf is valid for buf.len() bytes.
+        let n = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(e);
         }
         buf = &buf[n as usize..];
     }

@@ -61,9 +61,22 @@ impl SimBuilder {
         let tag = format!("{:016x}", rand_u64());
         let gpu_dir = self.gpu.then(|| tempfile::tempdir().expect("temp dir"));
         let mut cmd = Command::new(BIN);
-        cmd.args(["sim", "serve", "m", "--host", "127.0.0.1", "--port", "0", "--boot-secs", "0"]);
+        cmd.args([
+            "sim",
+            "serve",
+            "m",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--boot-secs",
+            "0",
+        ]);
         cmd.args(&self.args);
-        cmd.env(TAG_ENV, &tag).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.env(TAG_ENV, &tag)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         if let Some(d) = &gpu_dir {
             cmd.env("INFERLINT_GPU", format!("sim:{}", d.path().display()));
         }
@@ -74,7 +87,10 @@ impl SimBuilder {
         let lines = Arc::new(Mutex::new(Vec::new()));
         let out = child.stdout.take().expect("piped stdout");
         let err = child.stderr.take().expect("piped stderr");
-        for stream in [Box::new(out) as Box<dyn std::io::Read + Send>, Box::new(err)] {
+        for stream in [
+            Box::new(out) as Box<dyn std::io::Read + Send>,
+            Box::new(err),
+        ] {
             let lines = lines.clone();
             // Detached: an orphaned engine may hold the pipes open after the test ends.
             thread::spawn(move || {
@@ -85,14 +101,38 @@ impl SimBuilder {
             });
         }
         let api_pid = child.id();
-        let mut sim = Sim { child: Some(child), api_pid, port: 0, tag, lines, gpu_dir };
+        let mut sim = Sim {
+            child: Some(child),
+            api_pid,
+            port: 0,
+            tag,
+            lines,
+            gpu_dir,
+        };
         if self.wait_ready {
-            assert!(sim.wait_for("Application startup complete.", Duration::from_secs(20)), "no ready line:\n{}", sim.log());
+            assert!(
+                sim.wait_for("Application startup complete.", Duration::from_secs(20)),
+                "no ready line:\n{}",
+                sim.log()
+            );
             // stdout and stderr are read on separate threads: wait for the listen line too.
-            assert!(sim.wait_for("Starting vLLM server on http://", Duration::from_secs(5)), "no listen line:\n{}", sim.log());
+            assert!(
+                sim.wait_for("Starting vLLM server on http://", Duration::from_secs(5)),
+                "no listen line:\n{}",
+                sim.log()
+            );
             let log = sim.log();
-            let line = log.lines().find(|l| l.contains("Starting vLLM server on http://")).expect("listen line");
-            sim.port = line.rsplit(':').next().unwrap().trim().parse().expect("port in the listen line");
+            let line = log
+                .lines()
+                .find(|l| l.contains("Starting vLLM server on http://"))
+                .expect("listen line");
+            sim.port = line
+                .rsplit(':')
+                .next()
+                .unwrap()
+                .trim()
+                .parse()
+                .expect("port in the listen line");
         }
         sim
     }
@@ -104,7 +144,12 @@ fn rand_u64() -> u64 {
 
 impl Sim {
     pub fn builder() -> SimBuilder {
-        SimBuilder { args: Vec::new(), envs: Vec::new(), gpu: false, wait_ready: true }
+        SimBuilder {
+            args: Vec::new(),
+            envs: Vec::new(),
+            gpu: false,
+            wait_ready: true,
+        }
     }
 
     pub fn start(args: &[&str]) -> Sim {
@@ -123,7 +168,13 @@ impl Sim {
     pub fn wait_for(&self, needle: &str, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
-            if self.lines.lock().unwrap().iter().any(|l| l.contains(needle)) {
+            if self
+                .lines
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.contains(needle))
+            {
                 return true;
             }
             thread::sleep(Duration::from_millis(10));
@@ -160,7 +211,9 @@ impl Sim {
 
     /// The engine process: the live tagged process whose argv[0] is `VLLM::EngineCore`.
     pub fn engine_pid(&self) -> Option<u32> {
-        self.processes().into_iter().find(|&p| argv(p).first().is_some_and(|a| a == "VLLM::EngineCore"))
+        self.processes()
+            .into_iter()
+            .find(|&p| argv(p).first().is_some_and(|a| a == "VLLM::EngineCore"))
     }
 
     pub fn gpu_readings(&self) -> Vec<(u32, u64)> {
@@ -211,17 +264,25 @@ pub fn pgrp(pid: u32) -> Option<u32> {
 /// argv as /proc/PID/cmdline gives it, empty arguments dropped.
 pub fn argv(pid: u32) -> Vec<String> {
     let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-    raw.split(|&b| b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect()
+    raw.split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect()
 }
 
 pub fn comm(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim_end().to_string()
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim_end()
+        .to_string()
 }
 
 /// Live (non-zombie) processes whose environment carries `INFERLINT_SIM_TEST_TAG=tag`.
 pub fn tagged_pids(tag: &str) -> Vec<u32> {
     let needle = format!("{TAG_ENV}={tag}");
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
         .filter(|&p| {
             std::fs::read(format!("/proc/{p}/environ"))
@@ -247,13 +308,22 @@ pub fn eventually(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 }
 
 pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(f)
 }
 
 /// (status, body) of a GET.
 pub fn get(url: &str) -> (u16, String) {
     block_on(async {
-        let r = reqwest::Client::new().get(url).timeout(Duration::from_secs(10)).send().await.expect("GET");
+        let r = reqwest::Client::new()
+            .get(url)
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .expect("GET");
         let s = r.status().as_u16();
         (s, r.text().await.unwrap_or_default())
     })
@@ -262,7 +332,11 @@ pub fn get(url: &str) -> (u16, String) {
 /// (status, body) of a POST with a raw body and extra headers.
 pub fn post(url: &str, body: &str, headers: &[(&str, &str)]) -> (u16, String) {
     block_on(async {
-        let mut req = reqwest::Client::new().post(url).body(body.to_string()).header("content-type", "application/json").timeout(Duration::from_secs(30));
+        let mut req = reqwest::Client::new()
+            .post(url)
+            .body(body.to_string())
+            .header("content-type", "application/json")
+            .timeout(Duration::from_secs(30));
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -280,7 +354,8 @@ pub fn json(text: &str) -> serde_json::Value {
 pub fn metrics(sim: &Sim) -> (String, inferlint::prom::Metrics) {
     let (status, text) = get(&sim.url("/metrics"));
     assert_eq!(status, 200);
-    let m = inferlint::prom::Metrics::parse(&text).unwrap_or_else(|e| panic!("the simulator's /metrics does not parse: {e}"));
+    let m = inferlint::prom::Metrics::parse(&text)
+        .unwrap_or_else(|e| panic!("the simulator's /metrics does not parse: {e}"));
     (text, m)
 }
 
@@ -300,8 +375,18 @@ pub fn burst_of(sim: &Sim, requests: &[(usize, u32)]) -> Vec<String> {
             let prompt = vec!["word"; words].join(" ");
             let body = serde_json::json!({"prompt": prompt, "max_tokens": max_tokens, "ignore_eos": true,
                                           "stream": true, "stream_options": {"include_usage": true}});
-            let req = client.post(&url).json(&body).timeout(Duration::from_secs(120));
-            tasks.push(tokio::spawn(async move { req.send().await.expect("POST").text().await.unwrap_or_default() }));
+            let req = client
+                .post(&url)
+                .json(&body)
+                .timeout(Duration::from_secs(120));
+            tasks.push(tokio::spawn(async move {
+                req.send()
+                    .await
+                    .expect("POST")
+                    .text()
+                    .await
+                    .unwrap_or_default()
+            }));
         }
         let mut out = Vec::new();
         for t in tasks {

@@ -69,7 +69,12 @@ pub enum Refused {
 }
 
 impl Front {
-    pub fn new(cfg: ServeConfig, log: Logger, to_engine: mpsc::UnboundedSender<ToEngine>, start_unix: f64) -> Arc<Front> {
+    pub fn new(
+        cfg: ServeConfig,
+        log: Logger,
+        to_engine: mpsc::UnboundedSender<ToEngine>,
+        start_unix: f64,
+    ) -> Arc<Front> {
         let now = unix_now();
         let reg = Registry::new(&cfg, start_unix, now);
         Arc::new(Front {
@@ -97,7 +102,12 @@ impl Front {
 
     /// Admits a request (admission control as vLLM 0.30's `check_admission`) and sends it to
     /// the engine; the receiver hears its tokens.
-    pub fn submit(self: &Arc<Front>, prompt: u32, max_tokens: u32, ignore_eos: bool) -> Result<Submitted, Refused> {
+    pub fn submit(
+        self: &Arc<Front>,
+        prompt: u32,
+        max_tokens: u32,
+        ignore_eos: bool,
+    ) -> Result<Submitted, Refused> {
         if self.engine_dead.load(Ordering::SeqCst) || self.stopping.load(Ordering::SeqCst) {
             return Err(Refused::EngineDead);
         }
@@ -108,15 +118,38 @@ impl Front {
             if let Some(max) = self.cfg.max_num_queued_reqs {
                 if st.in_flight >= max {
                     st.reg.admission_rejected();
-                    return Err(Refused::QueueFull { current: st.in_flight, max });
+                    return Err(Refused::QueueFull {
+                        current: st.in_flight,
+                        max,
+                    });
                 }
             }
             st.in_flight += 1;
-            st.pending.insert(id, Pending { tx, arrival: mono_now(), prompt, max_tokens, first_token: None, last_token: 0.0 });
+            st.pending.insert(
+                id,
+                Pending {
+                    tx,
+                    arrival: mono_now(),
+                    prompt,
+                    max_tokens,
+                    first_token: None,
+                    last_token: 0.0,
+                },
+            );
         }
         let eos_after = if ignore_eos { None } else { self.cfg.eos_after };
-        let _ = self.to_engine.send(ToEngine::Add { id, prompt, max_tokens, eos_after });
-        Ok(Submitted { front: self.clone(), id, rx, done: false })
+        let _ = self.to_engine.send(ToEngine::Add {
+            id,
+            prompt,
+            max_tokens,
+            eos_after,
+        });
+        Ok(Submitted {
+            front: self.clone(),
+            id,
+            rx,
+            done: false,
+        })
     }
 
     /// Applies one engine batch: gauges, counters, histograms, and each request's tokens.
@@ -133,7 +166,9 @@ impl Front {
         st.reg.observe_iteration_tokens(&b.iteration_tokens);
         let finishing: HashMap<u64, Finish> = b.finished.iter().map(|f| (f.id, f.reason)).collect();
         for &(id, n) in &b.tokens {
-            let Some(p) = st.pending.get_mut(&id) else { continue };
+            let Some(p) = st.pending.get_mut(&id) else {
+                continue;
+            };
             let mut first = None;
             let itl = match p.first_token {
                 None => {
@@ -145,7 +180,10 @@ impl Front {
                 Some(_) => Some((n, (now - p.last_token) / n as f64)),
             };
             p.last_token = now;
-            let _ = p.tx.send(Ev::Tokens { n, finish: finishing.get(&id).copied() });
+            let _ = p.tx.send(Ev::Tokens {
+                n,
+                finish: finishing.get(&id).copied(),
+            });
             if let Some((prompt, ttft)) = first {
                 st.reg.first_token(prompt, ttft);
                 st.interval.prompt_tokens += prompt as u64;
@@ -155,10 +193,15 @@ impl Front {
             st.interval.generation_tokens += n as u64;
         }
         for f in &b.finished {
-            let Some(p) = st.pending.remove(&f.id) else { continue };
+            let Some(p) = st.pending.remove(&f.id) else {
+                continue;
+            };
             st.in_flight = st.in_flight.saturating_sub(1);
             if !b.tokens.iter().any(|&(id, _)| id == f.id) {
-                let _ = p.tx.send(Ev::Tokens { n: 0, finish: Some(f.reason) });
+                let _ = p.tx.send(Ev::Tokens {
+                    n: 0,
+                    finish: Some(f.reason),
+                });
             }
             let sched = f.scheduled_ts.unwrap_or(f.queued_ts);
             let first = f.first_token_ts.unwrap_or(sched);

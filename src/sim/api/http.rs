@@ -92,7 +92,10 @@ async fn models(State(front): State<Arc<Front>>) -> Response {
 async fn metrics(State(front): State<Arc<Front>>) -> Response {
     let text = front.lock().reg.render();
     let mut resp = text.into_response();
-    resp.headers_mut().insert("content-type", HeaderValue::from_static("text/plain; version=1.0.0; charset=utf-8"));
+    resp.headers_mut().insert(
+        "content-type",
+        HeaderValue::from_static("text/plain; version=1.0.0; charset=utf-8"),
+    );
     resp
 }
 
@@ -105,16 +108,24 @@ async fn chat(State(front): State<Arc<Front>>, headers: HeaderMap, body: Bytes) 
 }
 
 async fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, axum::Json(json!({"detail": "Not Found"}))).into_response()
+    (
+        StatusCode::NOT_FOUND,
+        axum::Json(json!({"detail": "Not Found"})),
+    )
+        .into_response()
 }
 
 /// vLLM's `AuthenticationMiddleware`: `/v1/*` needs `Authorization: Bearer <key>`.
 fn authorized(front: &Front, path: &str, headers: &HeaderMap) -> bool {
-    let Some(key) = &front.cfg.api_key else { return true };
+    let Some(key) = &front.cfg.api_key else {
+        return true;
+    };
     if !path.starts_with("/v1") {
         return true;
     }
-    let Some(value) = headers.get("authorization").and_then(|v| v.to_str().ok()) else { return false };
+    let Some(value) = headers.get("authorization").and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
     let (scheme, param) = value.split_once(' ').unwrap_or((value, ""));
     scheme.eq_ignore_ascii_case("bearer") && param == key
 }
@@ -134,7 +145,15 @@ impl HttpRecord {
     fn record(self) {
         let secs = mono_now() - self.start;
         let mut st = self.front.lock();
-        st.reg.http_request(&self.handler, &self.method, self.status, self.req_bytes, self.resp_bytes, secs, unix_now());
+        st.reg.http_request(
+            &self.handler,
+            &self.method,
+            self.status,
+            self.req_bytes,
+            self.resp_bytes,
+            secs,
+            unix_now(),
+        );
     }
 }
 
@@ -166,11 +185,19 @@ impl Drop for Observed {
     }
 }
 
-async fn observe(State(front): State<Arc<Front>>, ConnectInfo(peer): ConnectInfo<SocketAddr>, req: Request, next: Next) -> Response {
+async fn observe(
+    State(front): State<Arc<Front>>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    req: Request,
+    next: Next,
+) -> Response {
     let start = mono_now();
     let method = req.method().as_str().to_string();
     let path = req.uri().path().to_string();
-    let target = req.uri().path_and_query().map_or_else(|| path.clone(), |pq| pq.as_str().to_string());
+    let target = req
+        .uri()
+        .path_and_query()
+        .map_or_else(|| path.clone(), |pq| pq.as_str().to_string());
     let req_bytes = req
         .headers()
         .get("content-length")
@@ -179,22 +206,48 @@ async fn observe(State(front): State<Arc<Front>>, ConnectInfo(peer): ConnectInfo
     let mut resp = if authorized(&front, &path, req.headers()) {
         next.run(req).await
     } else {
-        (StatusCode::UNAUTHORIZED, axum::Json(json!({"error": "Unauthorized"}))).into_response()
+        (
+            StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"error": "Unauthorized"})),
+        )
+            .into_response()
     };
-    resp.headers_mut().insert("server", HeaderValue::from_static("uvicorn"));
+    resp.headers_mut()
+        .insert("server", HeaderValue::from_static("uvicorn"));
     let status = resp.status();
     if front.cfg.access_log {
-        front.log.access(&peer.to_string(), &method, &target, status.as_u16(), status.canonical_reason().unwrap_or(""));
+        front.log.access(
+            &peer.to_string(),
+            &method,
+            &target,
+            status.as_u16(),
+            status.canonical_reason().unwrap_or(""),
+        );
     }
-    let handler = if ROUTES.iter().any(|(p, _)| *p == path) { path } else { "none".to_string() };
+    let handler = if ROUTES.iter().any(|(p, _)| *p == path) {
+        path
+    } else {
+        "none".to_string()
+    };
     let streaming = resp
         .headers()
         .get("content-type")
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    let mut record = HttpRecord { front: front.clone(), handler, method, status: status.as_u16(), req_bytes, resp_bytes: 0.0, start };
+    let mut record = HttpRecord {
+        front: front.clone(),
+        handler,
+        method,
+        status: status.as_u16(),
+        req_bytes,
+        resp_bytes: 0.0,
+        start,
+    };
     if streaming {
         let (parts, body) = resp.into_parts();
-        let observed = Observed { inner: body.into_data_stream(), record: Some(record) };
+        let observed = Observed {
+            inner: body.into_data_stream(),
+            record: Some(record),
+        };
         return Response::from_parts(parts, Body::from_stream(observed));
     }
     record.resp_bytes = resp.body().size_hint().exact().unwrap_or(0) as f64;

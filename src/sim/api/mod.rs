@@ -40,13 +40,29 @@ pub fn run_serve(args: ServeArgs) -> anyhow::Result<i32> {
     let log = Logger::new(cfg.release, "APIServer");
     let s = sites(cfg.release);
     log.info(s.logo, &logo(cfg.release.version(), &cfg.model));
-    log.info(s.args, &format!("non-default args: {}", non_default_args(&args, &cfg)));
+    log.info(
+        s.args,
+        &format!("non-default args: {}", non_default_args(&args, &cfg)),
+    );
     std::thread::sleep(Duration::from_secs_f64(cfg.boot_secs * 0.1));
-    let arch = if cfg.hybrid { "Qwen3_5ForConditionalGeneration" } else { "Qwen3ForCausalLM" };
+    let arch = if cfg.hybrid {
+        "Qwen3_5ForConditionalGeneration"
+    } else {
+        "Qwen3ForCausalLM"
+    };
     log.info(s.arch, &format!("Resolved architecture: {arch}"));
-    log.info(s.max_len, &format!("Using max model len {}", cfg.max_model_len));
+    log.info(
+        s.max_len,
+        &format!("Using max model len {}", cfg.max_model_len),
+    );
     if let Some(site) = s.chunked_prefill {
-        log.info(site, &format!("Chunked prefill is enabled with max_num_batched_tokens={}.", cfg.max_num_batched_tokens));
+        log.info(
+            site,
+            &format!(
+                "Chunked prefill is enabled with max_num_batched_tokens={}.",
+                cfg.max_num_batched_tokens
+            ),
+        );
     }
     if cfg.enforce_eager {
         log.info(s.eager, "Cudagraph is disabled under eager mode");
@@ -55,7 +71,11 @@ pub fn run_serve(args: ServeArgs) -> anyhow::Result<i32> {
     let listener = match std::net::TcpListener::bind((cfg.host.as_str(), cfg.port)) {
         Ok(l) => l,
         Err(e) => {
-            log.raw(&format!("OSError: [Errno {}] {}", e.raw_os_error().unwrap_or(0), e));
+            log.raw(&format!(
+                "OSError: [Errno {}] {}",
+                e.raw_os_error().unwrap_or(0),
+                e
+            ));
             return Ok(1);
         }
     };
@@ -63,14 +83,20 @@ pub fn run_serve(args: ServeArgs) -> anyhow::Result<i32> {
     let (api_end, engine_end) = StdUnixStream::pair()?;
     let engine_fd = engine_end.as_raw_fd();
     let mut cmd = Command::new("/proc/self/exe");
-    cmd.arg0("VLLM::EngineCore").args(["sim", "engine-core"]).env(CONFIG_ENV, cfg.to_env()).env(FD_ENV, "3");
+    cmd.arg0("VLLM::EngineCore")
+        .args(["sim", "engine-core"])
+        .env(CONFIG_ENV, cfg.to_env())
+        .env(FD_ENV, "3");
     // SAFETY: the hook only calls dup2/fcntl between fork and exec.
     unsafe {
         cmd.pre_exec(move || pass_as_fd3(engine_fd));
     }
     let child = cmd.spawn()?;
     drop(engine_end);
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     let code = rt.block_on(serve(cfg, log, listener, port, api_end, child, start_unix));
     rt.shutdown_timeout(Duration::from_millis(200));
     code
@@ -105,7 +131,10 @@ fn non_default_args(a: &ServeArgs, cfg: &ServeConfig) -> String {
         parts.push(format!("'block_size': {b}"));
     }
     if let Some(g) = a.gpu_memory_utilization {
-        parts.push(format!("'gpu_memory_utilization': {}", super::expo::py_repr(g)));
+        parts.push(format!(
+            "'gpu_memory_utilization': {}",
+            super::expo::py_repr(g)
+        ));
     }
     if cfg.tp > 1 {
         parts.push(format!("'tensor_parallel_size': {}", cfg.tp));
@@ -114,7 +143,10 @@ fn non_default_args(a: &ServeArgs, cfg: &ServeConfig) -> String {
         parts.push(format!("'num_gpu_blocks_override': {n}"));
     }
     if a.max_num_batched_tokens != 8192 {
-        parts.push(format!("'max_num_batched_tokens': {}", a.max_num_batched_tokens));
+        parts.push(format!(
+            "'max_num_batched_tokens': {}",
+            a.max_num_batched_tokens
+        ));
     }
     if a.max_num_seqs != 256 {
         parts.push(format!("'max_num_seqs': {}", a.max_num_seqs));
@@ -194,7 +226,10 @@ async fn serve(
     tokio::time::sleep(Duration::from_secs_f64(cfg.boot_secs * 0.1)).await;
     let s = sites(cfg.release);
     log.info(s.tasks, "Supported tasks: ['generate']");
-    log.info(s.listen, &format!("Starting vLLM server on http://{}:{port}", cfg.host));
+    log.info(
+        s.listen,
+        &format!("Starting vLLM server on http://{}:{port}", cfg.host),
+    );
     log.info(s.routes_head, "Available routes are:");
     for (route, methods) in ROUTES {
         log.info(s.route, &format!("Route: {route}, Methods: {methods}"));
@@ -208,11 +243,14 @@ async fn serve(
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let app = http::router(front.clone());
     let server = tokio::spawn(async move {
-        let _ = axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(async move {
-                let _ = stop_rx.await;
-            })
-            .await;
+        let _ = axum::serve(
+            listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(async move {
+            let _ = stop_rx.await;
+        })
+        .await;
     });
     let stats = tokio::spawn(stats_loop(front.clone()));
 
@@ -246,8 +284,16 @@ async fn serve(
 fn force_kill_engine(log: &Logger, pid: u32) {
     let s = sites(log.release);
     if os::is_alive(pid) {
-        log.warn(s.procman[1], "[shutdown] Process manager: force killing remaining processes count=1");
-        log.warn(s.procman[2], &format!("[shutdown] Process manager: force killing remaining process EngineCore pid {pid}"));
+        log.warn(
+            s.procman[1],
+            "[shutdown] Process manager: force killing remaining processes count=1",
+        );
+        log.warn(
+            s.procman[2],
+            &format!(
+                "[shutdown] Process manager: force killing remaining process EngineCore pid {pid}"
+            ),
+        );
         let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
     }
 }
@@ -261,7 +307,10 @@ fn force_kill_subprocesses(log: &Logger, kids: &[u32]) {
                 .ok()
                 .and_then(|c| c.split('\0').next().map(str::to_string))
                 .unwrap_or_default();
-            log.warn(s.subprocess_kill, &format!("[shutdown] force killing sub process {name} pid {k}"));
+            log.warn(
+                s.subprocess_kill,
+                &format!("[shutdown] force killing sub process {name} pid {k}"),
+            );
             let _ = kill(Pid::from_raw(k as i32), Signal::SIGKILL);
         }
     }
@@ -283,18 +332,36 @@ async fn wait_gone(child: &mut Child, pid: u32, limit: Duration) -> bool {
 }
 
 /// vLLM's orderly stop on SIGTERM/SIGINT.
-async fn shutdown(front: &Arc<Front>, child: &mut Child, engine_pid: u32, _sig: &str, serving: bool) -> i32 {
+async fn shutdown(
+    front: &Arc<Front>,
+    child: &mut Child,
+    engine_pid: u32,
+    _sig: &str,
+    serving: bool,
+) -> i32 {
     let log = &front.log;
     let s = sites(log.release);
     let timeout = front.cfg.shutdown_timeout;
     let mode = if timeout > 0 { "drain" } else { "abort" };
     front.stopping.store(true, Ordering::SeqCst);
-    log.info(s.api_shutdown[0], "[shutdown] API server: shutdown triggered");
-    log.info(s.api_shutdown[1], &format!("[shutdown] API server: stopping engine client mode={mode} timeout={timeout}s"));
-    log.info(s.client[0], &format!("[shutdown] MPClient: start timeout={timeout}s"));
+    log.info(
+        s.api_shutdown[0],
+        "[shutdown] API server: shutdown triggered",
+    );
+    log.info(
+        s.api_shutdown[1],
+        &format!("[shutdown] API server: stopping engine client mode={mode} timeout={timeout}s"),
+    );
+    log.info(
+        s.client[0],
+        &format!("[shutdown] MPClient: start timeout={timeout}s"),
+    );
     log.info(s.client[1], "[shutdown] MPClient: stopping engine manager");
     let kids = os::children_of(engine_pid);
-    log.info(s.procman[0], "[shutdown] Process manager: send sigterm to process EngineCore");
+    log.info(
+        s.procman[0],
+        "[shutdown] Process manager: send sigterm to process EngineCore",
+    );
     let _ = kill(Pid::from_raw(engine_pid as i32), Signal::SIGTERM);
     let grace = Duration::from_secs(timeout as u64).max(Duration::from_millis(50));
     if !wait_gone(child, engine_pid, grace).await {
@@ -305,12 +372,24 @@ async fn shutdown(front: &Arc<Front>, child: &mut Child, engine_pid: u32, _sig: 
     tokio::time::sleep(Duration::from_millis(20)).await;
     force_kill_subprocesses(log, &kids);
     log.info(s.client[2], "[shutdown] MPClient: engine manager stopped");
-    log.info(s.client[3], "[shutdown] MPClient: cleaning up background resources");
+    log.info(
+        s.client[3],
+        "[shutdown] MPClient: cleaning up background resources",
+    );
     log.info(s.client[4], "[shutdown] MPClient: complete");
     front.fail_all(500, "The server is shutting down; the request was aborted.");
-    log.info(s.api_shutdown[2], "[shutdown] API server: engine client stopped");
-    log.info(s.api_shutdown[3], "[shutdown] API server: signalling HTTP server shutdown");
-    log.info(s.api_shutdown[4], "[shutdown] API server: shutting down FastAPI HTTP server");
+    log.info(
+        s.api_shutdown[2],
+        "[shutdown] API server: engine client stopped",
+    );
+    log.info(
+        s.api_shutdown[3],
+        "[shutdown] API server: signalling HTTP server shutdown",
+    );
+    log.info(
+        s.api_shutdown[4],
+        "[shutdown] API server: shutting down FastAPI HTTP server",
+    );
     if serving {
         log.uvicorn("Shutting down");
     }
@@ -323,9 +402,15 @@ async fn engine_died(front: &Arc<Front>, child: &mut Child, engine_pid: u32) -> 
     let s = sites(log.release);
     front.engine_dead.store(true, Ordering::SeqCst);
     let kids = os::children_of(engine_pid);
-    log.info(s.procman[0], "[shutdown] Process manager: send sigterm to process EngineCore");
+    log.info(
+        s.procman[0],
+        "[shutdown] Process manager: send sigterm to process EngineCore",
+    );
     let _ = kill(Pid::from_raw(engine_pid as i32), Signal::SIGTERM);
-    log.warn(s.client_unexpected, "[shutdown] MPClient: engine core exited unexpectedly; starting cleanup");
+    log.warn(
+        s.client_unexpected,
+        "[shutdown] MPClient: engine core exited unexpectedly; starting cleanup",
+    );
     log.info(s.client[0], "[shutdown] MPClient: start timeout=default");
     log.info(s.client[1], "[shutdown] MPClient: stopping engine manager");
     if !wait_gone(child, engine_pid, Duration::from_millis(200)).await {
@@ -334,10 +419,16 @@ async fn engine_died(front: &Arc<Front>, child: &mut Child, engine_pid: u32) -> 
     tokio::time::sleep(Duration::from_millis(20)).await;
     force_kill_subprocesses(log, &kids);
     log.info(s.client[2], "[shutdown] MPClient: engine manager stopped");
-    log.info(s.client[3], "[shutdown] MPClient: cleaning up background resources");
+    log.info(
+        s.client[3],
+        "[shutdown] MPClient: cleaning up background resources",
+    );
     log.info(s.client[4], "[shutdown] MPClient: complete");
     failures::print_engine_dead(log);
-    front.fail_all(500, "EngineCore encountered an issue. See stack trace (above) for the root cause.");
+    front.fail_all(
+        500,
+        "EngineCore encountered an issue. See stack trace (above) for the root cause.",
+    );
     // /health answers 503 for a moment before the server goes, as vLLM's does.
     tokio::time::sleep(Duration::from_millis(500)).await;
     log.uvicorn("Shutting down");
@@ -350,7 +441,11 @@ async fn stats_loop(front: Arc<Front>) {
     if !front.cfg.log_stats {
         return;
     }
-    let every: f64 = std::env::var("VLLM_LOG_STATS_INTERVAL").ok().and_then(|v| v.parse().ok()).filter(|v: &f64| *v > 0.0).unwrap_or(10.0);
+    let every: f64 = std::env::var("VLLM_LOG_STATS_INTERVAL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|v: &f64| *v > 0.0)
+        .unwrap_or(10.0);
     let mut last_busy = false;
     let mut tick = tokio::time::interval(Duration::from_secs_f64(every));
     tick.tick().await;
@@ -367,8 +462,14 @@ async fn stats_loop(front: Arc<Front>) {
         }
         last_busy = busy;
         let mut parts = vec![
-            format!("Avg prompt throughput: {:.1} tokens/s", iv.prompt_tokens as f64 / every),
-            format!("Avg generation throughput: {:.1} tokens/s", iv.generation_tokens as f64 / every),
+            format!(
+                "Avg prompt throughput: {:.1} tokens/s",
+                iv.prompt_tokens as f64 / every
+            ),
+            format!(
+                "Avg generation throughput: {:.1} tokens/s",
+                iv.generation_tokens as f64 / every
+            ),
             format!("Running: {running} reqs"),
             format!("Waiting: {waiting} reqs"),
         ];
@@ -380,6 +481,8 @@ async fn stats_loop(front: Arc<Front>) {
         if r != Release::V033 || iv.prefix_queries > 0 {
             parts.push("Prefix cache hit rate: 0.0%".into());
         }
-        front.log.info(sites(r).stats, &format!("Engine 000: {}", parts.join(", ")));
+        front
+            .log
+            .info(sites(r).stats, &format!("Engine 000: {}", parts.join(", ")));
     }
 }

@@ -16,7 +16,9 @@ use crate::sim::failures;
 use crate::sim::os::unix_now;
 use crate::sim::sched::Finish;
 
-const VOCAB: &[&str] = &[" the", " quick", " brown", " fox", " jumps", " over", " a", " lazy", " dog", "."];
+const VOCAB: &[&str] = &[
+    " the", " quick", " brown", " fox", " jumps", " over", " a", " lazy", " dog", ".",
+];
 
 /// Chat template overhead: tokens around each message, and the assistant header.
 const CHAT_TOKENS_PER_MESSAGE: u32 = 4;
@@ -33,12 +35,22 @@ pub struct ApiError {
 
 impl ApiError {
     fn bad(message: String) -> ApiError {
-        ApiError { status: 400, kind: "BadRequestError", message, param: None }
+        ApiError {
+            status: 400,
+            kind: "BadRequestError",
+            message,
+            param: None,
+        }
     }
 
     /// FastAPI's request validation failure as vLLM's handler rewrites it.
     fn invalid(message: String) -> ApiError {
-        ApiError { status: 400, kind: "Bad Request", message, param: None }
+        ApiError {
+            status: 400,
+            kind: "Bad Request",
+            message,
+            param: None,
+        }
     }
 
     pub fn body(&self) -> Value {
@@ -87,19 +99,27 @@ fn prompt_tokens(v: &Value) -> Result<u32, ApiError> {
         Value::Array(items) if items.iter().all(Value::is_u64) => Ok(items.len() as u32),
         Value::Array(items) if items.len() == 1 => prompt_tokens(&items[0]),
         Value::Array(items) if items.is_empty() => Ok(0),
-        Value::Array(_) => Err(ApiError::bad("the simulator serves one prompt per request".into())),
+        Value::Array(_) => Err(ApiError::bad(
+            "the simulator serves one prompt per request".into(),
+        )),
         other => Err(type_error("prompt", "string", other)),
     }
 }
 
 fn chat_tokens(v: &Value) -> Result<u32, ApiError> {
-    let Value::Array(msgs) = v else { return Err(type_error("messages", "list", v)) };
+    let Value::Array(msgs) = v else {
+        return Err(type_error("messages", "list", v));
+    };
     let mut total = CHAT_TOKENS_ASSISTANT_HEADER;
     for m in msgs {
         let content = m.get("content").unwrap_or(&Value::Null);
         let n = match content {
             Value::String(s) => words(s),
-            Value::Array(parts) => parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).map(words).sum(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .map(words)
+                .sum(),
             Value::Null => 0,
             other => return Err(type_error("content", "string", other)),
         };
@@ -111,7 +131,10 @@ fn chat_tokens(v: &Value) -> Result<u32, ApiError> {
 fn opt_int(body: &Value, field: &str) -> Result<Option<i64>, ApiError> {
     match body.get(field) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_i64().map(Some).ok_or_else(|| type_error(field, "int", v)),
+        Some(v) => v
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| type_error(field, "int", v)),
     }
 }
 
@@ -125,7 +148,12 @@ fn opt_bool(body: &Value, field: &str) -> Result<bool, ApiError> {
 
 /// Parses and validates a request body the way vLLM does, in its order: JSON and types (400
 /// `Bad Request`), the model name (404), then lengths (400 `BadRequestError`).
-pub fn parse(front: &Front, ep: Endpoint, raw: &[u8], headers: &HeaderMap) -> Result<Parsed, ApiError> {
+pub fn parse(
+    front: &Front,
+    ep: Endpoint,
+    raw: &[u8],
+    headers: &HeaderMap,
+) -> Result<Parsed, ApiError> {
     let body: Value = serde_json::from_slice(raw).map_err(|e| {
         ApiError::invalid(format!(
             "[{{'type': 'json_invalid', 'loc': ('body', {}), 'msg': 'JSON decode error', 'input': {{}}, 'ctx': {{'error': '{}'}}}}]",
@@ -158,15 +186,28 @@ pub fn parse(front: &Front, ep: Endpoint, raw: &[u8], headers: &HeaderMap) -> Re
     let stream = opt_bool(&body, "stream")?;
     let ignore_eos = opt_bool(&body, "ignore_eos")?;
     let opts = body.get("stream_options").filter(|v| !v.is_null());
-    let include_usage = opts.and_then(|o| o.get("include_usage")).and_then(Value::as_bool).unwrap_or(false);
-    let continuous_usage = opts.and_then(|o| o.get("continuous_usage_stats")).and_then(Value::as_bool).unwrap_or(false);
+    let include_usage = opts
+        .and_then(|o| o.get("include_usage"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let continuous_usage = opts
+        .and_then(|o| o.get("continuous_usage_stats"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     if let Some(model) = body.get("model").and_then(Value::as_str) {
         if !front.cfg.served_names.iter().any(|n| n == model) {
-            return Err(ApiError { status: 404, kind: "NotFoundError", message: format!("The model `{model}` does not exist."), param: Some("model") });
+            return Err(ApiError {
+                status: 404,
+                kind: "NotFoundError",
+                message: format!("The model `{model}` does not exist."),
+                param: Some("model"),
+            });
         }
     }
     if n != 1 {
-        return Err(ApiError::bad(format!("the simulator serves n=1 only, got n={n}")));
+        return Err(ApiError::bad(format!(
+            "the simulator serves n=1 only, got n={n}"
+        )));
     }
     if prompt == 0 {
         return Err(ApiError::bad("The decoder prompt cannot be empty".into()));
@@ -184,7 +225,9 @@ pub fn parse(front: &Front, ep: Endpoint, raw: &[u8], headers: &HeaderMap) -> Re
         (Endpoint::Chat, None) => len - p,
     };
     if max_tokens < 1 {
-        return Err(ApiError::bad(format!("max_tokens must be at least 1, got {max_tokens}.")));
+        return Err(ApiError::bad(format!(
+            "max_tokens must be at least 1, got {max_tokens}."
+        )));
     }
     if p + max_tokens > len {
         return Err(ApiError::bad(format!(
@@ -195,8 +238,20 @@ pub fn parse(front: &Front, ep: Endpoint, raw: &[u8], headers: &HeaderMap) -> Re
         .get("x-request-id")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
-        .or_else(|| body.get("request_id").and_then(Value::as_str).map(str::to_string));
-    Ok(Parsed { prompt_tokens: prompt, max_tokens: max_tokens as u32, stream, include_usage, continuous_usage, ignore_eos, request_id })
+        .or_else(|| {
+            body.get("request_id")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        });
+    Ok(Parsed {
+        prompt_tokens: prompt,
+        max_tokens: max_tokens as u32,
+        stream,
+        include_usage,
+        continuous_usage,
+        ignore_eos,
+        request_id,
+    })
 }
 
 fn random_hex() -> String {
@@ -204,7 +259,9 @@ fn random_hex() -> String {
 }
 
 fn text_of(start: u32, n: u32) -> String {
-    (start..start + n).map(|i| VOCAB[i as usize % VOCAB.len()]).collect()
+    (start..start + n)
+        .map(|i| VOCAB[i as usize % VOCAB.len()])
+        .collect()
 }
 
 fn usage(prompt: u32, completion: u32) -> Value {
@@ -227,12 +284,24 @@ impl Shape {
         }
     }
 
-    fn chunk(&self, text: &str, finish: Option<Finish>, usage: Option<Value>, first: bool) -> Value {
+    fn chunk(
+        &self,
+        text: &str,
+        finish: Option<Finish>,
+        usage: Option<Value>,
+        first: bool,
+    ) -> Value {
         let finish = finish.map(|f| f.label());
         let choice = match self.ep {
-            Endpoint::Completions => json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish, "stop_reason": null}),
+            Endpoint::Completions => {
+                json!({"index": 0, "text": text, "logprobs": null, "finish_reason": finish, "stop_reason": null})
+            }
             Endpoint::Chat => {
-                let delta = if first { json!({"role": "assistant", "content": text}) } else { json!({"content": text}) };
+                let delta = if first {
+                    json!({"role": "assistant", "content": text})
+                } else {
+                    json!({"content": text})
+                };
                 json!({"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish})
             }
         };
@@ -247,7 +316,14 @@ impl Shape {
         json!({"id": self.id, "object": self.object(), "created": self.created, "model": self.model, "choices": [], "usage": usage(prompt, completion)})
     }
 
-    fn full(&self, text: &str, finish: Finish, prompt: u32, completion: u32, release: &str) -> Value {
+    fn full(
+        &self,
+        text: &str,
+        finish: Finish,
+        prompt: u32,
+        completion: u32,
+        release: &str,
+    ) -> Value {
         let fingerprint = format!("vllm-{release}-c2a13f52");
         let u = json!({"prompt_tokens": prompt, "total_tokens": prompt + completion, "completion_tokens": completion, "prompt_tokens_details": null, "completion_tokens_details": null});
         match self.ep {
@@ -293,11 +369,18 @@ pub async fn handle(front: Arc<Front>, ep: Endpoint, headers: HeaderMap, raw: By
         Endpoint::Chat => "chatcmpl",
     };
     let base = p.request_id.clone().unwrap_or_else(random_hex);
-    let shape = Shape { ep, id: format!("{prefix}-{base}"), created: unix_now() as u64, model: front.cfg.model_name().to_string() };
+    let shape = Shape {
+        ep,
+        id: format!("{prefix}-{base}"),
+        created: unix_now() as u64,
+        model: front.cfg.model_name().to_string(),
+    };
     let sub = match front.submit(p.prompt_tokens, p.max_tokens, p.ignore_eos) {
         Ok(s) => s,
         Err(Refused::QueueFull { current, max }) => {
-            let rid = p.stream.then(|| format!("{}-0-{}", shape.id, &random_hex()[..8]));
+            let rid = p
+                .stream
+                .then(|| format!("{}-0-{}", shape.id, &random_hex()[..8]));
             failures::print_queue_full(&front.log, rid.as_deref(), current, max);
             let err = ApiError {
                 status: 503,
@@ -312,8 +395,15 @@ pub async fn handle(front: Arc<Front>, ep: Endpoint, headers: HeaderMap, raw: By
             return err.into_response();
         }
         Err(Refused::EngineDead) => {
-            return ApiError { status: 500, kind: "InternalServerError", message: "EngineCore encountered an issue. See stack trace (above) for the root cause.".into(), param: None }
-                .into_response();
+            return ApiError {
+                status: 500,
+                kind: "InternalServerError",
+                message:
+                    "EngineCore encountered an issue. See stack trace (above) for the root cause."
+                        .into(),
+                param: None,
+            }
+            .into_response();
         }
     };
     if p.stream {
@@ -332,17 +422,40 @@ async fn whole(front: Arc<Front>, shape: Shape, p: Parsed, mut sub: Submitted) -
                 if let Some(f) = finish {
                     sub.done = true;
                     let text = text_of(0, generated);
-                    return axum::Json(shape.full(&text, f, p.prompt_tokens, generated, front.cfg.release.version())).into_response();
+                    return axum::Json(shape.full(
+                        &text,
+                        f,
+                        p.prompt_tokens,
+                        generated,
+                        front.cfg.release.version(),
+                    ))
+                    .into_response();
                 }
             }
             Some(Ev::Failed(status, message)) => {
                 sub.done = true;
-                let kind = if status == 500 { "InternalServerError" } else { "Service Unavailable" };
-                return ApiError { status, kind, message, param: None }.into_response();
+                let kind = if status == 500 {
+                    "InternalServerError"
+                } else {
+                    "Service Unavailable"
+                };
+                return ApiError {
+                    status,
+                    kind,
+                    message,
+                    param: None,
+                }
+                .into_response();
             }
             None => {
                 sub.done = true;
-                return ApiError { status: 500, kind: "InternalServerError", message: "request lost".into(), param: None }.into_response();
+                return ApiError {
+                    status: 500,
+                    kind: "InternalServerError",
+                    message: "request lost".into(),
+                    param: None,
+                }
+                .into_response();
             }
         }
     }
@@ -359,7 +472,15 @@ struct StreamState {
 }
 
 fn stream(shape: Shape, p: Parsed, sub: Submitted) -> Response {
-    let st = StreamState { shape, p, sub, generated: 0, first: true, finished: false, pending: Default::default() };
+    let st = StreamState {
+        shape,
+        p,
+        sub,
+        generated: 0,
+        first: true,
+        finished: false,
+        pending: Default::default(),
+    };
     let s = futures_util::stream::unfold(st, |mut st| async move {
         loop {
             if let Some(b) = st.pending.pop_front() {
@@ -371,28 +492,45 @@ fn stream(shape: Shape, p: Parsed, sub: Submitted) -> Response {
             match st.sub.rx.recv().await {
                 Some(Ev::Tokens { n, finish }) => {
                     if st.first && st.shape.ep == Endpoint::Chat {
-                        st.pending.push_back(sse(&st.shape.chunk("", None, None, true)));
+                        st.pending
+                            .push_back(sse(&st.shape.chunk("", None, None, true)));
                         st.first = false;
                     }
                     let text = text_of(st.generated, n);
                     st.generated += n;
-                    let u = st.p.continuous_usage.then(|| usage(st.p.prompt_tokens, st.generated));
-                    st.pending.push_back(sse(&st.shape.chunk(&text, finish, u, false)));
+                    let u =
+                        st.p.continuous_usage
+                            .then(|| usage(st.p.prompt_tokens, st.generated));
+                    st.pending
+                        .push_back(sse(&st.shape.chunk(&text, finish, u, false)));
                     if finish.is_some() {
                         st.sub.done = true;
                         if st.p.include_usage {
-                            st.pending.push_back(sse(&st.shape.usage_chunk(st.p.prompt_tokens, st.generated)));
+                            st.pending.push_back(sse(&st
+                                .shape
+                                .usage_chunk(st.p.prompt_tokens, st.generated)));
                         }
-                        st.pending.push_back(Bytes::from_static(b"data: [DONE]\n\n"));
+                        st.pending
+                            .push_back(Bytes::from_static(b"data: [DONE]\n\n"));
                         st.finished = true;
                     }
                 }
                 Some(Ev::Failed(status, message)) => {
                     st.sub.done = true;
-                    let kind = if status == 500 { "InternalServerError" } else { "Service Unavailable" };
-                    let err = ApiError { status, kind, message, param: None };
+                    let kind = if status == 500 {
+                        "InternalServerError"
+                    } else {
+                        "Service Unavailable"
+                    };
+                    let err = ApiError {
+                        status,
+                        kind,
+                        message,
+                        param: None,
+                    };
                     st.pending.push_back(sse(&err.body()));
-                    st.pending.push_back(Bytes::from_static(b"data: [DONE]\n\n"));
+                    st.pending
+                        .push_back(Bytes::from_static(b"data: [DONE]\n\n"));
                     st.finished = true;
                 }
                 None => {

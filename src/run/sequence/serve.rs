@@ -1,0 +1,149 @@
+//! Step 2 of the run: the GPU gate, the server under its shepherd, and the wait for ready.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::super::gate;
+use super::super::proc::{graces_within, Lines, Proc, ProcOptions};
+use super::super::server::{self, Readiness};
+use super::super::{folder, GpuCheck};
+use super::{Run, Started, FAILURE_EXIT_WAIT, SERVER_TEARDOWN};
+use crate::result::Status;
+
+impl Run {
+    /// Step 2: the GPU gate, then the server under its own group, then the wait for ready.
+    pub(super) async fn start_server(&mut self) -> bool {
+        if !Path::new("/proc/self").exists() {
+            self.set_problem("--serve needs Linux (or WSL): stopping the server reads /proc");
+            return false;
+        }
+        if self.inputs.gpu_check != GpuCheck::Off {
+            self.line("== is the GPU free?");
+            let t = Instant::now();
+            let (t2, note) =
+                gate::before_start(self.inputs.gate_timeout, self.inputs.gpu_check).await;
+            self.timings.gate_s = t.elapsed().as_secs_f64();
+            if let Some(n) = note {
+                self.line(&format!("note: {n}"));
+            }
+            let clear = t2.status == Status::Pass;
+            self.extra.push(t2.clone());
+            self.record_result(t2);
+            if !clear {
+                self.set_problem("the GPU is not free; start no server on it");
+                return false;
+            }
+        }
+        let log_path = self.out.join(folder::BOOT_LOG);
+        self.line(&format!(
+            "== start the server (output in {})",
+            log_path.display()
+        ));
+        let argv = self.serve_argv.clone().unwrap_or_default();
+        if argv.is_empty() {
+            self.set_problem("the --serve command is empty (or its quotes do not balance)");
+            return false;
+        }
+        let shepherd = match self.shepherd() {
+            Ok(s) => s,
+            Err(e) => {
+                self.set_problem(e);
+                return false;
+            }
+        };
+        let opts = ProcOptions {
+            shepherd,
+            raw_output: Some(log_path.clone()),
+            shepherd_report: Some(self.out.join(SERVER_TEARDOWN)),
+            graces: graces_within(self.inputs.stop_grace),
+        };
+        let started = Instant::now();
+        let mut proc = match Proc::spawn(&argv, &opts) {
+            Ok(p) => p,
+            Err(e) => {
+                self.set_problem(format!("cannot start the server ({}): {e}", argv[0]));
+                return false;
+            }
+        };
+        let lines = std::mem::replace(&mut proc.lines, Lines::closed());
+        let (events, log_task) = server::watch_log(lines, Some(self.engine()));
+        self.server = Some(Started {
+            proc,
+            events,
+            log_task,
+        });
+        let s = self.server.as_mut().expect("just set");
+        let readiness = server::wait_ready(
+            &s.proc,
+            &mut s.events,
+            &self.url,
+            self.inputs.ready_timeout,
+            &self.sink,
+            &self.interrupt,
+        )
+        .await;
+        self.timings.boot_s = started.elapsed().as_secs_f64();
+        match readiness {
+            Readiness::Ready { without_line, .. } => {
+                if without_line {
+                    self.line(&format!(
+                        "note: the server answers {}/health but printed no '{}' line",
+                        self.url,
+                        server::READY_MARKER
+                    ));
+                }
+                true
+            }
+            Readiness::Exited(e) => {
+                self.wait_log_end(Duration::from_secs(2)).await;
+                self.set_problem(format!(
+                    "the server exited with code {} before it was ready",
+                    e.code()
+                ));
+                false
+            }
+            Readiness::Failed(summary) => {
+                // A failing server usually exits right after its traceback: give it a moment
+                // to say so itself, then stop it.
+                let s = self.server.as_ref().expect("started above");
+                let exited = tokio::time::timeout(FAILURE_EXIT_WAIT, s.proc.wait())
+                    .await
+                    .ok();
+                match exited {
+                    Some(e) => {
+                        self.wait_log_end(Duration::from_secs(1)).await;
+                        self.set_problem(format!(
+                            "the server exited with code {} before it was ready",
+                            e.code()
+                        ));
+                    }
+                    None => self
+                        .set_problem(format!("the server failed before it was ready: {summary}")),
+                }
+                false
+            }
+            Readiness::TimedOut(t) => {
+                self.set_problem(format!(
+                    "the server was not ready after {} s",
+                    crate::fmt::g(t.as_secs_f64())
+                ));
+                false
+            }
+            Readiness::Interrupted => {
+                self.set_problem("interrupted");
+                false
+            }
+        }
+    }
+
+    /// Waits (bounded) for the server's output to close, so its log is complete.
+    pub(super) async fn wait_log_end(&mut self, limit: Duration) {
+        if let Some(s) = self.server.as_mut() {
+            if !s.log_task.is_finished() {
+                let _ = tokio::time::timeout(limit, &mut s.log_task).await;
+            }
+        }
+    }
+}

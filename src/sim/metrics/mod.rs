@@ -1,0 +1,308 @@
+//! The API server's /metrics: the families each vLLM release registers (names, HELP, labels,
+//! buckets, pre-created children, order; spec/engines.md §1 and the recorded 0.28/0.30 scrapes),
+//! the default Python collectors, and prometheus-fastapi-instrumentator's `http_*` families.
+//!
+//! Like vLLM, the frontend owns every metric; the engine ships per-step numbers to it.
+
+mod cache_info;
+mod collectors;
+mod families;
+
+use super::config::ServeConfig;
+use super::expo::Family;
+
+/// Handlers prometheus-fastapi-instrumentator leaves out (vLLM's `excluded_handlers`).
+pub const UNINSTRUMENTED: &[&str] = &[
+    "/metrics",
+    "/health",
+    "/load",
+    "/ping",
+    "/version",
+    "/server_info",
+];
+
+/// One finished request as the frontend saw it, for the per-request histograms.
+#[derive(Clone, Debug, Default)]
+pub struct RequestStats {
+    pub finished_reason: &'static str,
+    pub prompt_tokens: u32,
+    pub generation_tokens: u32,
+    pub max_tokens: u32,
+    pub e2e_s: f64,
+    pub queue_s: f64,
+    pub prefill_s: f64,
+    pub decode_s: f64,
+    pub inference_s: f64,
+    pub num_preemptions: u32,
+}
+
+pub struct Registry {
+    model: String,
+    start_unix: f64,
+    families: Vec<Family>,
+    cache_info: Option<Family>,
+    http: Vec<Family>,
+    /// Scrapes served, to move the fake Python GC counters a little.
+    scrapes: u64,
+}
+
+impl Registry {
+    pub fn new(cfg: &ServeConfig, start_unix: f64, now_unix: f64) -> Registry {
+        Registry {
+            model: cfg.model_name().to_string(),
+            start_unix,
+            families: families::vllm(cfg),
+            cache_info: None,
+            http: families::http(now_unix),
+            scrapes: 0,
+        }
+    }
+
+    fn fam(&mut self, name: &str) -> Option<&mut Family> {
+        self.families.iter_mut().find(|f| f.name == name)
+    }
+
+    /// Adds to the (model, engine) child of a counter or gauge.
+    fn add(&mut self, name: &str, x: f64) {
+        let m = self.model.clone();
+        if let Some(f) = self.fam(name) {
+            f.child(&[&m, "0"], 0.0).value += x;
+        }
+    }
+
+    fn set(&mut self, name: &str, x: f64) {
+        let m = self.model.clone();
+        if let Some(f) = self.fam(name) {
+            f.child(&[&m, "0"], 0.0).value = x;
+        }
+    }
+
+    fn observe(&mut self, name: &str, x: f64) {
+        let m = self.model.clone();
+        if let Some(f) = self.fam(name) {
+            f.observe(&[&m, "0"], x, 0.0);
+        }
+    }
+
+    /// `vllm:cache_config_info`, registered once the engine has sized its KV pool.
+    pub fn engine_initialized(&mut self, cfg: &ServeConfig, now_unix: f64) {
+        self.cache_info = Some(cache_info::family(cfg, now_unix));
+    }
+
+    /// The scheduler gauges of the engine's latest step.
+    pub fn set_scheduler_state(&mut self, running: u32, waiting: u32, kv_usage: f64) {
+        self.set("vllm:num_requests_running", running as f64);
+        self.set("vllm:num_requests_waiting", waiting as f64);
+        let m = self.model.clone();
+        if let Some(f) = self.fam("vllm:num_requests_waiting_by_reason") {
+            f.child(&[&m, "0", "capacity"], 0.0).value = waiting as f64;
+        }
+        self.set("vllm:kv_cache_usage_perc", kv_usage);
+    }
+
+    pub fn add_preemptions(&mut self, n: u64) {
+        if n > 0 {
+            self.add("vllm:num_preemptions", n as f64);
+        }
+    }
+
+    pub fn observe_iteration_tokens(&mut self, tokens: &[u32]) {
+        for &t in tokens {
+            self.observe("vllm:iteration_tokens_total", t as f64);
+        }
+    }
+
+    /// A request's first token reached the frontend: its prompt is counted once, here.
+    pub fn first_token(&mut self, prompt_tokens: u32, ttft_s: f64) {
+        let p = prompt_tokens as f64;
+        self.add("vllm:prompt_tokens", p);
+        self.add("vllm:prefix_cache_queries", p);
+        let m = self.model.clone();
+        if let Some(f) = self.fam("vllm:prompt_tokens_by_source") {
+            f.child(&[&m, "0", "local_compute"], 0.0).value += p;
+        }
+        self.observe("vllm:time_to_first_token_seconds", ttft_s);
+    }
+
+    /// New tokens of one request; `itl_s` is one inter-token latency per token after the first.
+    pub fn tokens(&mut self, n: u32, itl_s: Option<(u32, f64)>) {
+        self.add("vllm:generation_tokens", n as f64);
+        if let Some((count, each)) = itl_s {
+            for _ in 0..count {
+                self.observe("vllm:inter_token_latency_seconds", each);
+            }
+        }
+    }
+
+    pub fn request_finished(&mut self, s: &RequestStats) {
+        let m = self.model.clone();
+        if let Some(f) = self.fam("vllm:request_success") {
+            f.child(&[&m, "0", s.finished_reason], 0.0).value += 1.0;
+        }
+        if s.finished_reason == "abort" && s.generation_tokens == 0 {
+            return;
+        }
+        self.observe("vllm:e2e_request_latency_seconds", s.e2e_s);
+        self.observe("vllm:request_queue_time_seconds", s.queue_s);
+        self.observe("vllm:request_prefill_time_seconds", s.prefill_s);
+        self.observe("vllm:request_inference_time_seconds", s.inference_s);
+        self.observe("vllm:request_decode_time_seconds", s.decode_s);
+        self.observe("vllm:request_prompt_tokens", s.prompt_tokens as f64);
+        self.observe("vllm:request_generation_tokens", s.generation_tokens as f64);
+        self.observe(
+            "vllm:request_max_num_generation_tokens",
+            s.max_tokens as f64,
+        );
+        self.observe("vllm:request_params_n", 1.0);
+        self.observe("vllm:request_params_max_tokens", s.max_tokens as f64);
+        if s.generation_tokens > 1 {
+            self.observe(
+                "vllm:request_time_per_output_token_seconds",
+                s.decode_s / (s.generation_tokens - 1) as f64,
+            );
+        }
+        self.observe("vllm:request_num_preemptions", s.num_preemptions as f64);
+        self.observe(
+            "vllm:request_prefill_kv_computed_tokens",
+            s.prompt_tokens as f64,
+        );
+    }
+
+    /// A request refused by `--max-num-queued-reqs` (0.33 counts them).
+    pub fn admission_rejected(&mut self) {
+        let m = self.model.clone();
+        if let Some(f) = self.fam("vllm:admission_rejections") {
+            f.child(&[&m, "max_num_queued_reqs"], 0.0).value += 1.0;
+        }
+    }
+
+    /// One HTTP request, as the instrumentator records it once its response is complete.
+    pub fn http_request(
+        &mut self,
+        handler: &str,
+        method: &str,
+        status: u16,
+        req_bytes: f64,
+        resp_bytes: f64,
+        secs: f64,
+        now_unix: f64,
+    ) {
+        if UNINSTRUMENTED.contains(&handler) {
+            return;
+        }
+        let group = format!("{}xx", status / 100);
+        self.http[0]
+            .child(&[method, &group, handler], now_unix)
+            .value += 1.0;
+        self.http[1].observe(&[handler], req_bytes, now_unix);
+        self.http[2].observe(&[handler], resp_bytes, now_unix);
+        self.http[3].observe(&[], secs, now_unix);
+        self.http[4].observe(&[handler, method], secs, now_unix);
+    }
+
+    /// The whole exposition, as `GET /metrics` returns it.
+    pub fn render(&mut self) -> String {
+        self.scrapes += 1;
+        let mut out = String::with_capacity(64 * 1024);
+        collectors::render(&mut out, self.start_unix, self.scrapes);
+        for fam in &self.families {
+            fam.render(&mut out, true);
+        }
+        if let Some(c) = &self.cache_info {
+            c.render(&mut out, true);
+        }
+        for fam in &self.http {
+            fam.render(&mut out, true);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::config::ServeArgs;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        a: ServeArgs,
+    }
+
+    fn registry(args: &[&str]) -> (ServeConfig, Registry) {
+        let mut v = vec!["x", "m"];
+        v.extend_from_slice(args);
+        let cfg = ServeConfig::from_args(&Wrap::parse_from(v).a).unwrap();
+        let mut r = Registry::new(&cfg, 1.79e9, 1.79e9 + 1.0);
+        r.engine_initialized(&cfg, 1.79e9 + 2.0);
+        (cfg, r)
+    }
+
+    #[test]
+    fn iteration_tokens_keeps_its_total_suffix_and_counters_gain_one() {
+        let (_, mut r) = registry(&["--vllm-version", "0.33"]);
+        let text = r.render();
+        assert!(text.contains("# TYPE vllm:iteration_tokens_total histogram\n"));
+        assert!(text.contains(
+            "vllm:iteration_tokens_total_bucket{engine=\"0\",le=\"1.0\",model_name=\"m\"} 0.0\n"
+        ));
+        assert!(text.contains("# TYPE vllm:num_preemptions_total counter\n"));
+        assert!(text.contains("vllm:request_success_total{engine=\"0\",finished_reason=\"repetition\",model_name=\"m\"} 0.0\n"));
+        assert!(text.contains("vllm:admission_rejections_total{model_name=\"m\",reason=\"max_num_queued_reqs\"} 0.0\n"));
+        assert!(
+            !text.contains("vllm:estimated_flops"),
+            "0.33 registers no MFU counters by default"
+        );
+    }
+
+    #[test]
+    fn releases_differ_where_the_recordings_differ() {
+        let (_, mut r28) = registry(&["--vllm-version", "0.28"]);
+        let (_, mut r30) = registry(&["--vllm-version", "0.30"]);
+        let t28 = r28.render();
+        let t30 = r30.render();
+        assert!(t28.contains("vllm:estimated_flops_per_gpu_total{"));
+        assert!(!t28.contains("vllm:request_num_preemptions_bucket"));
+        assert!(t30.contains("vllm:request_num_preemptions_bucket"));
+        assert!(!t30.contains("vllm:admission_rejections"));
+        assert!(t28.contains("user_specified_mamba_block_size=\"False\""));
+        assert!(t30.contains("kv_cache_layout=\"None\""));
+    }
+
+    #[test]
+    fn cache_config_info_carries_the_block_arithmetic() {
+        let (cfg, mut r) = registry(&[
+            "--hybrid",
+            "--num-gpu-blocks-override",
+            "43",
+            "--max-model-len",
+            "16384",
+        ]);
+        let text = r.render();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("vllm:cache_config_info{"))
+            .unwrap();
+        assert!(line.contains("num_gpu_blocks=\"43\""));
+        assert!(line.contains("block_size=\"784\""));
+        assert!(line.contains(&format!(
+            "kv_cache_size_tokens=\"{}\"",
+            cfg.kv_cache_tokens()
+        )));
+        assert!(line.ends_with("} 1.0"));
+    }
+
+    #[test]
+    fn instrumentator_skips_excluded_handlers_and_groups_status() {
+        let (_, mut r) = registry(&[]);
+        r.http_request("/metrics", "GET", 200, 0.0, 10.0, 0.01, 1.0);
+        r.http_request("/v1/completions", "POST", 503, 100.0, 0.0, 0.2, 1.0);
+        let text = r.render();
+        assert!(!text.contains("handler=\"/metrics\""));
+        assert!(text.contains(
+            "http_requests_total{handler=\"/v1/completions\",method=\"POST\",status=\"5xx\"} 1.0\n"
+        ));
+        assert!(text.contains("http_request_duration_highr_seconds_count 1.0\n"));
+    }
+}
