@@ -8,10 +8,18 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v slurmctld >/dev/null 2>&1 || need+=(slurm-wlm)
 command -v munged >/dev/null 2>&1 || need+=(munge)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+command -v node >/dev/null 2>&1 || need+=(nodejs)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "== installing: ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+# The report's browser test drives Debian's Chromium through playwright-core (no browser download).
+if [ ! -d tests/browser/node_modules/playwright-core ]; then
+  echo "== npm ci (tests/browser)"
+  npm ci --prefix tests/browser --no-audit --no-fund >/dev/null
 fi

@@ -260,7 +260,10 @@ pub fn detect_from_metric_names<'a>(names: impl IntoIterator<Item = &'a str>) ->
             }
         }
     }
-    let (best, &n) = counts.iter().enumerate().max_by_key(|(i, n)| (**n, 3 - i))?;
+    let (best, &n) = counts
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, n)| (**n, 3 - i))?;
     (n > 0).then(|| Engine::ALL[best])
 }
 
@@ -403,7 +406,10 @@ mod tests {
     #[test]
     fn detects_from_commands() {
         let d = detect_from_command;
-        assert_eq!(d("vllm serve Qwen/Qwen3-8B --port 8001"), Some(Engine::Vllm));
+        assert_eq!(
+            d("vllm serve Qwen/Qwen3-8B --port 8001"),
+            Some(Engine::Vllm)
+        );
         assert_eq!(
             d("env CUDA_VISIBLE_DEVICES=0 /opt/venv/bin/vllm serve m"),
             Some(Engine::Vllm)
@@ -430,7 +436,11 @@ mod tests {
 
     #[test]
     fn detects_from_metric_names() {
-        let names = ["vllm:num_requests_running", "vllm:kv_cache_usage_perc", "python_info"];
+        let names = [
+            "vllm:num_requests_running",
+            "vllm:kv_cache_usage_perc",
+            "python_info",
+        ];
         assert_eq!(detect_from_metric_names(names), Some(Engine::Vllm));
         assert_eq!(
             detect_from_metric_names(["sglang:token_usage", "trtllm_x", "sglang:num_running_reqs"]),

@@ -124,7 +124,10 @@ pub fn parse_query_gpu(text: &str, with_compute_cap: bool) -> Result<Vec<Gpu>, G
         }
         let index: u32 = parts[0].trim().parse().map_err(|_| bad())?;
         let tail = &parts[parts.len() - trailing..];
-        let name = parts[1..parts.len() - trailing].join(",").trim().to_string();
+        let name = parts[1..parts.len() - trailing]
+            .join(",")
+            .trim()
+            .to_string();
         out.push(Gpu {
             index,
             name,
@@ -302,7 +305,10 @@ pub fn read_gpus_smi(exe: &Path) -> Result<Vec<Gpu>, GpuError> {
     let q = |fields: &str| {
         run_smi(
             exe,
-            &[&format!("--query-gpu={fields}"), "--format=csv,noheader,nounits"],
+            &[
+                &format!("--query-gpu={fields}"),
+                "--format=csv,noheader,nounits",
+            ],
             SMI_TIMEOUT,
         )
     };
@@ -329,7 +335,11 @@ pub fn read_gpus(source: &GpuSource) -> Result<Vec<Gpu>, GpuError> {
 /// there is no card.
 pub fn max_used_mib(source: &GpuSource) -> Option<u64> {
     let gpus = read_gpus(source).ok()?;
-    gpus.iter().map(|g| g.memory_used_mib).collect::<Option<Vec<u64>>>()?.into_iter().max()
+    gpus.iter()
+        .map(|g| g.memory_used_mib)
+        .collect::<Option<Vec<u64>>>()?
+        .into_iter()
+        .max()
 }
 
 /// GPU memory per pid (for reporting leftovers), when the source can tell.

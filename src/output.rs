@@ -98,7 +98,10 @@ mod tests {
         let mut v: Vec<CheckResult> = (0..8).map(|_| r(Status::Pass)).collect();
         v.extend((0..2).map(|_| r(Status::Warn)));
         v.extend((0..2).map(|_| r(Status::Fail)));
-        assert_eq!(counts_line(&v), "12 checks (8 pass, 2 warn, 2 tripwire-failed)");
+        assert_eq!(
+            counts_line(&v),
+            "12 checks (8 pass, 2 warn, 2 tripwire-failed)"
+        );
         v.push(r(Status::NotApplicable));
         assert_eq!(
             counts_line(&v),

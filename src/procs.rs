@@ -208,7 +208,9 @@ pub fn left_alone_line(why: &str, left: &[Target]) -> Option<String> {
     };
     let n = left.len();
     let noun = if n == 1 { "process" } else { "processes" };
-    Some(format!("left alone ({why}): {n} {noun} of {engines} servers"))
+    Some(format!(
+        "left alone ({why}): {n} {noun} of {engines} servers"
+    ))
 }
 
 /// The pattern a script would usually `pkill -f` for these targets: `trtllm-serve` if any
@@ -218,9 +220,15 @@ pub fn usual_pkill_pattern(targets: &[Target]) -> &'static str {
     if targets.iter().any(|t| t.engine == Engine::Trtllm) {
         return "trtllm-serve";
     }
-    let sglang: Vec<&Target> = targets.iter().filter(|t| t.engine == Engine::Sglang).collect();
+    let sglang: Vec<&Target> = targets
+        .iter()
+        .filter(|t| t.engine == Engine::Sglang)
+        .collect();
     if !sglang.is_empty() && !targets.iter().any(|t| t.engine == Engine::Vllm) {
-        if sglang.iter().any(|t| t.cmdline.contains("sglang.launch_server")) {
+        if sglang
+            .iter()
+            .any(|t| t.cmdline.contains("sglang.launch_server"))
+        {
             return "sglang.launch_server";
         }
         return "sglang serve";
@@ -340,7 +348,8 @@ impl System for RealSystem {
             pid: target.pid,
             starttime: target.starttime,
         };
-        inferlint_supervisor::Tracked::open(&self.scan, id).is_some_and(|t| t.signal(&self.scan, sig))
+        inferlint_supervisor::Tracked::open(&self.scan, id)
+            .is_some_and(|t| t.signal(&self.scan, sig))
     }
 
     fn gpu_used_mib(&mut self) -> Option<u64> {

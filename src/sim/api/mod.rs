@@ -17,6 +17,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -239,7 +240,11 @@ async fn serve(
     log.uvicorn("Application startup complete.");
 
     listener.set_nonblocking(true)?;
-    let listener = tokio::net::TcpListener::from_std(listener)?;
+    // uvicorn's asyncio transports set TCP_NODELAY; without it a streamed body waits for the
+    // client's delayed ACK of the headers (about 40 ms a request).
+    let listener = tokio::net::TcpListener::from_std(listener)?.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let app = http::router(front.clone());
     let server = tokio::spawn(async move {

@@ -346,10 +346,6 @@ impl Shape {
     }
 }
 
-fn sse(v: &Value) -> Bytes {
-    Bytes::from(format!("data: {v}\n\n"))
-}
-
 fn sse_response(body: Body) -> Response {
     Response::builder()
         .status(200)
@@ -468,7 +464,57 @@ struct StreamState {
     generated: u32,
     first: bool,
     finished: bool,
-    pending: std::collections::VecDeque<Bytes>,
+}
+
+impl StreamState {
+    /// Appends the SSE events one engine output turns into.
+    fn push(&mut self, ev: Option<Ev>, buf: &mut Vec<u8>) {
+        let mut put = |v: &Value| buf.extend_from_slice(format!("data: {v}\n\n").as_bytes());
+        match ev {
+            Some(Ev::Tokens { n, finish }) => {
+                if self.first && self.shape.ep == Endpoint::Chat {
+                    put(&self.shape.chunk("", None, None, true));
+                    self.first = false;
+                }
+                let text = text_of(self.generated, n);
+                self.generated += n;
+                let u = self
+                    .p
+                    .continuous_usage
+                    .then(|| usage(self.p.prompt_tokens, self.generated));
+                put(&self.shape.chunk(&text, finish, u, false));
+                if finish.is_some() {
+                    self.sub.done = true;
+                    if self.p.include_usage {
+                        put(&self.shape.usage_chunk(self.p.prompt_tokens, self.generated));
+                    }
+                    buf.extend_from_slice(b"data: [DONE]\n\n");
+                    self.finished = true;
+                }
+            }
+            Some(Ev::Failed(status, message)) => {
+                self.sub.done = true;
+                let kind = if status == 500 {
+                    "InternalServerError"
+                } else {
+                    "Service Unavailable"
+                };
+                put(&ApiError {
+                    status,
+                    kind,
+                    message,
+                    param: None,
+                }
+                .body());
+                buf.extend_from_slice(b"data: [DONE]\n\n");
+                self.finished = true;
+            }
+            None => {
+                self.sub.done = true;
+                self.finished = true;
+            }
+        }
+    }
 }
 
 fn stream(shape: Shape, p: Parsed, sub: Submitted) -> Response {
@@ -479,66 +525,23 @@ fn stream(shape: Shape, p: Parsed, sub: Submitted) -> Response {
         generated: 0,
         first: true,
         finished: false,
-        pending: Default::default(),
     };
+    // One write per wake-up: outputs already queued are merged, as vLLM's output collector
+    // merges the deltas a slow consumer has not picked up yet.
     let s = futures_util::stream::unfold(st, |mut st| async move {
-        loop {
-            if let Some(b) = st.pending.pop_front() {
-                return Some((Ok::<Bytes, std::convert::Infallible>(b), st));
-            }
-            if st.finished {
-                return None;
-            }
-            match st.sub.rx.recv().await {
-                Some(Ev::Tokens { n, finish }) => {
-                    if st.first && st.shape.ep == Endpoint::Chat {
-                        st.pending
-                            .push_back(sse(&st.shape.chunk("", None, None, true)));
-                        st.first = false;
-                    }
-                    let text = text_of(st.generated, n);
-                    st.generated += n;
-                    let u =
-                        st.p.continuous_usage
-                            .then(|| usage(st.p.prompt_tokens, st.generated));
-                    st.pending
-                        .push_back(sse(&st.shape.chunk(&text, finish, u, false)));
-                    if finish.is_some() {
-                        st.sub.done = true;
-                        if st.p.include_usage {
-                            st.pending.push_back(sse(&st
-                                .shape
-                                .usage_chunk(st.p.prompt_tokens, st.generated)));
-                        }
-                        st.pending
-                            .push_back(Bytes::from_static(b"data: [DONE]\n\n"));
-                        st.finished = true;
-                    }
-                }
-                Some(Ev::Failed(status, message)) => {
-                    st.sub.done = true;
-                    let kind = if status == 500 {
-                        "InternalServerError"
-                    } else {
-                        "Service Unavailable"
-                    };
-                    let err = ApiError {
-                        status,
-                        kind,
-                        message,
-                        param: None,
-                    };
-                    st.pending.push_back(sse(&err.body()));
-                    st.pending
-                        .push_back(Bytes::from_static(b"data: [DONE]\n\n"));
-                    st.finished = true;
-                }
-                None => {
-                    st.sub.done = true;
-                    st.finished = true;
-                }
+        if st.finished {
+            return None;
+        }
+        let mut buf = Vec::new();
+        let ev = st.sub.rx.recv().await;
+        st.push(ev, &mut buf);
+        while !st.finished {
+            match st.sub.rx.try_recv() {
+                Ok(ev) => st.push(Some(ev), &mut buf),
+                Err(_) => break,
             }
         }
+        (!buf.is_empty()).then(|| (Ok::<Bytes, std::convert::Infallible>(Bytes::from(buf)), st))
     });
     sse_response(Body::from_stream(s))
 }
