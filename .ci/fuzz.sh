@@ -14,8 +14,9 @@
 # memory out of proportion to the input.
 #
 # Corpora: fuzz/corpus/<target> (in the repository, small) is copied into a working corpus under
-# fuzz/target/corpus/<target>, where new inputs go; the recorded evidence (../shared/fixtures, or
-# INFERLINT_EVIDENCE) is read as an extra corpus when present, and never written. A crashing
+# fuzz/target/corpus/<target> (or FUZZ_WORK/<target>), where new inputs go; the recorded evidence
+# (../shared/fixtures, or INFERLINT_EVIDENCE; FUZZ_EVIDENCE=0 leaves it out) is read as an extra
+# corpus when present, and never written. A crashing
 # input is saved under fuzz/artifacts/<target>/; minimize it with
 # `cargo fuzz tmin -s none <target> <file>` and keep it under fuzz/regressions/<target>/ with a
 # test in tests/fuzz_regressions.rs.
@@ -55,6 +56,7 @@ echo "built in $(( $(date +%s) - start )) s"
 bin_dir="$root/fuzz/target/x86_64-unknown-linux-gnu/release"
 
 evidence="${INFERLINT_EVIDENCE:-$root/../shared/fixtures}"
+[ "${FUZZ_EVIDENCE:-1}" != 0 ] || evidence=/nonexistent
 extra_root="$(mktemp -d)"
 trap 'rm -rf "$extra_root"' EXIT
 
@@ -86,7 +88,7 @@ dict_of() {
 
 run_one() {
   local target="$1"
-  local work="$root/fuzz/target/corpus/$target" art="$root/fuzz/artifacts/$target/"
+  local work="${FUZZ_WORK:-$root/fuzz/target/corpus}/$target" art="$root/fuzz/artifacts/$target/"
   local log="$root/fuzz/target/fuzz-$target.log"
   mkdir -p "$work" "$art"
   cp -n "$root/fuzz/corpus/$target/"* "$work/" 2>/dev/null || true

@@ -69,8 +69,7 @@ fn spawn(role: &str, mode: CgroupMode) -> Supervised {
 /// A cooperative tree process: starts its child (if any), prints `ready` when the whole tree
 /// runs, and on SIGTERM stops its child, waits for it, and exits.
 fn tree_process(child_role: Option<&str>) {
-    let mut signals =
-        signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM]).unwrap();
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGTERM]).unwrap();
     let mut child = child_role.map(|r| {
         std::process::Command::new(std::env::current_exe().unwrap())
             .env(ROLE_ENV, r)
@@ -86,13 +85,13 @@ fn tree_process(child_role: Option<&str>) {
     }
     println!("ready");
     let _ = std::io::stdout().flush();
-    for _ in signals.forever() {
-        if let Some(c) = &mut child {
-            let _ = inferlint_supervisor::sys::kill(c.id() as i32, libc::SIGTERM);
-            let _ = c.wait();
-        }
-        std::process::exit(0);
+    // Block until SIGTERM.
+    let _ = signals.forever().next();
+    if let Some(c) = &mut child {
+        let _ = inferlint_supervisor::sys::kill(c.id() as i32, libc::SIGTERM);
+        let _ = c.wait();
     }
+    std::process::exit(0);
 }
 
 fn wait_ready(s: &mut Supervised) -> inferlint_supervisor::LineReceiver {
@@ -157,8 +156,14 @@ fn teardown_bench(mode: CgroupMode) {
 /// The flooding server: writes 100-byte lines at `FLOOD_MBPS` for `FLOOD_SECS` with
 /// `O_NONBLOCK`, then prints how often a write would have blocked.
 fn flood() {
-    let mbps: f64 = std::env::var("FLOOD_MBPS").ok().and_then(|v| v.parse().ok()).unwrap_or(100.0);
-    let secs: f64 = std::env::var("FLOOD_SECS").ok().and_then(|v| v.parse().ok()).unwrap_or(3.0);
+    let mbps: f64 = std::env::var("FLOOD_MBPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100.0);
+    let secs: f64 = std::env::var("FLOOD_SECS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3.0);
     let out = std::io::stdout();
     let fd = out.as_raw_fd();
     inferlint_supervisor::sys::set_nonblocking(fd, true).unwrap();
@@ -214,7 +219,10 @@ fn flood() {
 }
 
 fn flood_bench() {
-    for (label, consume) in [("a consumer reading every line", true), ("no line consumer", false)] {
+    for (label, consume) in [
+        ("a consumer reading every line", true),
+        ("no line consumer", false),
+    ] {
         let dir = std::env::temp_dir().join(format!("inferlint-flood-{}", std::process::id()));
         let raw = dir.with_extension("log");
         let mut o = SpawnOptions::new(

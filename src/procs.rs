@@ -233,8 +233,11 @@ pub fn usual_pkill_pattern(targets: &[Target]) -> &'static str {
         }
         return "sglang serve";
     }
-    "vllm serve"
+    DEFAULT_PKILL_PATTERN
 }
+
+/// The pattern scripts usually clean up with (and the default of [`pkill_hits`]' callers).
+pub const DEFAULT_PKILL_PATTERN: &str = "vllm serve";
 
 /// The pids `pkill -f PATTERN` would signal: a regex search on every process's space-joined
 /// argument vector. An invalid pattern matches nothing.

@@ -12,6 +12,7 @@ use inferlint::prom::Metrics;
 use inferlint::snapshot::Snapshot;
 use inferlint::{Engine, Status};
 use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
 
 const COUNTER: &str = "vllm:num_preemptions_total";
 const CREATED: &str = "vllm:num_preemptions_created";
@@ -22,6 +23,12 @@ fn cases(default: u32) -> ProptestConfig {
     if std::env::var_os("PROPTEST_CASES").is_none() {
         c.cases = default;
     }
+    // A long run (PROPTEST_CASES=100000) may discard up to as many inputs as it runs.
+    c.max_global_rejects = c.max_global_rejects.max(c.cases);
+    // Shrunk failures are kept here and tried first on later runs.
+    c.failure_persistence = Some(Box::new(FileFailurePersistence::Direct(
+        "tests/proptest-regressions/proptest_counters.txt",
+    )));
     c
 }
 

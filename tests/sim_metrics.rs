@@ -28,6 +28,17 @@ fn types(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `# HELP` texts by family.
+fn helps(text: &str) -> std::collections::BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("# HELP "))
+        .map(|l| {
+            let (n, h) = l.split_once(' ').unwrap_or((l, ""));
+            (n.to_string(), h.to_string())
+        })
+        .collect()
+}
+
 /// Every `vllm:` sample as `name{labels}` with the deployment-specific values (model name,
 /// engine index, every cache_config_info value) blanked.
 fn vllm_signatures(m: &Metrics) -> BTreeSet<String> {
@@ -73,6 +84,11 @@ fn assert_same_exposition(args: &[&str], reference: &str, what: &str) {
     assert_eq!(s, 200);
     let (text, m) = metrics(&sim);
     let reference_m = Metrics::parse(reference).expect("the reference parses");
+    assert_eq!(
+        helps(&text),
+        helps(reference),
+        "HELP texts differ from {what}"
+    );
     assert_eq!(
         types(&text),
         types(reference),
@@ -281,6 +297,7 @@ fn the_preemption_counter_equals_the_preemptions_performed() {
             "400",
         ])
         .env("INFERLINT_SIM_PREEMPTION_LOG", log_path.to_str().unwrap())
+        .env("VLLM_LOG_STATS_INTERVAL", "0.2")
         .start();
     let before = snapshot(&sim, "before");
     let bodies = burst(&sim, 8, 30, 60);

@@ -320,3 +320,25 @@ fn a_pool_smaller_than_one_request_fails_like_vllm() {
         "GPU KV cache size: 640 tokens, Maximum concurrency for 512 tokens per request: 1.25x"
     ));
 }
+
+#[test]
+fn sigterm_during_boot_stops_everything() {
+    let mut sim = Sim::builder()
+        .args(&["--boot-secs", "20"])
+        .no_wait()
+        .start();
+    assert!(
+        eventually(Duration::from_secs(10), || sim.engine_pid().is_some()),
+        "the engine starts booting"
+    );
+    let engine = sim.engine_pid().unwrap();
+    sim.signal_api(libc::SIGTERM);
+    assert_eq!(
+        sim.wait_exit(Duration::from_secs(10))
+            .and_then(|s| s.code()),
+        Some(0)
+    );
+    assert!(eventually(Duration::from_secs(5), || !alive(engine)));
+    assert!(!sim.log().contains("Application startup complete"));
+    assert!(sim.processes().is_empty());
+}

@@ -6,9 +6,11 @@ use inferlint::gpu::{self, ClearOptions, Clock, GpuSource, Reading};
 
 #[test]
 fn the_recorded_card_parses() {
-    let gpus =
-        gpu::parse_query_gpu("0, NVIDIA GeForce RTX 4090, 24564, 0, 24138, 616.56, 8.9\n", true)
-            .unwrap();
+    let gpus = gpu::parse_query_gpu(
+        "0, NVIDIA GeForce RTX 4090, 24564, 0, 24138, 616.56, 8.9\n",
+        true,
+    )
+    .unwrap();
     assert_eq!(gpus.len(), 1);
     let g = &gpus[0];
     assert_eq!(g.index, 0);
@@ -85,7 +87,8 @@ fn family_table() {
 
 #[test]
 fn compute_apps_of_the_recorded_samples() {
-    let Some(text) = inferlint::testkit::evidence_text("nvidia-smi/compute-apps-vllm-enginecore.csv.txt")
+    let Some(text) =
+        inferlint::testkit::evidence_text("nvidia-smi/compute-apps-vllm-enginecore.csv.txt")
     else {
         return;
     };
@@ -196,7 +199,13 @@ fn one_low_reading_is_not_proof() {
     assert_eq!(r.readings[4].elapsed_s, 8.0);
     assert_eq!(
         r.readings_json(),
-        serde_json::json!([[0.0, 18900, 1], [2.0, 300, 0], [4.0, 18500, 1], [6.0, 250, 0], [8.0, 240, 0]])
+        serde_json::json!([
+            [0.0, 18900, 1],
+            [2.0, 300, 0],
+            [4.0, 18500, 1],
+            [6.0, 250, 0],
+            [8.0, 240, 0]
+        ])
     );
 }
 
@@ -209,7 +218,11 @@ fn unclear_readings() {
     // Low memory but a live server.
     let r = run(&[(Some(100), 1)], short);
     assert!(!r.clear);
-    assert!(r.reason.contains("1 server processes alive"), "{}", r.reason);
+    assert!(
+        r.reason.contains("1 server processes alive"),
+        "{}",
+        r.reason
+    );
     assert_eq!(
         r.reason,
         "not clear after 4s: last reading 100 MiB used, 1 server processes alive"

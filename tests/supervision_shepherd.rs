@@ -76,16 +76,14 @@ fn read_pids_and_lines(
     let deadline = Instant::now() + Duration::from_secs(10);
     while out.len() < n && Instant::now() < deadline {
         match lines.try_recv() {
-            Some(l) => {
-                match l.text.strip_prefix("pid ") {
-                    Some(p) => {
-                        if let Some(id) = p.trim().parse().ok().and_then(|p| scan.id_of(p)) {
-                            out.push(id);
-                        }
+            Some(l) => match l.text.strip_prefix("pid ") {
+                Some(p) => {
+                    if let Some(id) = p.trim().parse().ok().and_then(|p| scan.id_of(p)) {
+                        out.push(id);
                     }
-                    None => others.push(l),
                 }
-            }
+                None => others.push(l),
+            },
             None => std::thread::sleep(Duration::from_millis(2)),
         }
     }
@@ -115,17 +113,33 @@ fn a_cooperative_tree_stops_gracefully_and_its_output_arrives() {
         }
     }
     use inferlint_supervisor::Stream;
-    assert!(got.contains(&(Stream::Stdout, " 10%|#".to_string())), "{got:?}");
-    assert!(got.contains(&(Stream::Stdout, "100%|###".to_string())), "{got:?}");
-    assert!(got.contains(&(Stream::Stderr, "to-stderr".to_string())), "{got:?}");
+    assert!(
+        got.contains(&(Stream::Stdout, " 10%|#".to_string())),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&(Stream::Stdout, "100%|###".to_string())),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&(Stream::Stderr, "to-stderr".to_string())),
+        "{got:?}"
+    );
     let report = s.teardown(StopMode::Graceful);
     assert!(report.is_clean(), "{report:?}");
     assert_eq!(report.actor, "shepherd");
     assert_eq!(report.pipes_at_eof, Some(true));
-    assert_eq!(report.signalled, vec![ids[0].pid], "only the leader needed a signal");
+    assert_eq!(
+        report.signalled,
+        vec![ids[0].pid],
+        "only the leader needed a signal"
+    );
     assert!(wait_gone(&ids, Duration::from_secs(1)));
     let raw = std::fs::read_to_string(dir.path().join("boot.log")).unwrap();
-    assert!(raw.contains("to-stderr") && raw.contains("\r 50%|##\r"), "{raw:?}");
+    assert!(
+        raw.contains("to-stderr") && raw.contains("\r 50%|##\r"),
+        "{raw:?}"
+    );
 }
 
 #[test]
@@ -160,7 +174,9 @@ fn an_engine_outliving_its_server_is_stopped_when_the_server_exits() {
     let ids = read_pids(&mut lines, 2);
     let _reaper = Reaper(ids.clone());
     assert_eq!(s.wait_exit(Duration::from_secs(5)), Some(ExitKind::Code(3)));
-    let report = s.wait_done(Duration::from_secs(5)).expect("the shepherd tore down");
+    let report = s
+        .wait_done(Duration::from_secs(5))
+        .expect("the shepherd tore down");
     assert_eq!(report.leader_exit, Some(ExitKind::Code(3)));
     assert!(report.signalled.contains(&ids[0].pid), "{report:?}");
     assert!(report.leftovers.is_empty());
@@ -180,7 +196,9 @@ fn a_killed_shepherd_leaves_the_teardown_to_the_supervisor() {
     let ids = read_pids(&mut lines, 2);
     let _reaper = Reaper(ids.clone());
     inferlint_supervisor::sys::kill(s.shepherd_pid(), libc::SIGKILL).unwrap();
-    let report = s.wait_done(Duration::from_secs(8)).expect("fallback teardown");
+    let report = s
+        .wait_done(Duration::from_secs(8))
+        .expect("fallback teardown");
     assert_eq!(report.actor, "supervisor (shepherd gone)");
     assert!(report.leftovers.is_empty(), "{report:?}");
     assert!(wait_gone(&ids, Duration::from_secs(1)));
@@ -225,15 +243,24 @@ fn reap_tears_down_a_run_whose_owners_are_dead() {
     let scan = ProcScanner::system();
     let deadline = Instant::now() + Duration::from_secs(5);
     let engine = loop {
+        // Marked, and past its `trap '' TERM` (it has exec'd under its new name).
         let found = scan.pids().into_iter().find(|&p| {
-            scan.environ_var(p, inferlint_supervisor::RUN_ID_ENV).as_deref() == Some(&run_id)
+            scan.environ_var(p, inferlint_supervisor::RUN_ID_ENV)
+                .as_deref()
+                == Some(&run_id)
+                && scan
+                    .read(p)
+                    .is_some_and(|i| i.argv.first().is_some_and(|a| a == "VLLM::EngineCore"))
         });
         if let Some(p) = found {
             if let Some(id) = scan.id_of(p) {
                 break id;
             }
         }
-        assert!(Instant::now() < deadline, "the marked process never appeared");
+        assert!(
+            Instant::now() < deadline,
+            "the marked process never appeared"
+        );
         std::thread::sleep(Duration::from_millis(5));
     };
     let _reaper = Reaper(vec![engine]);
@@ -250,10 +277,15 @@ fn reap_tears_down_a_run_whose_owners_are_dead() {
     let out = String::from_utf8_lossy(&dry.stdout);
     assert_eq!(dry.status.code(), Some(0), "{out}");
     assert!(
-        out.contains(&format!("stale run {run_id} (its owners are gone): 1 process")),
+        out.contains(&format!(
+            "stale run {run_id} (its owners are gone): 1 process"
+        )),
         "{out}"
     );
-    assert!(out.contains(&format!("  pid={:<8} VLLM::EngineCore", engine.pid)), "{out}");
+    assert!(
+        out.contains(&format!("  pid={:<8} VLLM::EngineCore", engine.pid)),
+        "{out}"
+    );
     assert!(scan.is_alive(engine));
 
     let real = Command::new(BIN)

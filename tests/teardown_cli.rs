@@ -57,7 +57,13 @@ fn engine_table_proc() -> tempfile::TempDir {
     write_proc(r, 1, 0, "init", &["/sbin/init"]);
     write_proc(r, 10, 1, "vllm", &["vllm", "serve", "m"]);
     write_proc(r, 11, 10, "VLLM::EngineCor", &["VLLM::EngineCore"]);
-    write_proc(r, 20, 1, "python", &["python", "-m", "sglang.launch_server", "--model-path", "m"]);
+    write_proc(
+        r,
+        20,
+        1,
+        "python",
+        &["python", "-m", "sglang.launch_server", "--model-path", "m"],
+    );
     write_proc(r, 21, 20, "sglang::schedul", &["sglang::scheduler"]);
     write_proc(r, 30, 1, "bash", &["bash"]);
     dir
@@ -104,7 +110,10 @@ fn gpu_inspect_on_an_idle_card_passes() {
         out.contains("        memory: 24,564 MiB total, 0 MiB used, 24,138 MiB free\n"),
         "{out}"
     );
-    assert!(out.contains("[ T2] PASS  1 consecutive clear readings"), "{out}");
+    assert!(
+        out.contains("[ T2] PASS  1 consecutive clear readings"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -183,7 +192,10 @@ fn an_old_driver_is_asked_again_without_compute_cap() {
     );
     let out = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
-    assert!(out.contains("GPU 0   Tesla P100-PCIE-16GB\n        driver 418.87\n"), "{out}");
+    assert!(
+        out.contains("GPU 0   Tesla P100-PCIE-16GB\n        driver 418.87\n"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -264,7 +276,13 @@ fn teardown_dry_run_lists_targets_and_the_pkill_comparison() {
         "bash",
         &["bash", "-c", "sleep 1; pkill -f 'vllm serve'"],
     );
-    write_proc(procs.path(), 41, 30, "tail", &["tail", "-f", "vllm serve.log"]);
+    write_proc(
+        procs.path(),
+        41,
+        30,
+        "tail",
+        &["tail", "-f", "vllm serve.log"],
+    );
     let o = inferlint(
         &[
             "teardown",
@@ -376,8 +394,14 @@ fn a_real_teardown_stops_engines_and_spares_bystanders() {
         );
     }
     assert_eq!(out.matches("target  pid=").count(), 2, "{diag}");
-    assert!(out.contains("(pkill -f 'vllm serve' would miss 2 and wrongly hit "), "{diag}");
-    assert!(out.contains("[ T2] PASS  1 consecutive clear readings"), "{diag}");
+    assert!(
+        out.contains("(pkill -f 'vllm serve' would miss 2 and wrongly hit "),
+        "{diag}"
+    );
+    assert!(
+        out.contains("[ T2] PASS  1 consecutive clear readings"),
+        "{diag}"
+    );
 }
 
 #[test]
@@ -401,10 +425,12 @@ echo $? > rc.txt
     let rc = std::fs::read_to_string(dir.path().join("rc.txt")).unwrap();
     assert_eq!(rc.trim(), "2", "{out}");
     assert!(out.contains("target  pid="), "{out}");
-    assert!(out.contains("no NVIDIA GPU found: nvidia-smi is missing or failed"), "{out}");
+    assert!(
+        out.contains("no NVIDIA GPU found: nvidia-smi is missing or failed"),
+        "{out}"
+    );
     assert!(
         out.contains("[ T2] ????  no server process is alive, but no GPU could be read"),
         "{out}"
     );
 }
-

@@ -72,7 +72,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         if args.dry_run {
             continue;
         }
-        let report = reap::reap(run, &reap_graces(args.grace));
+        let mut report = reap::reap(run, &reap_graces(args.grace));
+        if !report.leftovers.is_empty() {
+            let held = crate::gpu::mib_by_pid(&crate::gpu::source_from_env());
+            report.annotate_gpu(|pid| held.get(&(pid as u32)).copied());
+        }
         for l in report.leftover_lines() {
             let _ = writeln!(out, "{l}");
         }

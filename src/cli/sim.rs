@@ -12,9 +12,9 @@ pub struct Args {
 #[derive(clap::Subcommand, Debug)]
 pub enum SimCommand {
     /// A simulated `vllm serve MODEL`: same processes, boot log, /metrics and scheduling.
-    Serve(sim::config::ServeArgs),
+    Serve(Box<sim::config::ServeArgs>),
     /// A simulated `vllm bench serve`: same flags, summary and result JSON.
-    Bench(sim::bench::BenchArgs),
+    Bench(Box<sim::bench::BenchArgs>),
     /// The engine process `serve` starts (argv[0] `VLLM::EngineCore`).
     #[command(name = "engine-core", hide = true)]
     EngineCore,
@@ -25,8 +25,8 @@ pub enum SimCommand {
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     match args.command {
-        SimCommand::Serve(a) => sim::api::run_serve(a),
-        SimCommand::Bench(a) => sim::bench::run_bench(a),
+        SimCommand::Serve(a) => sim::api::run_serve(*a),
+        SimCommand::Bench(a) => sim::bench::run_bench(*a),
         SimCommand::EngineCore => sim::engine::run_engine(),
         SimCommand::Worker => sim::engine::run_worker(),
     }

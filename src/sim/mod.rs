@@ -3,11 +3,27 @@
 //! It exists so that everything inferlint promises about a real server can be tested on a
 //! machine without a GPU: the same process tree (an API server and a `VLLM::EngineCore` child,
 //! `VLLM::Worker_TP{n}` grandchildren with `--tp`), the same boot-log lines and /metrics
-//! exposition of the chosen release, the same scheduling arithmetic (paged KV blocks, a reserved
-//! null block, silent preemption) and the same shutdown and orphan behaviour.
+//! exposition of the chosen release (0.28, 0.30, 0.33), the same scheduling arithmetic (paged KV
+//! blocks, a reserved null block, silent preemption) and the same shutdown and orphan behaviour.
 //!
 //! The simulator shares no code with the checks: they judge its output as they would judge a
 //! real server's.
+//!
+//! The seed's story, reproduced (requested 32, about 10 run, silent preemptions, a ceiling that
+//! falls from 10 to 8 as outputs grow, 784-token blocks, the null block, an orphaned engine):
+//!
+//! ```text
+//! inferlint sim serve qwen38 --hybrid --num-gpu-blocks-override 43 --max-model-len 16384 \
+//!     --max-num-seqs 32 --tokens-per-s 150 --orphan-engine
+//! inferlint sim bench --model qwen38 --num-prompts 32 --max-concurrency 32 \
+//!     --random-input-len 2400 --random-output-len 1000 --ignore-eos --save-result
+//! ```
+//!
+//! Modules: [`config`] (flags → one resolved configuration), [`sched`] (the KV cache and
+//! scheduler), [`engine`] (the engine and worker processes), [`api`] (the API server: HTTP,
+//! metrics, shutdown), [`proto`] (their channel), [`metrics`] and [`expo`] (the exposition),
+//! [`logline`] and [`failures`] (the log lines), [`gpu`] (the simulated GPU), [`os`] (process
+//! titles and /proc), [`bench`] (the load client).
 
 pub mod api;
 pub mod bench;

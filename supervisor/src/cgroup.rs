@@ -243,12 +243,16 @@ mod tests {
             parse_mountinfo_cgroup2(info),
             Some(PathBuf::from("/sys/fs/cgroup/unified"))
         );
-        let pure = "29 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n";
+        let pure =
+            "29 23 0:26 / /sys/fs/cgroup rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n";
         assert_eq!(
             parse_mountinfo_cgroup2(pure),
             Some(PathBuf::from("/sys/fs/cgroup"))
         );
-        assert_eq!(parse_mountinfo_cgroup2("1 2 0:1 / / rw - ext4 /dev/sda rw\n"), None);
+        assert_eq!(
+            parse_mountinfo_cgroup2("1 2 0:1 / / rw - ext4 /dev/sda rw\n"),
+            None
+        );
     }
 
     #[test]

@@ -64,7 +64,8 @@
 //!   a slow consumer loses lines — counted by [`Supervised::dropped_lines`] — never the raw
 //!   file), [`Supervised::wait_exit`] / [`Supervised::exited`], [`Supervised::stop`],
 //!   [`Supervised::teardown`] / [`Supervised::teardown_async`] / [`Supervised::done`] →
-//!   [`TeardownReport`]. Dropping the handle tears down too.
+//!   [`TeardownReport`] (add GPU memory to its leftovers with
+//!   [`TeardownReport::annotate_gpu`]). Dropping the handle tears down too.
 //! * The shepherd entry point for the binary's hidden subcommand: [`shepherd::main_with_args`].
 //! * [`SignalMux`] and [`signals::say`] (terminal writes that never panic).
 //! * Reconciliation: [`reap::find_stale`] and [`reap::reap`].

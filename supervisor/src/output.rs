@@ -287,7 +287,9 @@ mod tests {
         let mut s = LineSplitter::new(max);
         let mut out = Vec::new();
         for c in chunks {
-            s.feed(c, |t, tr| out.push((String::from_utf8_lossy(t).into_owned(), tr)));
+            s.feed(c, |t, tr| {
+                out.push((String::from_utf8_lossy(t).into_owned(), tr))
+            });
         }
         s.finish(|t, tr| out.push((String::from_utf8_lossy(t).into_owned(), tr)));
         out

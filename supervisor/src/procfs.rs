@@ -199,7 +199,10 @@ impl ProcScanner {
 
     /// Every readable process, ascending by pid.
     pub fn all(&self) -> Vec<ProcInfo> {
-        self.pids().into_iter().filter_map(|p| self.read(p)).collect()
+        self.pids()
+            .into_iter()
+            .filter_map(|p| self.read(p))
+            .collect()
     }
 
     /// The value of one variable in the process's *initial* environment, if readable.
@@ -288,7 +291,10 @@ mod tests {
 
     #[test]
     fn stat_parses_from_the_last_paren() {
-        let s = parse_stat("201 (VLLM::EngineCore) S 200 200 200 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 0 0").unwrap();
+        let s = parse_stat(
+            "201 (VLLM::EngineCore) S 200 200 200 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 12345 0 0",
+        )
+        .unwrap();
         assert_eq!(s.comm, "VLLM::EngineCore");
         assert_eq!((s.state, s.ppid, s.pgrp, s.session), ('S', 200, 200, 200));
         assert_eq!(s.starttime, 12345);

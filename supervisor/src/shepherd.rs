@@ -130,7 +130,10 @@ impl ShepherdConfig {
                 "--grace-ms" => {
                     let v: Vec<u64> = s
                         .split(',')
-                        .map(|x| x.parse().map_err(|_| format!("shepherd: bad --grace-ms '{s}'")))
+                        .map(|x| {
+                            x.parse()
+                                .map_err(|_| format!("shepherd: bad --grace-ms '{s}'"))
+                        })
                         .collect::<Result<_, _>>()?;
                     if v.len() != 4 {
                         return Err(format!("shepherd: --grace-ms needs 4 values, got '{s}'"));
@@ -182,9 +185,10 @@ pub fn run(cfg: ShepherdConfig) -> i32 {
     // SAFETY: setsid has no memory effects; it fails only if we already lead a group.
     unsafe { libc::setsid() };
     let _ = sys::set_child_subreaper();
-    let mut log = Log(cfg.log.as_ref().and_then(|p| {
-        OpenOptions::new().create(true).append(true).open(p).ok()
-    }));
+    let mut log = Log(cfg
+        .log
+        .as_ref()
+        .and_then(|p| OpenOptions::new().create(true).append(true).open(p).ok()));
 
     // SAFETY (both): descriptors handed to us on the command line are ours from now on.
     let control: Option<OwnedFd> = cfg.control_fd.map(|fd| unsafe { OwnedFd::from_raw_fd(fd) });
@@ -212,7 +216,6 @@ pub fn run(cfg: ShepherdConfig) -> i32 {
     }
     let _ = nix::sys::signal::sigprocmask(SigmaskHow::SIG_BLOCK, Some(&mask), None);
     let sigfd = SignalFd::with_flags(&mask, SfdFlags::SFD_NONBLOCK | SfdFlags::SFD_CLOEXEC).ok();
-
 
     // The cgroup, when wanted and possible.
     let mut cgroup_note = None;
@@ -248,7 +251,8 @@ pub fn run(cfg: ShepherdConfig) -> i32 {
         (Some(c), Some(f)) => (Some(c), Some(f)),
         (Some(c), None) => {
             let _ = c.remove();
-            cgroup_note = Some("no cgroup (cgroup.procs not writable); using the process group".into());
+            cgroup_note =
+                Some("no cgroup (cgroup.procs not writable); using the process group".into());
             (None, None)
         }
         _ => (None, None),
@@ -264,10 +268,7 @@ pub fn run(cfg: ShepherdConfig) -> i32 {
     let child = match child {
         Ok(c) => c,
         Err(e) => {
-            let error = format!(
-                "cannot start {}: {e}",
-                cfg.command[0].to_string_lossy()
-            );
+            let error = format!("cannot start {}: {e}", cfg.command[0].to_string_lossy());
             log.say(&error);
             send(control.as_ref(), &Event::SpawnFailed { error });
             if let Some(c) = &cgroup {
@@ -299,14 +300,17 @@ pub fn run(cfg: ShepherdConfig) -> i32 {
             .map(|c| format!("cgroup {}", c.path().display()))
             .unwrap_or_else(|| format!("process group {leader_pid}"))
     ));
-    send(control.as_ref(), &Event::Spawned {
-        pid: leader_pid,
-        pgid: leader_pid,
-        starttime,
-        session: my_sid,
-        cgroup: tree.cgroup.as_ref().map(|c| c.path().display().to_string()),
-        cgroup_note,
-    });
+    send(
+        control.as_ref(),
+        &Event::Spawned {
+            pid: leader_pid,
+            pgid: leader_pid,
+            starttime,
+            session: my_sid,
+            cgroup: tree.cgroup.as_ref().map(|c| c.path().display().to_string()),
+            cgroup_note,
+        },
+    );
     // The leader is reaped at the end of the teardown (std's Child would reap it early).
     std::mem::forget(child);
 
@@ -398,9 +402,12 @@ pub fn run(cfg: ShepherdConfig) -> i32 {
     if state.supervisor_gone || state.control.is_none() {
         write_report(cfg.report.as_ref(), &report);
     }
-    send(state.control.as_ref(), &Event::TeardownDone {
-        report: report.clone(),
-    });
+    send(
+        state.control.as_ref(),
+        &Event::TeardownDone {
+            report: report.clone(),
+        },
+    );
     if report.leftovers.is_empty() {
         0
     } else {
@@ -555,9 +562,10 @@ impl Loop {
     /// Moves what the pipes hold into the drain file (non-blocking).
     fn drain(&mut self, drains: &mut [OwnedFd]) -> bool {
         if self.drain_file.is_none() {
-            self.drain_file = self.drain_to.as_ref().and_then(|p| {
-                OpenOptions::new().create(true).append(true).open(p).ok()
-            });
+            self.drain_file = self
+                .drain_to
+                .as_ref()
+                .and_then(|p| OpenOptions::new().create(true).append(true).open(p).ok());
         }
         let mut open = false;
         let mut buf = vec![0u8; 65536];

@@ -218,7 +218,15 @@ fn is_excluded(pid: i32) -> bool {
 fn is_subreaper() -> bool {
     let mut v: libc::c_int = 0;
     // SAFETY: PR_GET_CHILD_SUBREAPER writes one int.
-    unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut v as *mut libc::c_int, 0, 0, 0) };
+    unsafe {
+        libc::prctl(
+            libc::PR_GET_CHILD_SUBREAPER,
+            &mut v as *mut libc::c_int,
+            0,
+            0,
+            0,
+        )
+    };
     v != 0
 }
 
@@ -234,7 +242,9 @@ pub struct Supervised {
 
 impl std::fmt::Debug for Supervised {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Supervised").field("info", &self.info).finish()
+        f.debug_struct("Supervised")
+            .field("info", &self.info)
+            .finish()
     }
 }
 
@@ -392,14 +402,7 @@ impl Supervised {
             stats.clone(),
             opts.max_line_bytes,
         )?;
-        output::spawn_pump(
-            err_r,
-            Stream::Stderr,
-            raw,
-            tx,
-            stats,
-            opts.max_line_bytes,
-        )?;
+        output::spawn_pump(err_r, Stream::Stderr, raw, tx, stats, opts.max_line_bytes)?;
 
         // The leader's pidfd, opened here too: the fallback needs it if the shepherd dies.
         let leader = Tracked::open(&scan, info.leader);
@@ -517,7 +520,10 @@ impl Supervised {
         let budget = self.graces.total() + Duration::from_secs(2);
         if self.wait_done(budget).is_none() {
             self.stop(StopMode::Force);
-            if self.wait_done(self.graces.force + Duration::from_secs(2)).is_none() {
+            if self
+                .wait_done(self.graces.force + Duration::from_secs(2))
+                .is_none()
+            {
                 let _ = sys::kill(self.info.shepherd_pid, libc::SIGKILL);
             }
         }
@@ -673,11 +679,7 @@ fn fallback_teardown(
     for id in members {
         tree.track(*id);
     }
-    let mut interrupt = || {
-        force
-            .load(Ordering::Acquire)
-            .then_some(StopMode::Force)
-    };
+    let mut interrupt = || force.load(Ordering::Acquire).then_some(StopMode::Force);
     teardown::teardown(
         &mut tree,
         mode,

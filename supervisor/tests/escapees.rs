@@ -60,10 +60,9 @@ fn hardest_escapee_is_found_through_the_shepherd_subreaper() {
     let scan = ProcScanner::system();
     let st = scan.stat(ghost.pid).expect("ghost runs");
     assert_eq!(st.ppid, g.pid_of("shepherd"), "{}", g.logs());
-    assert!(
-        scan.environ_var(ghost.pid, inferlint_supervisor::RUN_ID_ENV)
-            .is_none()
-    );
+    assert!(scan
+        .environ_var(ghost.pid, inferlint_supervisor::RUN_ID_ENV)
+        .is_none());
     assert!(
         wait_gone(&ids(&g), Duration::from_secs(8)).is_some(),
         "{}",
@@ -225,7 +224,29 @@ fn cgroup_require_fails_fast_without_delegation() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--cgroup require: cannot move processes below"), "{err}");
+    assert!(
+        err.contains("--cgroup require: cannot move processes below"),
+        "{err}"
+    );
     // Nothing was started.
     assert!(g.records().is_empty());
+}
+
+#[test]
+fn output_after_the_supervisor_died_still_reaches_the_raw_log() {
+    let g = start(Shape::Cooperative, "wait", "off");
+    send(g.pid_of("supervisor"), libc::SIGKILL);
+    assert!(
+        wait_gone(&ids(&g), Duration::from_secs(8)).is_some(),
+        "{}",
+        g.logs()
+    );
+    // The shepherd drains until the pipes close, then writes its report.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while !g.path("report.shepherd.json").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let raw = std::fs::read_to_string(g.path("raw.log")).unwrap_or_default();
+    assert!(raw.starts_with("ready pid="), "{raw:?}");
+    assert!(raw.contains("stopping on SIGTERM"), "{raw:?}\n{}", g.logs());
 }

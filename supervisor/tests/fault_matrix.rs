@@ -39,10 +39,7 @@ fn cell(backend: Backend, ending: Ending, shape: Shape) {
         .to_string();
     match backend {
         Backend::Cgroup => assert!(backend_text.starts_with("cgroup "), "{backend_text}"),
-        Backend::Group => assert!(
-            backend_text.starts_with("process group "),
-            "{backend_text}"
-        ),
+        Backend::Group => assert!(backend_text.starts_with("process group "), "{backend_text}"),
     }
     let scan = ProcScanner::system();
     let records = g.records();
@@ -101,7 +98,12 @@ fn cell(backend: Backend, ending: Ending, shape: Shape) {
         Ending::SighupTerminalGone => 129,
         Ending::KillSupervisor => 128 + libc::SIGKILL,
     };
-    assert_eq!(code, want, "supervisor exit status (101 = panic)\n{}", g.logs());
+    assert_eq!(
+        code,
+        want,
+        "supervisor exit status (101 = panic)\n{}",
+        g.logs()
+    );
     assert!(
         marked(&g.run_id()).is_empty(),
         "processes still carry the marker\n{}",
@@ -203,7 +205,11 @@ row!(
     Backend::Cgroup,
     Ending::KillSupervisor
 );
-row!(cgroup_sigkill_shepherd, Backend::Cgroup, Ending::KillShepherd);
+row!(
+    cgroup_sigkill_shepherd,
+    Backend::Cgroup,
+    Ending::KillShepherd
+);
 
 row!(group_normal_end, Backend::Group, Ending::Normal);
 row!(group_error, Backend::Group, Ending::Error);

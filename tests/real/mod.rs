@@ -14,153 +14,24 @@
 //! wipe their environment, but stay in the API server's group).
 #![allow(dead_code)]
 
+pub mod files;
+pub mod install;
+
+pub use install::{Install, SERVER_ENV};
+
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-
-/// The variable that turns the lane on: the prefix given to real-vllm-setup.sh.
-pub const PREFIX_ENV: &str = "INFERLINT_REAL_VLLM";
-/// The aiperf program (default: `aiperf/venv/bin/aiperf` next to the vLLM prefix).
-pub const AIPERF_ENV: &str = "INFERLINT_AIPERF";
-/// The served model name.
-pub const MODEL: &str = "smollm2-135m";
-
-/// real-vllm.md §3.3: the CPU platform, a 1 GiB KV budget, no CPU pinning on a small box, no hub.
-pub const SERVER_ENV: [(&str, &str); 7] = [
-    ("VLLM_TARGET_DEVICE", "cpu"),
-    ("VLLM_CPU_KVCACHE_SPACE", "1"),
-    ("VLLM_CPU_OMP_THREADS_BIND", "nobind"),
-    ("HF_HUB_OFFLINE", "1"),
-    ("TRANSFORMERS_OFFLINE", "1"),
-    ("VLLM_NO_USAGE_STATS", "1"),
-    ("DO_NOT_TRACK", "1"),
-];
 
 static TURN: Mutex<()> = Mutex::new(());
 
 /// One real vLLM at a time (the machine has two cores), even without `--test-threads=1`.
 pub fn turn() -> MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
-}
-
-/// Prints the skip line, or fails under CI, where a lane that was asked for must run.
-fn skip_or_fail(test: &str, why: &str) {
-    if ci() {
-        panic!("{test}: {why} (CI=true and {PREFIX_ENV} is set, so the lane must run; run .ci/real-vllm.sh)");
-    }
-    println!("skipped {test}: {why}");
-}
-
-/// The installed vLLM, model and (optionally) aiperf.
-#[derive(Clone, Debug)]
-pub struct Install {
-    pub prefix: PathBuf,
-    pub vllm: PathBuf,
-    pub model: PathBuf,
-    pub aiperf: PathBuf,
-}
-
-impl Install {
-    /// The install named by `INFERLINT_REAL_VLLM`; None (after a skip line) when the lane is off.
-    pub fn find(test: &str) -> Option<Install> {
-        let Some(prefix) = std::env::var_os(PREFIX_ENV).filter(|p| !p.is_empty()) else {
-            println!("skipped {test}: {PREFIX_ENV} is not set (the real-vLLM lane: .ci/real-vllm.sh, docs/real-vllm.md)");
-            return None;
-        };
-        let prefix = PathBuf::from(prefix);
-        let vllm = prefix.join("venv/bin/vllm");
-        let model = prefix.join(MODEL);
-        let aiperf = std::env::var_os(AIPERF_ENV)
-            .map(PathBuf::from)
-            .unwrap_or_else(|| {
-                prefix
-                    .parent()
-                    .unwrap_or(Path::new("/"))
-                    .join("aiperf/venv/bin/aiperf")
-            });
-        if !vllm.is_file() || !model.join("config.json").is_file() {
-            skip_or_fail(
-                test,
-                &format!(
-                    "{} has no venv/bin/vllm or {MODEL}/config.json (install with ../shared/tools/real-vllm-setup.sh {})",
-                    prefix.display(),
-                    prefix.display()
-                ),
-            );
-            return None;
-        }
-        Some(Install {
-            prefix,
-            vllm,
-            model,
-            aiperf,
-        })
-    }
-
-    /// The aiperf program, or None (after a skip line, or a failure under CI) when absent.
-    pub fn aiperf(&self, test: &str) -> Option<PathBuf> {
-        if self.aiperf.is_file() {
-            return Some(self.aiperf.clone());
-        }
-        skip_or_fail(
-            test,
-            &format!(
-                "no aiperf at {} (set {AIPERF_ENV}; .ci/real-vllm.sh installs it)",
-                self.aiperf.display()
-            ),
-        );
-        None
-    }
-
-    /// `vllm serve` as real-vllm.md §9 starts it: eager (boot in ~40 s instead of ~170 s), at
-    /// most 8 sequences, and `blocks` KV blocks of 128 tokens (5 → 640 tokens: it preempts; 4 →
-    /// vLLM refuses to start).
-    pub fn serve(&self, port: u16, blocks: u32) -> String {
-        format!(
-            "{} serve {} --served-model-name {MODEL} --host 127.0.0.1 --port {port} --max-model-len 512 --dtype bfloat16 --max-num-seqs 8 --num-gpu-blocks-override {blocks} --enforce-eager",
-            self.vllm.display(),
-            self.model.display()
-        )
-    }
-
-    /// `vllm bench serve`: 16 random prompts of 32 tokens, each made to generate exactly
-    /// `output_len` tokens, 8 at a time.
-    pub fn bench(&self, port: u16, output_len: u32) -> Vec<String> {
-        let mut v: Vec<String> = vec![
-            self.vllm.display().to_string(),
-            "bench".into(),
-            "serve".into(),
-            "--model".into(),
-            MODEL.into(),
-            "--tokenizer".into(),
-            self.model.display().to_string(),
-            "--base-url".into(),
-            format!("http://127.0.0.1:{port}"),
-        ];
-        v.extend(
-            [
-                "--dataset-name",
-                "random",
-                "--random-input-len",
-                "32",
-                "--random-output-len",
-            ]
-            .map(String::from),
-        );
-        v.push(output_len.to_string());
-        v.extend(
-            ["--num-prompts", "16", "--max-concurrency", "8", "--ignore-eos"].map(String::from),
-        );
-        v
-    }
 }
 
 /// Fails the test when the port is taken (each test has its own, 8011 and up).
@@ -213,7 +84,12 @@ fn seen(pid: i32) -> Seen {
         .trim()
         .to_string();
     let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
-        .map(|b| String::from_utf8_lossy(&b).replace('\0', " ").trim().to_string())
+        .map(|b| {
+            String::from_utf8_lossy(&b)
+                .replace('\0', " ")
+                .trim()
+                .to_string()
+        })
         .unwrap_or_default();
     Seen { pid, comm, cmdline }
 }
@@ -268,6 +144,11 @@ impl Launch {
     /// Starts `inferlint ARGS` with the server environment of §3.3, in a PID namespace where
     /// the machine allows one.
     pub fn start(name: &str, args: &[String]) -> Launch {
+        Launch::start_with(name, args, &[], true)
+    }
+
+    /// As [`Launch::start`], with more environment, and bare (no namespace) unless `isolate`.
+    pub fn start_with(name: &str, args: &[String], env: &[(&str, &str)], isolate: bool) -> Launch {
         let dir = tempfile::Builder::new()
             .prefix(&format!("real-vllm-{name}-"))
             .tempdir()
@@ -279,13 +160,22 @@ impl Launch {
             std::process::id(),
             RUNS.fetch_add(1, Ordering::SeqCst)
         );
-        let isolated = namespaces_work();
+        let isolated = isolate && namespaces_work();
+        if isolate && !isolated {
+            println!("note: unshare --pid is not allowed here; the run is started bare and found by its marker");
+        }
         let mut cmd = if isolated {
             let mut c = Command::new("unshare");
-            c.args(["--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c"]);
+            c.args([
+                "--pid",
+                "--fork",
+                "--mount-proc",
+                "--kill-child",
+                "sh",
+                "-c",
+            ]);
             c
         } else {
-            println!("note: unshare --pid is not allowed here; the run is started bare and found by its marker");
             let mut c = Command::new("sh");
             // A group of its own, so the run's groups are never the test's.
             std::os::unix::process::CommandExt::process_group(&mut c, 0);
@@ -304,6 +194,7 @@ impl Launch {
             .env("NO_COLOR", "1")
             .env("INFERLINT_REAL_VLLM_RUN", &marker)
             .envs(SERVER_ENV)
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
@@ -361,13 +252,18 @@ impl Launch {
     /// Every output line so far.
     pub fn output(&self) -> String {
         let l = self.lines.lock().unwrap();
-        l.iter().map(|(_, s)| s.as_str()).collect::<Vec<_>>().join("\n")
+        l.iter()
+            .map(|(_, s)| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// When the first line starting with `prefix` was printed (since the start).
     pub fn printed_at(&self, prefix: &str) -> Option<Duration> {
         let l = self.lines.lock().unwrap();
-        l.iter().find(|(_, s)| s.starts_with(prefix)).map(|(t, _)| *t)
+        l.iter()
+            .find(|(_, s)| s.starts_with(prefix))
+            .map(|(t, _)| *t)
     }
 
     /// Waits until a line starting with `prefix` is printed; panics after `limit`.
@@ -507,23 +403,6 @@ impl Drop for Launch {
             println!("kept {}", kept.keep().display());
         }
     }
-}
-
-/// Reads a JSON file.
-pub fn json(p: &Path) -> serde_json::Value {
-    let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&t).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-/// The last result of a tripwire in a results array.
-pub fn result<'a>(results: &'a serde_json::Value, t: &str) -> &'a serde_json::Value {
-    results
-        .as_array()
-        .expect("results.json is an array")
-        .iter()
-        .rev()
-        .find(|r| r["tripwire"] == t)
-        .unwrap_or_else(|| panic!("no {t} in {results:#}"))
 }
 
 /// Runs `inferlint ARGS` to the end (outside any namespace: for read-only commands).

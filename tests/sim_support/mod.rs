@@ -61,17 +61,10 @@ impl SimBuilder {
         let tag = format!("{:016x}", rand_u64());
         let gpu_dir = self.gpu.then(|| tempfile::tempdir().expect("temp dir"));
         let mut cmd = Command::new(BIN);
-        cmd.args([
-            "sim",
-            "serve",
-            "m",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            "0",
-            "--boot-secs",
-            "0",
-        ]);
+        cmd.args(["sim", "serve", "m", "--host", "127.0.0.1", "--port", "0"]);
+        if !self.args.iter().any(|a| a == "--boot-secs") {
+            cmd.args(["--boot-secs", "0"]);
+        }
         cmd.args(&self.args);
         cmd.env(TAG_ENV, &tag)
             .stdin(Stdio::null())

@@ -19,6 +19,7 @@ use serde_json::json;
 
 use super::front::Front;
 use super::openai::{self, Endpoint};
+use crate::sim::metrics::HttpRequest;
 use crate::sim::os::{mono_now, unix_now};
 
 /// The routes the boot log lists and the instrumentator names as handlers.
@@ -133,27 +134,15 @@ fn authorized(front: &Front, path: &str, headers: &HeaderMap) -> bool {
 /// What the instrumentator records once a response is complete.
 struct HttpRecord {
     front: Arc<Front>,
-    handler: String,
-    method: String,
-    status: u16,
-    req_bytes: f64,
-    resp_bytes: f64,
+    req: HttpRequest,
     start: f64,
 }
 
 impl HttpRecord {
-    fn record(self) {
-        let secs = mono_now() - self.start;
+    fn record(mut self) {
+        self.req.secs = mono_now() - self.start;
         let mut st = self.front.lock();
-        st.reg.http_request(
-            &self.handler,
-            &self.method,
-            self.status,
-            self.req_bytes,
-            self.resp_bytes,
-            secs,
-            unix_now(),
-        );
+        st.reg.http_request(&self.req, unix_now());
     }
 }
 
@@ -235,11 +224,13 @@ async fn observe(
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
     let mut record = HttpRecord {
         front: front.clone(),
-        handler,
-        method,
-        status: status.as_u16(),
-        req_bytes,
-        resp_bytes: 0.0,
+        req: HttpRequest {
+            handler,
+            method,
+            status: status.as_u16(),
+            req_bytes,
+            ..HttpRequest::default()
+        },
         start,
     };
     if streaming {
@@ -250,7 +241,7 @@ async fn observe(
         };
         return Response::from_parts(parts, Body::from_stream(observed));
     }
-    record.resp_bytes = resp.body().size_hint().exact().unwrap_or(0) as f64;
+    record.req.resp_bytes = resp.body().size_hint().exact().unwrap_or(0) as f64;
     record.record();
     resp
 }

@@ -12,6 +12,8 @@ pub struct Outcome {
     pub success: bool,
     pub error: String,
     pub prompt_len: u32,
+    /// The server's prompt token count from the final usage chunk.
+    pub usage_prompt_tokens: Option<u32>,
     pub output_tokens: u32,
     pub ttft: f64,
     pub itl: Vec<f64>,
@@ -118,6 +120,9 @@ impl Target {
                             .and_then(Value::as_u64)
                         {
                             out.output_tokens = n as u32;
+                        }
+                        if let Some(n) = v.pointer("/usage/prompt_tokens").and_then(Value::as_u64) {
+                            out.usage_prompt_tokens = Some(n as u32);
                         }
                     }
                 }

@@ -293,6 +293,7 @@ async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
             }
         }
         let target = target.clone();
+        let overwrite_prompt_len = a.vllm_version == BenchRelease::V033;
         let sem = sem.clone();
         let rid = format!("{id_prefix}{i}");
         tasks.push(tokio::spawn(async move {
@@ -309,6 +310,12 @@ async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
             let queue_time = queued.elapsed().as_secs_f64();
             let start = t0.elapsed().as_secs_f64();
             let mut o = target.send(&p, pl, ol, &rid).await;
+            // 0.33 takes the prompt length from the server's usage.
+            if overwrite_prompt_len {
+                if let Some(n) = o.usage_prompt_tokens {
+                    o.prompt_len = n;
+                }
+            }
             o.start_time = start;
             o.queue_time = queue_time;
             o

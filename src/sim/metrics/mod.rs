@@ -36,6 +36,18 @@ pub struct RequestStats {
     pub num_preemptions: u32,
 }
 
+/// One HTTP request as the instrumentator sees it: the route template (`none` when no route
+/// matched), the status, the Content-Length of request and response, and its duration.
+#[derive(Clone, Debug, Default)]
+pub struct HttpRequest {
+    pub handler: String,
+    pub method: String,
+    pub status: u16,
+    pub req_bytes: f64,
+    pub resp_bytes: f64,
+    pub secs: f64,
+}
+
 pub struct Registry {
     model: String,
     start_unix: f64,
@@ -177,27 +189,19 @@ impl Registry {
     }
 
     /// One HTTP request, as the instrumentator records it once its response is complete.
-    pub fn http_request(
-        &mut self,
-        handler: &str,
-        method: &str,
-        status: u16,
-        req_bytes: f64,
-        resp_bytes: f64,
-        secs: f64,
-        now_unix: f64,
-    ) {
+    pub fn http_request(&mut self, r: &HttpRequest, now_unix: f64) {
+        let (handler, method) = (r.handler.as_str(), r.method.as_str());
         if UNINSTRUMENTED.contains(&handler) {
             return;
         }
-        let group = format!("{}xx", status / 100);
+        let group = format!("{}xx", r.status / 100);
         self.http[0]
             .child(&[method, &group, handler], now_unix)
             .value += 1.0;
-        self.http[1].observe(&[handler], req_bytes, now_unix);
-        self.http[2].observe(&[handler], resp_bytes, now_unix);
-        self.http[3].observe(&[], secs, now_unix);
-        self.http[4].observe(&[handler, method], secs, now_unix);
+        self.http[1].observe(&[handler], r.req_bytes, now_unix);
+        self.http[2].observe(&[handler], r.resp_bytes, now_unix);
+        self.http[3].observe(&[], r.secs, now_unix);
+        self.http[4].observe(&[handler, method], r.secs, now_unix);
     }
 
     /// The whole exposition, as `GET /metrics` returns it.
@@ -296,8 +300,16 @@ mod tests {
     #[test]
     fn instrumentator_skips_excluded_handlers_and_groups_status() {
         let (_, mut r) = registry(&[]);
-        r.http_request("/metrics", "GET", 200, 0.0, 10.0, 0.01, 1.0);
-        r.http_request("/v1/completions", "POST", 503, 100.0, 0.0, 0.2, 1.0);
+        let req = |handler: &str, method: &str, status| HttpRequest {
+            handler: handler.into(),
+            method: method.into(),
+            status,
+            req_bytes: 100.0,
+            resp_bytes: 0.0,
+            secs: 0.2,
+        };
+        r.http_request(&req("/metrics", "GET", 200), 1.0);
+        r.http_request(&req("/v1/completions", "POST", 503), 1.0);
         let text = r.render();
         assert!(!text.contains("handler=\"/metrics\""));
         assert!(text.contains(

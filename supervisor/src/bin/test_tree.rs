@@ -144,10 +144,7 @@ fn main() {
     if o.role == "engine" {
         inferlint_supervisor::sys::set_thread_name("VLLM::EngineCore");
     } else if o.role.starts_with("tp") {
-        inferlint_supervisor::sys::set_thread_name(&format!(
-            "VLLM::Worker_TP{}",
-            &o.role[2..]
-        ));
+        inferlint_supervisor::sys::set_thread_name(&format!("VLLM::Worker_TP{}", &o.role[2..]));
     }
     let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT]).expect("signals");
     append(
@@ -221,7 +218,8 @@ fn main() {
         let _ = out.flush();
     }
 
-    let chatter = (o.role == "leader" && o.chatter_ms > 0).then(|| Duration::from_millis(o.chatter_ms));
+    let chatter =
+        (o.role == "leader" && o.chatter_ms > 0).then(|| Duration::from_millis(o.chatter_ms));
     loop {
         let sig = match chatter {
             Some(d) => {
@@ -248,6 +246,16 @@ fn main() {
                     inferlint_supervisor::sys::signal_name(sig)
                 ),
             );
+        }
+        if o.role == "leader" {
+            // Output written during the teardown must still reach the raw log, even after the
+            // supervisor is gone (the shepherd drains it then).
+            let _ = writeln!(
+                std::io::stdout(),
+                "stopping on {}",
+                inferlint_supervisor::sys::signal_name(sig)
+            );
+            let _ = std::io::stdout().flush();
         }
         if ignores {
             continue;

@@ -76,17 +76,21 @@ fn in_ci() -> bool {
 }
 
 /// Whether this machine lets us create a cgroup (root with a writable cgroup2 hierarchy).
+/// Probed once per test process.
 pub fn cgroups_usable() -> bool {
-    match inferlint_supervisor::cgroup::Cgroup::create(&format!(
-        "inferlint-probe-{}",
-        std::process::id()
-    )) {
-        Ok(c) => {
-            let _ = c.remove();
-            true
+    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USABLE.get_or_init(|| {
+        match inferlint_supervisor::cgroup::Cgroup::create(&format!(
+            "inferlint-probe-{}",
+            std::process::id()
+        )) {
+            Ok(c) => {
+                let _ = c.remove();
+                true
+            }
+            Err(_) => false,
         }
-        Err(_) => false,
-    }
+    })
 }
 
 /// Skips (returns false) when the backend cannot run here; under CI=true as root that is a
@@ -294,6 +298,8 @@ pub fn launch(g: &mut Guard, l: &Launch) {
         p("report.json"),
         "--shepherd-log".into(),
         p("shepherd.log"),
+        "--raw".into(),
+        p("raw.log"),
     ]);
     if !l.subreaper {
         argv.push("--no-subreaper".into());
