@@ -67,12 +67,9 @@ fi
 if [[ ! -x $AIPERF_DIR/venv/bin/aiperf ]]; then
     say "installing aiperf 0.13.0 into $AIPERF_DIR (cold: ~4-5 min)"
     mkdir -p "$AIPERF_DIR"
-    install_aiperf() {
-        python3 -m venv "$AIPERF_DIR/venv" &&
-            "$AIPERF_DIR/venv/bin/pip" install --disable-pip-version-check --cache-dir "$CACHE/dl/pipcache" \
-                aiperf==0.13.0
-    }
-    timed "install aiperf (cold)" timeout 1200 bash -c "$(declare -f install_aiperf); install_aiperf" \
+    python3 -m venv "$AIPERF_DIR/venv" || { say "cannot create $AIPERF_DIR/venv"; exit 3; }
+    timed "install aiperf (cold)" timeout 1200 "$AIPERF_DIR/venv/bin/pip" install \
+        --disable-pip-version-check --cache-dir "$CACHE/dl/pipcache" aiperf==0.13.0 \
         >"$AIPERF_DIR/install.log" 2>&1 || {
         say "aiperf install failed; last lines of $AIPERF_DIR/install.log:"
         tail -30 "$AIPERF_DIR/install.log"

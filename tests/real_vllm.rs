@@ -85,7 +85,7 @@ fn preempting_run_is_caught_with_the_servers_own_numbers() {
         .iter()
         .filter_map(|s| s["running"].as_f64())
         .fold(0.0, f64::max);
-    assert!(peak >= 1.0 && peak < 8.0, "peak running {peak}");
+    assert!((1.0..8.0).contains(&peak), "peak running {peak}");
     let t8 = result(&results, "T8");
     assert_eq!(t8["status"], "fail", "{t8}");
     assert_eq!(
@@ -161,7 +161,6 @@ fn preempting_run_is_caught_with_the_servers_own_numbers() {
         1.0 <= lo && lo <= hi && hi <= usable,
         "ceiling {lo}..{hi} must fit in {usable} usable blocks: {t9}"
     );
-    assert!(hi <= peak.max(usable));
 
     // T15: the real bench's result file against the server's counters.
     let bench = json(&out.join("bench.json"));
