@@ -275,6 +275,14 @@ impl Recorder {
     }
 }
 
+/// The recording tests read the gauge at a fixed rate while a burst runs; on two cores, four of
+/// them at once starve each other's recorders of readings, so they take turns.
+static RECORDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_recording_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    RECORDING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn snapshot(sim: &Sim, name: &str) -> Snapshot {
     let (text, _) = metrics(sim);
     Snapshot::from_text(&text, name).unwrap()
@@ -282,6 +290,7 @@ fn snapshot(sim: &Sim, name: &str) -> Snapshot {
 
 #[test]
 fn the_preemption_counter_equals_the_preemptions_performed() {
+    let _turn = one_recording_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let log_path = dir.path().join("preemptions.jsonl");
     // 10 usable blocks of 16 tokens; 8 requests of 30 + 60 tokens cannot all fit.
@@ -339,6 +348,7 @@ fn the_preemption_counter_equals_the_preemptions_performed() {
 
 #[test]
 fn the_usage_gauge_counts_out_of_num_gpu_blocks_minus_one() {
+    let _turn = one_recording_at_a_time();
     // 43 blocks (42 usable) of 16 tokens; prompts of 5 to 60 words hold 1 to 4 blocks, so the
     // readings take many values k/42, odd k included.
     let sim = Sim::start(&[
@@ -390,6 +400,7 @@ fn the_usage_gauge_counts_out_of_num_gpu_blocks_minus_one() {
 
 #[test]
 fn t9s_ceiling_is_the_configured_block_arithmetic() {
+    let _turn = one_recording_at_a_time();
     // 50-token prompts with 5 to 14 output tokens hold 4 of the 42 usable blocks for their
     // whole life (at most 63 tokens), so 10 fit: 40/42 in use at saturation.
     let sim = Sim::start(&[
@@ -440,6 +451,7 @@ fn t9s_ceiling_is_the_configured_block_arithmetic() {
 
 #[test]
 fn the_ceiling_falls_as_outputs_grow_with_784_token_blocks() {
+    let _turn = one_recording_at_a_time();
     // The demo's story: 42 usable blocks of 784; prompts of 2,400 tokens hold 4 blocks (10 fit);
     // after 737 output tokens they need a fifth (8 fit), so requests are preempted silently.
     let sim = Sim::start(&[
