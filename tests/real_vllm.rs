@@ -51,7 +51,7 @@ fn preempting_run_is_caught_with_the_servers_own_numbers() {
         &args(
             Path::new("run"),
             &inst.serve(port, 5),
-            &["--no-gpu-check"],
+            &[],
             &inst.bench(port, INPUT_LEN, OUTPUT_LEN),
         ),
     );
@@ -61,6 +61,11 @@ fn preempting_run_is_caught_with_the_servers_own_numbers() {
     let results = json(&out.join("results.json"));
     print_timings(dir_name, &launch, &out, &results);
     assert_eq!(code, 1, "a tripwire failed, so exit 1:\n{stdout}");
+    // No flag: the gate finds no NVIDIA GPU, says so, and lets the CPU server start.
+    assert!(
+        stdout.contains("note: no NVIDIA GPU found"),
+        "no no-GPU note:\n{stdout}"
+    );
 
     // T1: the preemptions the server itself counted between the snapshots.
     let before = snapshot(&out, "before.snapshot.json");
@@ -208,6 +213,17 @@ fn preempting_run_is_caught_with_the_servers_own_numbers() {
     let t12 = result(&results, "T12");
     assert_eq!(t12["status"], "pass", "{t12}");
     assert_eq!(t12["message"], "no failure in log");
+
+    // On CPU, vLLM prints no block-size override and no attention-backend line: T5 and T6
+    // pass on what is there and name no backend that was never printed.
+    let t5 = result(&results, "T5");
+    assert_eq!(t5["message"], "no block-size override printed", "{t5}");
+    let t6 = result(&results, "T6");
+    assert_eq!(t6["status"], "pass", "{t6}");
+    assert_eq!(
+        t6["message"],
+        "nothing to check: the server was started without --attention-backend, so vLLM chose its own and nothing could be ignored; there was no draft model either"
+    );
 
     // The boot facts read vLLM 0.32's real lines.
     assert_boot_facts(&out.join("boot.log"));
