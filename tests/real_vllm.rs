@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use real::files::{
     args, assert_has_files, assert_stopped_clean, counter, json, num, print_timings, result,
-    samples, snapshot, wait_running,
+    samples, snapshot, wait_running, with_counter,
 };
 use real::{assert_port_free, inferlint, Install, Launch};
 use serde_json::Value;
@@ -83,6 +83,24 @@ fn preempting_run_is_caught_with_the_servers_own_numbers() {
         )
     );
     assert_eq!(num(&t1["evidence"]["preemptions"]), preempted);
+    // The verdict is the server's counter: with the after snapshot's counter put back to the
+    // before value (one number of the real evidence changed), T1 passes.
+    let mutated = launch.dir.path().join("after-no-preemption.snapshot.json");
+    with_counter(
+        &out.join("after.snapshot.json"),
+        &mutated,
+        "vllm:num_preemptions_total",
+        counter(&before, "vllm:num_preemptions_total"),
+    );
+    let before_s = out.join("before.snapshot.json").display().to_string();
+    let (code, stdout_p, stderr_p) =
+        inferlint(&["preemption", &before_s, mutated.to_str().unwrap()]);
+    assert_eq!(code, 0, "{stdout_p}{stderr_p}");
+    assert_eq!(stdout_p.trim(), "[ T1] PASS  no preemptions");
+    let after_s = out.join("after.snapshot.json").display().to_string();
+    let (code, stdout_p, _) = inferlint(&["preemption", &before_s, &after_s]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout_p.trim(), t1_line(t1));
 
     // T8: 8 requested, the server's own running gauge never reached it.
     let series = samples(&out);
@@ -248,6 +266,16 @@ fn preempting_run_is_caught_with_the_servers_own_numbers() {
     assert_stopped_clean(&launch, &results);
 }
 
+/// The printed line of a recorded result (`[ T1] TRIPWIRE-FAILED  …`).
+fn t1_line(r: &Value) -> String {
+    let label = match r["status"].as_str().unwrap() {
+        "fail" => "TRIPWIRE-FAILED",
+        "pass" => "PASS",
+        other => panic!("{other}"),
+    };
+    format!("[ T1] {label}  {}", r["message"].as_str().unwrap())
+}
+
 /// What the boot-log analyzer reads from a real vLLM 0.32 CPU boot.
 fn assert_boot_facts(log: &Path) {
     let log_s = log.display().to_string();
@@ -287,6 +315,15 @@ fn assert_boot_facts(log: &Path) {
     let (_, stdout, _) = inferlint(&["boot-facts", cut.to_str().unwrap(), "--json"]);
     let g: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(g["version"], "0.32.0", "logo version not read: {g:#}");
+    // … and without the logo line too, no version at all (none is made up).
+    let none: Vec<&str> = kept
+        .into_iter()
+        .filter(|l| !l.contains("version 0.32.0"))
+        .collect();
+    std::fs::write(&cut, none.join("\n")).unwrap();
+    let (_, stdout, _) = inferlint(&["boot-facts", cut.to_str().unwrap(), "--json"]);
+    let g: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(g["version"].is_null(), "{g:#}");
 }
 
 /// Starts the preempting run and returns once vLLM is busy with the load (8 requests sent,
@@ -370,6 +407,46 @@ fn sigkill_of_inferlint_mid_load_leaves_no_vllm_process() {
         "{stdout}\n{stderr}"
     );
     assert!(out.join("report.html").is_file(), "{stdout}\n{stderr}");
+}
+
+/// (b') The orphan of real-vllm.md §8 on top: the API server is SIGKILLed together with
+/// inferlint, so vLLM's EngineCore and Worker lose their parent mid-load and live on by
+/// themselves. The shepherd must find and stop them.
+#[test]
+fn sigkill_of_inferlint_and_the_api_server_leaves_no_orphaned_engine() {
+    let _t = real::turn();
+    let Some(inst) =
+        Install::find("sigkill_of_inferlint_and_the_api_server_leaves_no_orphaned_engine")
+    else {
+        return;
+    };
+    let port = 8018;
+    let launch = start_and_load("orphan", &inst, port);
+    let api = launch
+        .census()
+        .into_iter()
+        .find(|p| p.comm == "vllm" && p.cmdline.contains(&format!("--port {port}")))
+        .expect("the API server is alive");
+    // SAFETY: a pid found among this run's processes.
+    unsafe {
+        libc::kill(api.pid, libc::SIGKILL);
+    }
+    launch.signal(libc::SIGKILL);
+    let code = launch.wait(Duration::from_secs(30));
+    assert_eq!(code, 128 + libc::SIGKILL, "{}", launch.output());
+    match launch.wait_nothing_left(Duration::from_secs(90)) {
+        Ok(t) => println!(
+            "timings orphan: every process of the run gone {:.1} s after SIGKILL of inferlint and the API server",
+            t.as_secs_f64()
+        ),
+        Err(left) => panic!("alive 90 s after SIGKILL of inferlint and the API server: {left:#?}"),
+    }
+    assert_port_free(port);
+    let teardown = std::fs::read_to_string(launch.out().join("server.teardown.json"))
+        .expect("the shepherd writes server.teardown.json when it acts alone");
+    println!("server.teardown.json: {teardown}");
+    let report: Value = serde_json::from_str(&teardown).unwrap();
+    assert_eq!(report["leftovers"], serde_json::json!([]), "{report}");
 }
 
 /// (c) Ctrl-C in the middle of the load: the run still takes its last snapshot, checks, writes

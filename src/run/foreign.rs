@@ -117,9 +117,23 @@ pub fn load_aiperf(path: &Path) -> Result<BenchResult, ForeignError> {
     r.p99_ttft_ms = doc
         .get("time_to_first_token")
         .and_then(|m| num(m.get("p99")));
+    // Older exports keep the load under `loadgen`; aiperf 0.13 (schema 1.4) keeps it in the
+    // profiling phase of `phases`.
     let loadgen = doc.pointer("/input_config/loadgen");
-    r.max_concurrency = loadgen.and_then(|l| num(l.get("concurrency")));
-    r.num_prompts = loadgen.and_then(|l| num(l.get("request_count")));
+    let profiling = doc
+        .pointer("/input_config/phases")
+        .and_then(Value::as_array)
+        .and_then(|phases| {
+            phases
+                .iter()
+                .find(|p| p.get("kind").and_then(Value::as_str) == Some("profiling"))
+        });
+    r.max_concurrency = loadgen
+        .and_then(|l| num(l.get("concurrency")))
+        .or_else(|| profiling.and_then(|p| num(p.get("concurrency"))));
+    r.num_prompts = loadgen
+        .and_then(|l| num(l.get("request_count")))
+        .or_else(|| profiling.and_then(|p| num(p.get("requests"))));
     Ok(r)
 }
 
@@ -204,6 +218,27 @@ mod tests {
         assert_eq!(r.max_concurrency, Some(8.0));
         assert_eq!(r.p99_ttft_ms, Some(90.0));
         assert_eq!(r.backend.as_deref(), Some("aiperf"));
+    }
+
+    #[test]
+    fn aiperf_013_keeps_the_load_in_its_profiling_phase() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write(
+            dir.path(),
+            "profile_export_aiperf.json",
+            &serde_json::json!({
+                "schema_version": "1.4", "aiperf_version": "0.13.0",
+                "request_count": {"unit": "requests", "avg": 16.0},
+                "input_config": {"phases": [
+                    {"kind": "warmup", "concurrency": 1, "requests": 2},
+                    {"kind": "profiling", "concurrency": 8, "requests": 16}
+                ]},
+                "error_summary": []
+            }),
+        );
+        let r = load_aiperf(&p).unwrap();
+        assert_eq!(r.max_concurrency, Some(8.0));
+        assert_eq!(r.num_prompts, Some(16.0));
     }
 
     #[test]

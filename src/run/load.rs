@@ -188,7 +188,9 @@ pub fn rewrite(argv: &[String], out: &Path) -> Rewrite {
             }
         },
         Some(LoadTool::Aiperf) => ResultLocation::AiperfIn(PathBuf::from(
-            flag_value(argv, "--artifact-dir").unwrap_or_else(|| "artifacts".to_string()),
+            flag_value(argv, "--artifact-dir")
+                .or_else(|| flag_value(argv, "--output-artifact-dir"))
+                .unwrap_or_else(|| "artifacts".to_string()),
         )),
         Some(LoadTool::Guidellm) => ResultLocation::Guidellm(guidellm_output(argv)),
         None => ResultLocation::None,
@@ -421,6 +423,11 @@ mod tests {
         assert_eq!(rw.result, ResultLocation::None);
         let rw = rewrite(&argv("aiperf profile --artifact-dir art"), Path::new("run"));
         assert_eq!(rw.result, ResultLocation::AiperfIn(PathBuf::from("art")));
+        let rw = rewrite(
+            &argv("aiperf profile --output-artifact-dir out/a"),
+            Path::new("run"),
+        );
+        assert_eq!(rw.result, ResultLocation::AiperfIn(PathBuf::from("out/a")));
         let rw = rewrite(&argv("aiperf profile"), Path::new("run"));
         assert_eq!(
             rw.result,

@@ -167,3 +167,25 @@ pub fn assert_stopped_clean(launch: &Launch, results: &Value) {
         panic!("left after the run: {left:#?}");
     }
 }
+
+/// Writes a copy of a snapshot file with every series of counter `name` set to `value` (a
+/// mutation of the real evidence, to show a verdict hinges on that number).
+pub fn with_counter(src: &Path, dst: &Path, name: &str, value: f64) {
+    let mut doc = json(src);
+    let text = doc["text"].as_str().expect("a snapshot's text").to_string();
+    let mut changed = 0;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| match l.strip_prefix(name) {
+            Some(rest) if rest.starts_with('{') || rest.starts_with(' ') => {
+                changed += 1;
+                let series = &l[..l.rfind(' ').expect("a sample line")];
+                format!("{series} {value:?}")
+            }
+            _ => l.to_string(),
+        })
+        .collect();
+    assert!(changed > 0, "{name} not in {}", src.display());
+    doc["text"] = Value::String(lines.join("\n") + "\n");
+    std::fs::write(dst, serde_json::to_string_pretty(&doc).unwrap()).unwrap();
+}

@@ -36,7 +36,6 @@ fn skip_or_fail(test: &str, why: &str) {
 /// The installed vLLM, model and (optionally) aiperf.
 #[derive(Clone, Debug)]
 pub struct Install {
-    pub prefix: PathBuf,
     pub vllm: PathBuf,
     pub model: PathBuf,
     pub aiperf: PathBuf,
@@ -72,7 +71,6 @@ impl Install {
             return None;
         }
         Some(Install {
-            prefix,
             vllm,
             model,
             aiperf,
