@@ -11,6 +11,7 @@ pub mod check_log;
 pub mod demo;
 pub mod explain;
 pub mod gpu_inspect;
+mod inputs;
 pub mod lint_script;
 pub mod preemption;
 pub mod probe;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use crate::checks::{counters, t10};
-use crate::cli::preemption::{choose_engine, load_snapshot, print_verdicts, Input};
+use crate::cli::inputs::{choose_engine, load_snapshot, print_verdicts, Input};
 use crate::engine;
 
 #[derive(clap::Args, Debug)]

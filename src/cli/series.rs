@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use crate::checks::{t14, t8, t9};
-use crate::cli::preemption::{
-    choose_engine, load_series, load_snapshot, parse_boot_log, print_verdicts, Input,
+use crate::cli::inputs::{
+    choose_engine, load_series, load_snapshot, parse_optional_boot_log, print_verdicts, Input,
 };
 use crate::engine;
 
@@ -38,13 +38,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let series = load_series(&args.series)?;
     let snapshot = args.snapshot.as_deref().map(load_snapshot).transpose()?;
     let hint = named.as_ref().map(|n| n.engine);
-    let (facts, log_engine) = match args.boot_log.as_deref() {
-        Some(p) => {
-            let (f, e) = parse_boot_log(p, hint)?;
-            (Some(f), e)
-        }
-        None => (None, None),
-    };
+    let (facts, log_engine) = parse_optional_boot_log(args.boot_log.as_deref(), hint)?;
     let rec = args.series.display().to_string();
     let mut inputs = vec![Input::new(rec.clone(), series.engine())];
     if let (Some(s), Some(p)) = (&snapshot, &args.snapshot) {
