@@ -18,19 +18,12 @@ pub struct Args {
     /// Boot logs: the server's stdout and stderr from start-up on.
     #[arg(required = true, value_name = "LOG")]
     pub logs: Vec<PathBuf>,
-    /// The engine the logs came from (vllm, sglang, trtllm); default: read from the logs.
-    #[arg(long)]
-    pub engine: Option<String>,
-    /// Print the results as one JSON array.
-    #[arg(long)]
-    pub json: bool,
-    /// A warning makes the exit status 1.
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub verdict: super::VerdictOptions,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let named = engine::named_engine(args.engine.as_deref())?;
+    let named = args.verdict.named_engine()?;
     let mut notes = BTreeSet::new();
     let mut facts = Vec::new();
     for path in &args.logs {
@@ -43,8 +36,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let labelled: Vec<(String, &BootFacts)> = labels.into_iter().zip(facts.iter()).collect();
     let results = check(&labelled);
     let mut out = std::io::stdout().lock();
-    output::print_results(&mut out, &results, args.json)?;
-    Ok(output::exit_code(&results, args.strict))
+    output::print_results(&mut out, &results, args.verdict.json)?;
+    Ok(output::exit_code(&results, args.verdict.strict))
 }
 
 /// The check-log results for labelled logs: per log T12/T7, T5, T6 and the "could not read"

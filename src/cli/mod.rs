@@ -289,6 +289,30 @@ Most commands take --engine vllm|sglang|trtllm (or INFERLINT_ENGINE). Verdict co
     )
 }
 
+/// The options every verdict command takes (spec §1.1).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct VerdictOptions {
+    /// The engine the inputs came from (vllm, sglang, trtllm; default: read from the inputs, else
+    /// INFERLINT_ENGINE); another engine's input is refused.
+    #[arg(long, value_name = "ENGINE")]
+    pub engine: Option<String>,
+    /// Print the results as one JSON array.
+    #[arg(long)]
+    pub json: bool,
+    /// A warning makes the exit status 1.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+impl VerdictOptions {
+    /// The engine named by `--engine` or `INFERLINT_ENGINE`.
+    pub fn named_engine(
+        &self,
+    ) -> Result<Option<crate::engine::NamedEngine>, crate::engine::EngineNameError> {
+        crate::engine::named_engine(self.engine.as_deref())
+    }
+}
+
 /// Builds the tokio runtime the async commands run on.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()

@@ -6,7 +6,6 @@ use crate::checks::{counters, t1};
 use crate::cli::inputs::{
     choose_engine, load_series, load_snapshot, parse_optional_boot_log, print_verdicts, Input,
 };
-use crate::engine;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -22,19 +21,12 @@ pub struct Args {
     /// The server's log, saved until after the run: TensorRT-LLM logs each pause there.
     #[arg(long = "boot-log", value_name = "LOG")]
     pub boot_log: Option<PathBuf>,
-    /// The engine the inputs came from (vllm, sglang, trtllm); another engine's input is refused.
-    #[arg(long, value_name = "ENGINE")]
-    pub engine: Option<String>,
-    /// Print the result as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Exit 1 on a warning too.
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub verdict: super::VerdictOptions,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let named = engine::named_engine(args.engine.as_deref())?;
+    let named = args.verdict.named_engine()?;
     let before = load_snapshot(&args.before)?;
     let after = load_snapshot(&args.after)?;
     let series = args.series.as_deref().map(load_series).transpose()?;
@@ -55,5 +47,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     let result = t1::check(&before, &after, series.as_ref(), facts.as_ref(), engine);
-    print_verdicts(&[result], args.json, args.strict)
+    print_verdicts(&[result], args.verdict.json, args.verdict.strict)
 }

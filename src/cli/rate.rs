@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use crate::checks::{counters, t10};
 use crate::cli::inputs::{choose_engine, load_snapshot, print_verdicts, Input};
-use crate::engine;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -18,19 +17,12 @@ pub struct Args {
     /// The counter to rate (default: the engine's generated-token counter).
     #[arg(long, value_name = "NAME")]
     pub counter: Option<String>,
-    /// The engine the snapshots came from (vllm, sglang, trtllm); another engine's are refused.
-    #[arg(long, value_name = "ENGINE")]
-    pub engine: Option<String>,
-    /// Print the result as JSON (the bare message, without the whole-second comparison).
-    #[arg(long)]
-    pub json: bool,
-    /// Exit 1 on a warning too.
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub verdict: super::VerdictOptions,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let named = engine::named_engine(args.engine.as_deref())?;
+    let named = args.verdict.named_engine()?;
     let before = load_snapshot(&args.before)?;
     let after = load_snapshot(&args.after)?;
     let inputs = [Input::new(
@@ -42,10 +34,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     let result = t10::check(&before, &after, args.counter.as_deref(), engine);
-    let shown = if args.json {
+    let shown = if args.verdict.json {
         result
     } else {
         t10::with_integer_second_comparison(&result)
     };
-    print_verdicts(&[shown], args.json, args.strict)
+    print_verdicts(&[shown], args.verdict.json, args.verdict.strict)
 }

@@ -6,7 +6,6 @@ use crate::checks::{t14, t8, t9};
 use crate::cli::inputs::{
     choose_engine, load_series, load_snapshot, parse_optional_boot_log, print_verdicts, Input,
 };
-use crate::engine;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -22,19 +21,12 @@ pub struct Args {
     /// The server's log: its limits explain a shortfall (T8).
     #[arg(long = "boot-log", value_name = "LOG")]
     pub boot_log: Option<PathBuf>,
-    /// The engine the inputs came from (vllm, sglang, trtllm); another engine's input is refused.
-    #[arg(long, value_name = "ENGINE")]
-    pub engine: Option<String>,
-    /// Print the results as JSON.
-    #[arg(long)]
-    pub json: bool,
-    /// Exit 1 on a warning too.
-    #[arg(long)]
-    pub strict: bool,
+    #[command(flatten)]
+    pub verdict: super::VerdictOptions,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let named = engine::named_engine(args.engine.as_deref())?;
+    let named = args.verdict.named_engine()?;
     let series = load_series(&args.series)?;
     let snapshot = args.snapshot.as_deref().map(load_snapshot).transpose()?;
     let hint = named.as_ref().map(|n| n.engine);
@@ -74,5 +66,5 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(n) = args.requested {
         results.push(t8::check(&series, n, facts.as_ref(), engine));
     }
-    print_verdicts(&results, args.json, args.strict)
+    print_verdicts(&results, args.verdict.json, args.verdict.strict)
 }
