@@ -21,6 +21,9 @@
 # `cargo fuzz tmin -s none <target> <file>` and keep it under fuzz/regressions/<target>/ with a
 # test in tests/fuzz_regressions.rs.
 #
+# FUZZ_TARGET_DIR puts the build and the working corpora outside the repository (CI keeps them
+# in its cache folder, so a warm run does not rebuild).
+#
 # The summary (target, seconds, executions, executions/s, peak RSS, corpus) goes to stdout and,
 # when FUZZ_SUMMARY names a file, to that file as tab-separated lines.
 set -euo pipefail
@@ -38,6 +41,10 @@ rss_mb="${FUZZ_RSS_MB:-1024}"
 max_len="${FUZZ_MAX_LEN:-131072}"
 export CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 export PATH="$HOME/.cargo/bin:$PATH"
+tdir="${FUZZ_TARGET_DIR:-$root/fuzz/target}"
+mkdir -p "$tdir"
+tdir="$(cd "$tdir" && pwd)"
+export CARGO_TARGET_DIR="$tdir"
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
   echo "== installing cargo-fuzz"
@@ -53,7 +60,7 @@ else
   (cd fuzz && cargo fuzz build -s none)
 fi
 echo "built in $(( $(date +%s) - start )) s"
-bin_dir="$root/fuzz/target/x86_64-unknown-linux-gnu/release"
+bin_dir="$tdir/x86_64-unknown-linux-gnu/release"
 
 evidence="${INFERLINT_EVIDENCE:-$root/../shared/fixtures}"
 [ "${FUZZ_EVIDENCE:-1}" != 0 ] || evidence=/nonexistent
@@ -88,8 +95,8 @@ dict_of() {
 
 run_one() {
   local target="$1"
-  local work="${FUZZ_WORK:-$root/fuzz/target/corpus}/$target" art="$root/fuzz/artifacts/$target/"
-  local log="$root/fuzz/target/fuzz-$target.log"
+  local work="${FUZZ_WORK:-$tdir/corpus}/$target" art="$root/fuzz/artifacts/$target/"
+  local log="$tdir/fuzz-$target.log"
   mkdir -p "$work" "$art"
   cp -n "$root/fuzz/corpus/$target/"* "$work/" 2>/dev/null || true
   local extra
@@ -108,7 +115,7 @@ run_one() {
   local line
   line="$(printf '%s\t%s\t%s\t%s\t%s\t%s\t%s' "$target" "$seconds" "${execs:-?}" "$per_s" \
     "${peak:-?}" "$(find "$work" -type f | wc -l)" "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")"
-  echo "$line" >"$root/fuzz/target/summary-$target.tsv"
+  echo "$line" >"$tdir/summary-$target.tsv"
   if [ "$rc" -ne 0 ]; then
     echo "== $target FAILED (exit $rc); the last lines of $log:"
     tail -n 40 "$log"
@@ -132,7 +139,7 @@ for p in "${pids[@]}"; do wait "$p" || failed=1; done
 
 printf '%-14s %8s %14s %10s %8s %7s  %s\n' target seconds executions exec/s rss_mb corpus result
 for t in "${targets[@]}"; do
-  f="$root/fuzz/target/summary-$t.tsv"
+  f="$tdir/summary-$t.tsv"
   [ -f "$f" ] || continue
   IFS=$'\t' read -r a b c d e g h <"$f"
   printf '%-14s %8s %14s %10s %8s %7s  %s\n' "$a" "$b" "$c" "$d" "$e" "$g" "$h"

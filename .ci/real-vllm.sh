@@ -13,6 +13,7 @@
 #   INFERLINT_CACHE      the cache folder (default /var/cache/inferlint)
 #   REAL_VLLM_SETUP      the setup script (default ../shared/tools/real-vllm-setup.sh)
 #   REAL_VLLM_TIMEOUT    seconds the whole test run may take (default 2400)
+#   REAL_VLLM_PROFILE    release (default) or debug; CI uses debug, the build `cargo test` made
 # Exit status: that of the tests (124 when the time limit cut them); 3 when an install failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +24,11 @@ PREFIX=$CACHE/vllmcpu
 AIPERF_DIR=$CACHE/aiperf
 SETUP=${REAL_VLLM_SETUP:-$ROOT/../shared/tools/real-vllm-setup.sh}
 TEST_TIMEOUT=${REAL_VLLM_TIMEOUT:-2400}
+case ${REAL_VLLM_PROFILE:-release} in
+    release) PROFILE=(--release) ;;
+    debug) PROFILE=() ;;
+    *) echo "REAL_VLLM_PROFILE must be release or debug" >&2; exit 2 ;;
+esac
 export CARGO_BUILD_JOBS=${CARGO_BUILD_JOBS:-2}
 export CARGO_TERM_COLOR=never
 
@@ -79,9 +85,9 @@ else
     say "aiperf found in $AIPERF_DIR (install skipped)"
 fi
 
-# 3. Build (the release binary: the overhead numbers are about what users run).
-say "building the tests"
-timed "build" timeout 1800 cargo test --release --test real_vllm --no-run
+# 3. Build (by default the release binary: the overhead numbers are about what users run).
+say "building the tests (${REAL_VLLM_PROFILE:-release})"
+timed "build" timeout 1800 cargo test "${PROFILE[@]}" --test real_vllm --no-run
 
 # 4. The lane, one test at a time.
 say "running tests/real_vllm.rs (limit ${TEST_TIMEOUT} s)"
@@ -89,7 +95,7 @@ export INFERLINT_REAL_VLLM=$PREFIX
 export INFERLINT_AIPERF=$AIPERF_DIR/venv/bin/aiperf
 rc=0
 timed "tests" timeout --signal=TERM --kill-after=60 "$TEST_TIMEOUT" \
-    cargo test --release --test real_vllm -- --test-threads=1 --nocapture "$@" || rc=$?
+    cargo test "${PROFILE[@]}" --test real_vllm -- --test-threads=1 --nocapture "$@" || rc=$?
 if [[ $rc -eq 124 ]]; then
     say "the tests ran past ${TEST_TIMEOUT} s and were stopped"
 fi

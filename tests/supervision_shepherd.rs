@@ -215,15 +215,17 @@ fn a_command_that_cannot_start_is_an_error() {
     );
 }
 
-#[test]
-fn reap_tears_down_a_run_whose_owners_are_dead() {
-    let run_id = format!("reaptest-{}", std::process::id());
-    // Started as a shepherd with no supervisor, owned by a process that cannot exist.
+/// Stale runs are global to the user: the tests that make or reap them take turns.
+static STALE_RUNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// An earlier run whose owners are both dead: a shepherd owned by a process that cannot exist,
+/// killed after its server (a renamed `VLLM::EngineCore` that ignores SIGTERM) started.
+fn stale_run(run_id: &str) -> (ProcId, Reaper) {
     let mut shep = Command::new(BIN)
         .args([
             "shepherd",
             "--run-id",
-            &run_id,
+            run_id,
             "--owner",
             "999999:1",
             "--cgroup",
@@ -247,7 +249,7 @@ fn reap_tears_down_a_run_whose_owners_are_dead() {
         let found = scan.pids().into_iter().find(|&p| {
             scan.environ_var(p, inferlint_supervisor::RUN_ID_ENV)
                 .as_deref()
-                == Some(&run_id)
+                == Some(run_id)
                 && scan
                     .read(p)
                     .is_some_and(|i| i.argv.first().is_some_and(|a| a == "VLLM::EngineCore"))
@@ -263,12 +265,20 @@ fn reap_tears_down_a_run_whose_owners_are_dead() {
         );
         std::thread::sleep(Duration::from_millis(5));
     };
-    let _reaper = Reaper(vec![engine]);
     // Both owners gone: the supervisor never existed, the shepherd is killed.
     shep.kill().unwrap();
     shep.wait().unwrap();
     std::thread::sleep(Duration::from_millis(100));
     assert!(scan.is_alive(engine), "it ignores the parent-death SIGTERM");
+    (engine, Reaper(vec![engine]))
+}
+
+#[test]
+fn reap_tears_down_a_run_whose_owners_are_dead() {
+    let _turn = STALE_RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    let run_id = format!("reaptest-{}", std::process::id());
+    let (engine, _reaper) = stale_run(&run_id);
+    let scan = ProcScanner::system();
 
     let dry = Command::new(BIN)
         .args(["reap", "--run-id", &run_id, "--dry-run"])
@@ -305,4 +315,46 @@ fn reap_tears_down_a_run_whose_owners_are_dead() {
         String::from_utf8_lossy(&again.stdout),
         "nothing left behind by earlier runs\n"
     );
+}
+
+#[test]
+fn every_run_first_reaps_what_earlier_runs_left() {
+    let _turn = STALE_RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    let run_id = format!("runreap-{}", std::process::id());
+    let (engine, _reaper) = stale_run(&run_id);
+    let dir = tempfile::tempdir().unwrap();
+    // The server exits at once: only what `run` does before it matters here.
+    let out = Command::new(BIN)
+        .args(["run", "--no-gpu-check", "--serve", "sh -c 'exit 3'", "-o"])
+        .arg(dir.path().join("run"))
+        .args(["--", "true"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = stdout.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| *l == "== earlier runs left processes behind")
+        .unwrap_or_else(|| panic!("no reconciliation:\n{stdout}"));
+    let start = lines
+        .iter()
+        .position(|l| l.starts_with("== start the server"))
+        .unwrap_or_else(|| panic!("no start:\n{stdout}"));
+    assert!(header < start, "reaped before the server starts:\n{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "stale run {run_id} (its owners are gone): 1 process"
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("  pid={:<8} VLLM::EngineCore", engine.pid)),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("reaped 1 process of 1 earlier run"),
+        "{stdout}"
+    );
+    assert!(wait_gone(&[engine], Duration::from_secs(2)));
 }

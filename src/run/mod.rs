@@ -19,6 +19,7 @@ pub mod live;
 pub mod load;
 pub mod monitor;
 pub mod proc;
+pub mod reconcile;
 pub mod redact;
 pub mod sequence;
 pub mod server;

@@ -211,6 +211,12 @@ impl ProcScanner {
         environ_lookup(&bytes, name)
     }
 
+    /// The process's pid namespace (the `ns/pid` link, e.g. `pid:[4026531836]`), if readable.
+    pub fn pid_namespace(&self, pid: i32) -> Option<String> {
+        let link = fs::read_link(self.root.join(pid.to_string()).join("ns/pid")).ok()?;
+        Some(link.to_string_lossy().into_owned())
+    }
+
     /// Whether the process `id` still exists, is not a zombie and has the same start time.
     pub fn is_alive(&self, id: ProcId) -> bool {
         match self.stat(id.pid) {

@@ -56,10 +56,18 @@ pub fn parse_cgroup_name(name: &str) -> Option<(String, Vec<ProcId>)> {
 }
 
 /// Finds stale runs. `uid`: only processes of that user (None: everyone readable).
+///
+/// A run is judged only when its owners can be: every process found must be in this scanner's
+/// pid namespace (the pids a marker or a cgroup name records are those of the namespace the
+/// run started in; another namespace's run, in a container or a test's own namespace, is left
+/// alone), and a marked process must name its owners. A run with any live owner, seen on any
+/// of its processes, is live.
 pub fn find_stale(scan: &ProcScanner, uid: Option<u32>) -> Vec<StaleRun> {
     let me = sys::getpid();
     let protect = scan.ancestors(me);
     let alive = |o: &ProcId| scan.is_alive(*o);
+    let my_ns = scan.pid_namespace(me);
+    let same_ns = |pid: i32| my_ns.is_none() || scan.pid_namespace(pid) == my_ns;
     let mut runs: BTreeMap<String, StaleRun> = BTreeMap::new();
     let mut live_runs: std::collections::HashSet<String> = Default::default();
 
@@ -77,7 +85,8 @@ pub fn find_stale(scan: &ProcScanner, uid: Option<u32>) -> Vec<StaleRun> {
             .environ_var(p.pid, OWNERS_ENV)
             .map(|v| parse_owners(&v))
             .unwrap_or_default();
-        if owners.iter().any(alive) {
+        if owners.is_empty() || !same_ns(p.pid) || owners.iter().any(alive) {
+            // Owners unknown, or counted in another namespace: no judging; keep the run.
             live_runs.insert(id);
             continue;
         }
@@ -103,9 +112,10 @@ pub fn find_stale(scan: &ProcScanner, uid: Option<u32>) -> Vec<StaleRun> {
             continue;
         }
         let pids = cg.procs();
-        if pids.contains(&0) {
-            // Processes outside our pid namespace show as 0: never touch what we cannot see
-            // (nor judge whether its owners live).
+        if pids.contains(&0) || !pids.iter().all(|&p| same_ns(p)) {
+            // Processes outside our pid namespace show as 0, those of a namespace below ours
+            // with our pids: never touch what we cannot judge (the owners' pids in the name
+            // are the run's own namespace's).
             continue;
         }
         let members: Vec<ProcInfo> = pids
@@ -130,7 +140,9 @@ pub fn find_stale(scan: &ProcScanner, uid: Option<u32>) -> Vec<StaleRun> {
         }
         run.cgroup = Some(cg);
     }
-    runs.into_values().collect()
+    runs.into_values()
+        .filter(|r| !live_runs.contains(&r.run_id))
+        .collect()
 }
 
 /// Tears one stale run down (no leader: group-wide SIGTERM, then SIGKILL).
@@ -171,6 +183,61 @@ mod tests {
         assert_eq!(owners.len(), 1);
         assert!(parse_cgroup_name("other-1.s2-3").is_none());
         assert!(parse_cgroup_name("inferlint-x").is_none());
+    }
+
+    /// A synthetic `/proc` entry: its stat (state, start time), environment and namespace.
+    fn fake(root: &std::path::Path, pid: i32, starttime: u64, env: &[&str], ns: &str) {
+        let dir = root.join(pid.to_string());
+        std::fs::create_dir_all(dir.join("ns")).unwrap();
+        std::fs::write(
+            dir.join("stat"),
+            format!("{pid} (x) S 1 {pid} {pid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {starttime} 0 0"),
+        )
+        .unwrap();
+        std::fs::write(dir.join("cmdline"), b"VLLM::EngineCore\0").unwrap();
+        let mut environ = Vec::new();
+        for e in env {
+            environ.extend_from_slice(e.as_bytes());
+            environ.push(0);
+        }
+        std::fs::write(dir.join("environ"), environ).unwrap();
+        std::os::unix::fs::symlink(ns, dir.join("ns/pid")).unwrap();
+    }
+
+    #[test]
+    fn only_runs_whose_owners_can_be_judged_dead_are_stale() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        let here = "pid:[4026531836]";
+        fake(root, sys::getpid(), 1, &[], here);
+        fake(root, 60, 9, &[], here); // a live owner
+        let run = |id: &str, owners: &str| {
+            let mut env = vec![format!("{RUN_ID_ENV}={id}")];
+            if !owners.is_empty() {
+                env.push(format!("{OWNERS_ENV}={owners}"));
+            }
+            env
+        };
+        let put = |pid: i32, env: Vec<String>, ns: &str| {
+            let env: Vec<&str> = env.iter().map(String::as_str).collect();
+            fake(root, pid, 100, &env, ns);
+        };
+        put(500, run("dead", "40:7,41:7"), here);
+        put(501, run("other-ns", "40:7"), "pid:[4026532999]");
+        put(502, run("no-owners", ""), here);
+        put(503, run("half", "40:7"), here);
+        put(504, run("half", "60:9"), here);
+        put(505, run("restarted-owner", "60:8"), here);
+        let scan = ProcScanner::new(root);
+        let stale: Vec<String> = find_stale(&scan, None)
+            .into_iter()
+            .map(|r| r.run_id)
+            .filter(|id| {
+                ["dead", "other-ns", "no-owners", "half", "restarted-owner"].contains(&id.as_str())
+            })
+            .collect();
+        // Pid 60 lives but started at 9, not 8: the owner of `restarted-owner` is gone.
+        assert_eq!(stale, vec!["dead", "restarted-owner"]);
     }
 
     #[test]

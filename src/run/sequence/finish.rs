@@ -13,7 +13,7 @@ use super::super::interrupt::Level;
 use super::super::load::{LoadTool, ResultLocation};
 use super::super::proc::graces_within;
 use super::super::Outcome;
-use super::{Run, AFTER_STOP_RESERVE, INTERRUPTED_BUDGET};
+use super::{Run, AFTER_STOP_RESERVE, FAILURE_SELF_EXIT, INTERRUPTED_BUDGET};
 use crate::bench::BenchResult;
 use crate::report::{self, BootLog, Report};
 
@@ -27,6 +27,24 @@ impl Run {
         self.sink.clear_status();
         let t = Instant::now();
         self.sink.line("== stop the server");
+        if server.failed && !self.interrupt.interrupted() && server.proc.exited().is_none() {
+            self.sink.line(&format!(
+                "the server failed: waiting up to {} s for it to exit by itself",
+                FAILURE_SELF_EXIT.as_secs()
+            ));
+            let waited = Instant::now();
+            tokio::select! {
+                _ = tokio::time::timeout(FAILURE_SELF_EXIT, server.proc.wait()) => {}
+                _ = self.interrupt.reached(Level::Graceful) => {}
+            }
+            if let Some(e) = server.proc.exited() {
+                self.sink.line(&format!(
+                    "it exited with code {} after {:.1} s",
+                    e.code(),
+                    waited.elapsed().as_secs_f64()
+                ));
+            }
+        }
         for (pid, cmd) in server.proc.outside_group() {
             let cmd: String = cmd.chars().take(100).collect();
             self.sink.line(&format!(

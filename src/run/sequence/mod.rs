@@ -38,6 +38,8 @@ struct Started {
     proc: Proc,
     events: tokio::sync::mpsc::UnboundedReceiver<LogEvent>,
     log_task: tokio::task::JoinHandle<()>,
+    /// Its log showed a start-up failure: it is already on its way out.
+    failed: bool,
 }
 
 /// The server shepherd's own teardown report, written only if it had to act alone (inferlint
@@ -49,8 +51,12 @@ const INTERRUPTED_BUDGET: Duration = Duration::from_secs(30);
 /// What the run keeps, of that, for the readings, the report and the files after the stop.
 const AFTER_STOP_RESERVE: Duration = Duration::from_secs(8);
 
-/// How long a server whose log shows a start-up failure gets to exit by itself.
+/// How long a server whose log shows a start-up failure gets to exit by itself before the run
+/// calls it failed, and then, once the stop has begun, before it is signalled. vLLM takes ~3 s
+/// to wind down after a refused KV cache; a SIGTERM during that wind-down leaves its API server
+/// hanging until the grace runs out (~19 s), so waiting for the exit is the faster stop.
 const FAILURE_EXIT_WAIT: Duration = Duration::from_millis(300);
+const FAILURE_SELF_EXIT: Duration = Duration::from_secs(8);
 
 /// The run's state as the steps fill it in.
 struct Run {

@@ -3,10 +3,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use inferlint_supervisor::ProcScanner;
 use tokio::time::Instant;
 
 use super::super::gate;
 use super::super::proc::{graces_within, Lines, Proc, ProcOptions};
+use super::super::reconcile::{reap_graces, reaped_line, reconcile};
 use super::super::server::{self, Readiness};
 use super::super::{folder, GpuCheck};
 use super::{Run, Started, FAILURE_EXIT_WAIT, SERVER_TEARDOWN};
@@ -19,6 +21,7 @@ impl Run {
             self.set_problem("--serve needs Linux (or WSL): stopping the server reads /proc");
             return false;
         }
+        self.reconcile().await;
         if self.inputs.gpu_check != GpuCheck::Off {
             self.line("== is the GPU free?");
             let t = Instant::now();
@@ -74,6 +77,7 @@ impl Run {
             proc,
             events,
             log_task,
+            failed: false,
         });
         let s = self.server.as_mut().expect("just set");
         let readiness = server::wait_ready(
@@ -108,7 +112,8 @@ impl Run {
             Readiness::Failed(summary) => {
                 // A failing server usually exits right after its traceback: give it a moment
                 // to say so itself, then stop it.
-                let s = self.server.as_ref().expect("started above");
+                let s = self.server.as_mut().expect("started above");
+                s.failed = true;
                 let exited = tokio::time::timeout(FAILURE_EXIT_WAIT, s.proc.wait())
                     .await
                     .ok();
@@ -136,6 +141,34 @@ impl Run {
                 self.set_problem("interrupted");
                 false
             }
+        }
+    }
+
+    /// Before anything starts: what earlier runs whose inferlint processes were both killed
+    /// left behind (an engine still holding the GPU, say) is torn down, and said. Only the
+    /// user's own runs; silent when there are none.
+    async fn reconcile(&mut self) {
+        let done = tokio::task::spawn_blocking(|| {
+            let scan = ProcScanner::system();
+            reconcile(
+                &scan,
+                Some(inferlint_supervisor::sys::getuid()),
+                None,
+                false,
+                &reap_graces(5.0),
+            )
+        })
+        .await
+        .unwrap_or_default();
+        if done.runs == 0 {
+            return;
+        }
+        self.line("== earlier runs left processes behind");
+        for l in &done.lines {
+            self.line(l);
+        }
+        if !done.leftovers {
+            self.line(&reaped_line(&done));
         }
     }
 
