@@ -8,7 +8,6 @@ use inferlint_supervisor::ProcScanner;
 
 use crate::run::reconcile::{reap_graces, reaped_line, reconcile};
 
-
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// List what earlier runs left; stop nothing.

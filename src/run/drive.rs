@@ -40,6 +40,9 @@ pub struct LoadOutcome {
     pub server_died: Option<Exit>,
     /// It was stopped because of an interrupt.
     pub interrupted: bool,
+    /// Scrapes of the recording that failed while the load ran, and the last one's error.
+    pub scrape_failures: usize,
+    pub last_scrape_error: Option<String>,
 }
 
 /// The recorder, running until told to stop.
@@ -138,6 +141,8 @@ pub async fn run_load(spec: LoadSpec<'_>, recorder: &mut Recorder) -> LoadOutcom
         seconds: 0.0,
         server_died: None,
         interrupted: false,
+        scrape_failures: 0,
+        last_scrape_error: None,
     };
     let opts = ProcOptions {
         shepherd: spec.shepherd.clone(),
@@ -168,7 +173,12 @@ pub async fn run_load(spec: LoadSpec<'_>, recorder: &mut Recorder) -> LoadOutcom
                 let at = t0.elapsed();
                 let update = match ev {
                     Some(Event::Sample(s)) => monitor.sample(&s, at),
-                    Some(Event::Failed(e)) => monitor.scrape_failed(&e, at),
+                    Some(Event::Failed(e)) => {
+                        outcome.scrape_failures += 1;
+                        let update = monitor.scrape_failed(&e, at);
+                        outcome.last_scrape_error = Some(e);
+                        update
+                    }
                     None => Default::default(),
                 };
                 for a in &update.alerts {

@@ -1,7 +1,7 @@
 //! The server's state during the load, from the recording's samples: the live line (running and
 //! waiting against the requested concurrency, KV use, generated tokens/s, evictions so far) and
 //! the alerts worth interrupting the user for (a preemption, a falling concurrency ceiling, a
-//! server that stopped answering), each with its time into the load.
+//! server that stopped answering or restarted), each with its time into the load.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -43,6 +43,9 @@ pub struct Monitor {
     paused_seen: bool,
     failed_in_row: usize,
     dead_alerted: bool,
+    /// The generated-token counter at the last sample, and whether a fall was alerted.
+    last_generated: Option<f64>,
+    restart_alerted: bool,
     window: VecDeque<(f64, f64)>,
     pub peak_running: Option<f64>,
     pub samples: usize,
@@ -61,6 +64,8 @@ impl Monitor {
             paused_seen: false,
             failed_in_row: 0,
             dead_alerted: false,
+            last_generated: None,
+            restart_alerted: false,
             window: VecDeque::new(),
             peak_running: None,
             samples: 0,
@@ -90,6 +95,23 @@ impl Monitor {
         let t = elapsed(at);
         if let Some(r) = s.running {
             self.peak_running = Some(self.peak_running.map_or(r, |p| p.max(r)));
+        }
+        // A counter that goes down: the server restarted, and every delta across it is void.
+        if let Some(tok) = s.generation_tokens {
+            if let Some(last) = self.last_generated.filter(|&last| tok < last) {
+                self.window.clear();
+                self.first_preemptions = None;
+                self.last_preemptions = None;
+                if !self.restart_alerted {
+                    self.restart_alerted = true;
+                    alerts.push(format!(
+                        "{t} into the load: the server's generated-token counter went down ({} -> {}): it restarted, so the run's counts cannot span it",
+                        g(last),
+                        g(tok)
+                    ));
+                }
+            }
+            self.last_generated = Some(tok);
         }
         // Evictions: the counter moved since the last sample. The first is alerted at once;
         // later ones at most every few seconds, summed.
@@ -323,6 +345,27 @@ mod tests {
             .scrape_failed("refused", Duration::from_secs(4))
             .alerts
             .is_empty());
+    }
+
+    #[test]
+    fn a_counter_going_down_is_alerted_once_as_a_restart() {
+        let mut m = Monitor::new(Engine::Vllm, Some(3));
+        m.sample(&s(3.0, 0.0, 0.2, 2.0, 500.0, 0.0), Duration::from_secs(1));
+        let u = m.sample(&s(3.0, 0.0, 0.2, 0.0, 40.0, 0.25), Duration::from_secs(2));
+        assert_eq!(
+            u.alerts,
+            vec!["2.0s into the load: the server's generated-token counter went down (500 -> 40): it restarted, so the run's counts cannot span it"]
+        );
+        // The reset preemption counter is not a negative eviction count, and the new life's
+        // evictions count from its own start.
+        assert_eq!(m.preemptions_so_far(), Some(0.0));
+        let u = m.sample(&s(3.0, 0.0, 0.2, 1.0, 80.0, 0.5), Duration::from_secs(3));
+        assert_eq!(u.alerts.len(), 1, "{:?}", u.alerts);
+        assert!(
+            u.alerts[0].contains("1 preemption (1 so far)"),
+            "{:?}",
+            u.alerts
+        );
     }
 
     #[test]

@@ -21,7 +21,7 @@ pub fn reap_graces(grace_s: f64) -> Graces {
 #[derive(Debug, Default)]
 pub struct Reconciled {
     pub lines: Vec<String>,
-    /// Earlier runs found.
+    /// Earlier runs found with processes still alive.
     pub runs: usize,
     /// Their processes.
     pub processes: usize,
@@ -53,11 +53,17 @@ pub fn reconcile(
     if let Some(id) = run_id {
         stale.retain(|r| r.run_id == id);
     }
-    let mut done = Reconciled {
-        runs: stale.len(),
-        ..Reconciled::default()
-    };
+    let mut done = Reconciled::default();
     for run in &stale {
+        if run.processes.is_empty() {
+            // Only an empty cgroup is left (a teardown that could not remove it): removed
+            // without a word, since nothing was running.
+            if !dry_run {
+                reap::reap(run, graces);
+            }
+            continue;
+        }
+        done.runs += 1;
         let cg = run
             .cgroup
             .as_ref()

@@ -117,6 +117,54 @@ impl FailKind {
     }
 }
 
+/// How the simulated server's `/metrics` misbehaves (the hostile servers of issue 10): each is
+/// a way a real server, or something in front of it, has been seen to answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum MetricsFault {
+    /// HTTP 500 with a short error body (an exporter that raised).
+    #[value(name = "status-500")]
+    Status500,
+    /// Never answers: the scraper's own timeout has to end the wait.
+    Hang,
+    /// HTTP 200 with an HTML error page and binary bytes, not Prometheus text (a proxy's page).
+    Garbage,
+    /// SGLang's metric names instead of vLLM's (another server on the port, or a mixed-up URL).
+    OtherEngine,
+    /// The server restarts once: every counter back to zero and every `_created` stamp moved.
+    Restart,
+    /// The real exposition followed by [`ServeArgs::metrics_huge_mb`] MB of high-cardinality
+    /// series (an instrumentator labelling by raw path).
+    Huge,
+    /// The headers and part of the body, then the connection is closed.
+    BrokenOff,
+}
+
+impl MetricsFault {
+    pub const ALL: [MetricsFault; 7] = [
+        MetricsFault::Status500,
+        MetricsFault::Hang,
+        MetricsFault::Garbage,
+        MetricsFault::OtherEngine,
+        MetricsFault::Restart,
+        MetricsFault::Huge,
+        MetricsFault::BrokenOff,
+    ];
+
+    /// The flag value.
+    pub fn key(self) -> &'static str {
+        match self {
+            MetricsFault::Status500 => "status-500",
+            MetricsFault::Hang => "hang",
+            MetricsFault::Garbage => "garbage",
+            MetricsFault::OtherEngine => "other-engine",
+            MetricsFault::Restart => "restart",
+            MetricsFault::Huge => "huge",
+            MetricsFault::BrokenOff => "broken-off",
+        }
+    }
+}
+
 /// `inferlint sim serve MODEL [flags]`: the `vllm serve` flags that matter, plus simulator knobs.
 #[derive(clap::Args, Debug, Clone)]
 pub struct ServeArgs {
@@ -207,6 +255,20 @@ pub struct ServeArgs {
     /// Without `ignore_eos`, the model emits end-of-sequence after this many tokens.
     #[arg(long)]
     pub eos_after: Option<u32>,
+    /// `/metrics` misbehaves this way (after the first `--metrics-fault-after` answers).
+    #[arg(long, value_enum)]
+    pub metrics_fault: Option<MetricsFault>,
+    /// How many `/metrics` answers are normal before the fault starts (`restart`: the answer
+    /// the restart happens at), so a run's first scrapes succeed and the fault comes mid-run.
+    #[arg(long, default_value_t = 0)]
+    pub metrics_fault_after: u32,
+    /// The size of the `huge` fault's body, in MB.
+    #[arg(long, default_value_t = 50)]
+    pub metrics_huge_mb: u32,
+    /// The boot never ends: the engine's handshake never completes, the API server logs that it
+    /// is waiting, again and again, and never serves.
+    #[arg(long)]
+    pub boot_never_ends: bool,
 }
 
 /// Everything both simulator processes need, resolved once from the flags.
@@ -246,6 +308,10 @@ pub struct ServeConfig {
     pub eos_after: Option<u32>,
     /// The block size the user asked for (shown in `non-default args`).
     pub user_block_size: Option<u32>,
+    pub metrics_fault: Option<MetricsFault>,
+    pub metrics_fault_after: u32,
+    pub metrics_huge_mb: u32,
+    pub boot_never_ends: bool,
 }
 
 /// The default KV pool when no override is given: 8,192 blocks of 16 tokens (131,072 tokens),
@@ -334,6 +400,10 @@ impl ServeConfig {
             gpu_mib: a.gpu_mib,
             eos_after: a.eos_after,
             user_block_size: if a.hybrid { None } else { a.block_size },
+            metrics_fault: a.metrics_fault,
+            metrics_fault_after: a.metrics_fault_after,
+            metrics_huge_mb: a.metrics_huge_mb,
+            boot_never_ends: a.boot_never_ends,
         })
     }
 
@@ -465,6 +535,27 @@ mod tests {
             Some(3)
         );
         assert_eq!(cfg(&["m"]).die_after_requests, None);
+    }
+
+    #[test]
+    fn hostile_modes_parse_and_reach_the_config() {
+        for f in MetricsFault::ALL {
+            let c = cfg(&[
+                "m",
+                "--metrics-fault",
+                f.key(),
+                "--metrics-fault-after",
+                "3",
+            ]);
+            assert_eq!(c.metrics_fault, Some(f));
+            assert_eq!(c.metrics_fault_after, 3);
+        }
+        let c = cfg(&["m", "--boot-never-ends"]);
+        assert!(c.boot_never_ends);
+        assert_eq!((c.metrics_fault, c.metrics_huge_mb), (None, 50));
+        let back: ServeConfig =
+            serde_json::from_str(&cfg(&["m", "--metrics-fault", "broken-off"]).to_env()).unwrap();
+        assert_eq!(back.metrics_fault, Some(MetricsFault::BrokenOff));
     }
 
     #[test]

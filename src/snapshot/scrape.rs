@@ -64,6 +64,10 @@ pub enum ScrapeError {
     Status { url: String, status: u16 },
     #[error("{url} returned JSON, not Prometheus text (TensorRT-LLM serves its metrics at /prometheus/metrics)")]
     Json { url: String },
+    /// The answer is larger than [`MAX_BODY_BYTES`]: no server's metrics are that large, and
+    /// reading on would only fill the memory.
+    #[error("{url}: the answer is larger than {} MiB; stopped reading it", MAX_BODY_BYTES >> 20)]
+    TooLarge { url: String },
     #[error("{url}: {source}")]
     Parse {
         url: String,
@@ -89,6 +93,32 @@ fn describe_http(e: &reqwest::Error) -> String {
     } else {
         format!("request failed ({cause})")
     }
+}
+
+/// The largest `/metrics` answer read. A vLLM server's is about 50 KB; one with every LoRA
+/// adapter and route labelled may reach tens of MB. Past this, a scrape is an error rather than
+/// a process that grows without bound.
+pub const MAX_BODY_BYTES: usize = 512 << 20;
+
+/// Reads a body up to `limit` bytes: the declared length is checked first, then what arrives.
+async fn read_body(
+    mut resp: reqwest::Response,
+    limit: usize,
+) -> Result<Option<String>, reqwest::Error> {
+    if resp.content_length().is_some_and(|n| n > limit as u64) {
+        return Ok(None);
+    }
+    let mut body: Vec<u8> = Vec::with_capacity(resp.content_length().unwrap_or(0) as usize);
+    while let Some(chunk) = resp.chunk().await? {
+        if body.len() + chunk.len() > limit {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(match String::from_utf8(body) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }))
 }
 
 /// Splits a URL the user gave into the server's base URL and a metrics path, when the URL
@@ -192,7 +222,11 @@ impl Scraper {
             .await
             .map_err(http)?;
         let status = resp.status();
-        let body = resp.text().await.map_err(http)?;
+        let Some(body) = read_body(resp, MAX_BODY_BYTES).await.map_err(http)? else {
+            return Err(ScrapeError::TooLarge {
+                url: url.to_string(),
+            });
+        };
         let after = self.clock.now();
         if !status.is_success() {
             return Err(ScrapeError::Status {
@@ -216,6 +250,47 @@ impl Scraper {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Serves one raw HTTP answer on 127.0.0.1 and returns its URL.
+    async fn answer_once(head: &'static str, body: Vec<u8>) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/metrics", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = sock.read(&mut buf).await;
+            let _ = sock.write_all(head.as_bytes()).await;
+            let _ = sock.write_all(&body).await;
+            let _ = sock.shutdown().await;
+        });
+        url
+    }
+
+    #[tokio::test]
+    async fn bodies_past_the_limit_are_refused_whether_declared_or_not() {
+        let client = reqwest::Client::new();
+        let body = vec![b'a'; 100];
+        let declared = answer_once(
+            "HTTP/1.1 200 OK\r\ncontent-length: 100\r\nconnection: close\r\n\r\n",
+            body.clone(),
+        )
+        .await;
+        let resp = client.get(&declared).send().await.unwrap();
+        assert_eq!(read_body(resp, 10).await.unwrap(), None);
+        // No length given: the body is cut off once it passes the limit.
+        let undeclared =
+            answer_once("HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n", body.clone()).await;
+        let resp = client.get(&undeclared).send().await.unwrap();
+        assert_eq!(read_body(resp, 10).await.unwrap(), None);
+        // Within the limit, the whole body; invalid UTF-8 is replaced, not an error.
+        let mut odd = body.clone();
+        odd.push(0xff);
+        let within = answer_once("HTTP/1.1 200 OK\r\nconnection: close\r\n\r\n", odd).await;
+        let resp = client.get(&within).send().await.unwrap();
+        let text = read_body(resp, 1000).await.unwrap().unwrap();
+        assert_eq!(text, format!("{}\u{fffd}", "a".repeat(100)));
+    }
     #[test]
     fn split_metrics_urls() {
         assert_eq!(

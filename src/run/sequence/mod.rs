@@ -18,6 +18,7 @@ use crate::series::Series;
 use crate::snapshot::{Scraper, Snapshot, SCRAPE_TIMEOUT};
 
 mod finish;
+mod gaps;
 mod serve;
 
 use finish::read_result;
@@ -84,6 +85,8 @@ struct Run {
     before: Option<Snapshot>,
     after: Option<Snapshot>,
     series: Option<Series>,
+    /// Why the run checks' inputs are missing, when they are (recorded as "can't tell").
+    gaps: gaps::Gaps,
     bench: Option<BenchResult>,
     bench_path: Option<PathBuf>,
     requested: Option<u64>,
@@ -160,6 +163,7 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
         before: None,
         after: None,
         series: None,
+        gaps: gaps::Gaps::default(),
         bench: None,
         bench_path: None,
         requested: inputs.requested,
@@ -383,6 +387,17 @@ impl Run {
             ));
             return false;
         }
+        // The server answering is not the one the run started (another server on the port).
+        let started = self.serve_argv.as_deref().and_then(serve_engine);
+        if let Some(s) = started.filter(|&s| s != actual) {
+            self.set_problem(format!(
+                "the --serve command is {}'s, but the server at {} is {}'s",
+                s.name(),
+                self.url,
+                actual.name()
+            ));
+            return false;
+        }
         if self.engine.is_none() {
             self.line(&format!("== engine: {} (from its metrics)", actual.name()));
         }
@@ -490,20 +505,34 @@ impl Run {
         self.boot_text = Some(text);
     }
 
-    /// Scrapes once into a snapshot file of the run folder.
+    /// Scrapes once into a snapshot file of the run folder. A snapshot of another engine's
+    /// metrics is kept as evidence but not used; why a snapshot is missing goes to the gaps.
     async fn snapshot_to(&mut self, name: &str, what: &str) -> Option<Snapshot> {
-        match self.scraper.scrape(&self.url, None, SCRAPE_TIMEOUT).await {
+        let why = match self.scraper.scrape(&self.url, None, SCRAPE_TIMEOUT).await {
             Ok(s) => {
                 if let Err(e) = s.save(&self.out.join(name)) {
                     self.line(&format!("note: cannot write {name}: {e}"));
                 }
-                Some(s)
+                let engine = self.engine();
+                match s.engine().filter(|&e| e != engine) {
+                    None => return Some(s),
+                    Some(other) => format!(
+                        "the {what} snapshot shows {}'s metrics, not {}'s",
+                        other.name(),
+                        engine.name()
+                    ),
+                }
             }
-            Err(e) => {
-                self.line(&format!("note: the {what} snapshot failed: {e}"));
-                None
-            }
+            Err(e) => format!("the {what} snapshot failed ({e})"),
+        };
+        self.line(&format!("note: {why}"));
+        if what == "after" {
+            self.gaps.after = Some(why.clone());
         }
+        if self.gaps.snapshots.is_none() {
+            self.gaps.snapshots = Some(why);
+        }
+        None
     }
 
     /// Steps 8 and 9: the load, the recording, the after snapshot and the result file.
@@ -557,7 +586,6 @@ impl Run {
         if let Err(e) = recorder.stop().await {
             self.line(&format!("note: {e}"));
         }
-        self.series = Series::load(&self.out.join(folder::SERIES)).ok();
         if let Some(e) = outcome.start_error {
             self.set_problem(e);
         }
@@ -595,6 +623,10 @@ impl Run {
         } else if rewrite.result != ResultLocation::None {
             self.line("note: the load left no result file; T15 needs one (--bench-result)");
         }
+        self.series = self.usable_series(
+            outcome.scrape_failures,
+            outcome.last_scrape_error.as_deref(),
+        );
         self.requested = requested_live.or_else(|| {
             self.bench
                 .as_ref()
@@ -625,7 +657,18 @@ impl Run {
             self.untimed,
             self.engine(),
         );
+        let results = gaps::complete(
+            results,
+            &self.gaps,
+            self.engine(),
+            self.requested,
+            self.bench.is_some(),
+        );
         for r in results {
+            // The report makes its checks from the same files: it learns the missing ones here.
+            if r.evidence.get("missing_input").is_some() {
+                self.extra.push(r.clone());
+            }
             let r = if r.tripwire == Tripwire::T10 {
                 t10::with_integer_second_comparison(&r)
             } else {

@@ -58,6 +58,8 @@ pub struct Front {
     pub state: Mutex<State>,
     pub to_engine: mpsc::UnboundedSender<ToEngine>,
     next_id: AtomicU64,
+    /// `/metrics` answers given so far (`--metrics-fault-after` counts them).
+    pub metrics_answers: AtomicU64,
     pub engine_dead: AtomicBool,
     pub stopping: AtomicBool,
 }
@@ -91,6 +93,7 @@ impl Front {
             }),
             to_engine,
             next_id: AtomicU64::new(1),
+            metrics_answers: AtomicU64::new(0),
             engine_dead: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
         })

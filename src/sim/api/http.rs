@@ -91,13 +91,7 @@ async fn models(State(front): State<Arc<Front>>) -> Response {
 }
 
 async fn metrics(State(front): State<Arc<Front>>) -> Response {
-    let text = front.lock().reg.render();
-    let mut resp = text.into_response();
-    resp.headers_mut().insert(
-        "content-type",
-        HeaderValue::from_static("text/plain; version=1.0.0; charset=utf-8"),
-    );
-    resp
+    super::hostile::metrics(front).await
 }
 
 async fn completions(State(front): State<Arc<Front>>, headers: HeaderMap, body: Bytes) -> Response {

@@ -5,6 +5,7 @@
 //! engine dies under it, it fails the requests in flight, shuts down and exits 0.
 
 mod front;
+mod hostile;
 mod http;
 mod openai;
 
@@ -206,11 +207,15 @@ async fn serve(
     let mut engine_pid = child.id();
     let front = Front::new(cfg.clone(), log.clone(), to_engine, start_unix);
 
-    // Boot: wait for the engine.
+    // Boot: wait for the engine. With `--boot-never-ends` its handshake is never taken, and
+    // the API server says it is still waiting, again and again.
+    let mut still_waiting = tokio::time::interval(hostile::NEVER_ENDING_BOOT_LINE_EVERY);
     loop {
         tokio::select! {
+            _ = still_waiting.tick(), if cfg.boot_never_ends => hostile::log_still_waiting(&log),
             msg = from_engine.recv() => match msg {
                 Some(ToApi::Hello { pid }) => engine_pid = pid,
+                Some(ToApi::Ready { .. }) if cfg.boot_never_ends => {}
                 Some(ToApi::Ready { .. }) => break,
                 Some(ToApi::Out(_)) => {}
                 None => {

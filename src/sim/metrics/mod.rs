@@ -96,6 +96,13 @@ impl Registry {
         }
     }
 
+    /// The server restarted (`--metrics-fault restart`): a new process's registry, every
+    /// counter at zero and every `_created` stamp (and the process start time) at `now_unix`.
+    pub fn restart(&mut self, cfg: &ServeConfig, now_unix: f64) {
+        *self = Registry::new(cfg, now_unix, now_unix);
+        self.engine_initialized(cfg, now_unix);
+    }
+
     /// `vllm:cache_config_info`, registered once the engine has sized its KV pool.
     pub fn engine_initialized(&mut self, cfg: &ServeConfig, now_unix: f64) {
         self.cache_info = Some(cache_info::family(cfg, now_unix));
