@@ -143,6 +143,21 @@ impl Series {
             .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))))
     }
 
+    /// The distinct non-null, non-zero usage readings, ascending (what block inference needs,
+    /// without a copy of every reading of a long recording).
+    pub fn distinct_usage_readings(&self) -> Vec<f64> {
+        let bits: std::collections::BTreeSet<u64> = self
+            .samples
+            .iter()
+            .filter_map(|s| s.kv_usage)
+            .filter(|&u| u != 0.0 && !u.is_nan())
+            .map(|u| (u + 0.0).to_bits())
+            .collect();
+        let mut values: Vec<f64> = bits.into_iter().map(f64::from_bits).collect();
+        values.sort_by(f64::total_cmp);
+        values
+    }
+
     /// The non-null, non-zero usage readings, in recording order.
     pub fn usage_readings(&self) -> Vec<f64> {
         self.samples

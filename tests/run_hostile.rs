@@ -462,8 +462,8 @@ fn counters_going_backwards_on_a_restart() {
 }
 
 /// A 50 MB `/metrics` (half a million series): read, parsed and used. The counters still
-/// decide T1, T10 and T15; a recording too slow to see a request running says so instead of
-/// claiming that none ran. Slow in a debug build (each scrape parses 50 MB), so its bound is
+/// decide T1, T10 and T15; a recording too sparse to see how many requests ran says so
+/// instead of claiming a number (it caught none, or one, running in CI). Slow in a debug build (each scrape parses 50 MB), so its bound is
 /// wider.
 #[test]
 fn a_50_mb_metrics_body() {
@@ -482,9 +482,18 @@ fn a_50_mb_metrics_body() {
         "{}",
         r.all()
     );
-    // Never "the server ran 0": either the recording saw the requests, or it says it missed
-    // them.
-    assert_ne!(r.status("T8").as_deref(), Some("fail"), "{}", r.all());
+    // Never "the server never ran more than 0 (or 1)": a handful of slow readings cannot
+    // judge the load, and the run says so.
+    for t in ["T14", "T9", "T8"] {
+        assert_eq!(r.status(t).as_deref(), Some("unknown"), "{t}\n{}", r.all());
+        assert!(
+            r.message(t).starts_with(
+                "the recording is too sparse to judge the load: its scrapes were slow, "
+            ),
+            "{t}\n{}",
+            r.all()
+        );
+    }
     let after = std::fs::metadata(w.out().join("after.snapshot.json")).unwrap();
     assert!(after.len() > 50_000_000, "{}", after.len());
 }

@@ -37,7 +37,7 @@ pub fn check(series: &Series, snapshot: &Snapshot, engine: Engine) -> CheckResul
         .info_label(info, "num_gpu_blocks")
         .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|v| v.parse::<u64>().ok());
-    let inference = infer_blocks(&series.usage_readings());
+    let inference = infer_blocks(&series.distinct_usage_readings());
     let evidence = |r: CheckResult, inf: &BlockInference| {
         r.with("reported_num_gpu_blocks", reported)
             .with("inferred_usable_blocks", inf.blocks)

@@ -24,8 +24,9 @@ pub fn check_at(
     engine: Engine,
     saturation: f64,
 ) -> CheckResult {
-    let busy: Vec<&SeriesSample> = series.busy().collect();
-    if busy.is_empty() {
+    // One pass per question, no copies: a day's recording is 345,600 samples, and the reader
+    // has already spent most of the memory budget holding them.
+    if series.busy().next().is_none() {
         let mut msg = "no sample with requests running and KV in use".to_string();
         let no_running = series.samples.iter().all(|s| s.running.is_none());
         let hint = gauges_hint(engine);
@@ -38,37 +39,37 @@ pub fn check_at(
             .with("usable_blocks", usable_blocks)
             .with("gauges_lag", engine.gauges_lag());
     }
-    let saturated: Vec<&SeriesSample> = busy
-        .iter()
-        .copied()
-        .filter(|s| s.kv_usage.is_some_and(|u| u >= saturation))
-        .collect();
-    let (used, basis) = if saturated.is_empty() {
-        (busy.clone(), "busy")
-    } else {
-        (saturated, "saturated")
-    };
+    let is_saturated = |s: &SeriesSample| s.kv_usage.is_some_and(|u| u >= saturation);
+    let any_saturated = series.busy().any(is_saturated);
+    let basis = if any_saturated { "saturated" } else { "busy" };
     // Every used sample is busy (running > 0, usage > 0), so each has a ceiling.
-    let rows: Vec<(f64, u64)> = used
-        .iter()
-        .filter_map(|s| {
-            let (u, r) = (s.kv_usage?, s.running?);
-            let c = predicted_ceiling(u, r, usable_blocks).ok()?;
-            Some((u / r, c))
-        })
-        .collect();
-    let fullest = busy
-        .iter()
+    let mut rows = 0usize;
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    let (mut share_min, mut share_max) = (f64::INFINITY, f64::NEG_INFINITY);
+    for s in series.busy().filter(|s| !any_saturated || is_saturated(s)) {
+        let (Some(u), Some(r)) = (s.kv_usage, s.running) else {
+            continue;
+        };
+        let Ok(c) = predicted_ceiling(u, r, usable_blocks) else {
+            continue;
+        };
+        rows += 1;
+        lo = lo.min(c);
+        hi = hi.max(c);
+        share_min = share_min.min(u / r);
+        share_max = share_max.max(u / r);
+    }
+    if rows == 0 {
+        lo = 0;
+    }
+    let fullest = series
+        .busy()
         .filter_map(|s| Some((s.kv_usage?, s.running?)))
         .fold(None, |best: Option<(f64, f64)>, cur| match best {
             Some(b) if b.0 >= cur.0 => Some(b),
             _ => Some(cur),
         })
         .and_then(|(u, r)| predicted_ceiling(u, r, usable_blocks).ok());
-    let lo = rows.iter().map(|r| r.1).min().unwrap_or(0);
-    let hi = rows.iter().map(|r| r.1).max().unwrap_or(0);
-    let share_min = rows.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
-    let share_max = rows.iter().map(|r| r.0).fold(f64::NEG_INFINITY, f64::max);
     let pool = match engine {
         Engine::Sglang => "the fullest memory pool (KV cache or request state)",
         Engine::Vllm | Engine::Trtllm => "the cache",
@@ -89,7 +90,7 @@ pub fn check_at(
     if engine.gauges_lag() {
         msg.push_str(&format!(
             " (from {} readings; {} updates its gauges only when a request completes)",
-            rows.len(),
+            rows,
             engine.name()
         ));
     }
@@ -104,7 +105,7 @@ pub fn check_at(
         .with("ceiling_at_fullest", fullest)
         .with_f64("share_min", share_min)
         .with_f64("share_max", share_max)
-        .with("samples", rows.len())
+        .with("samples", rows)
         .with("basis", basis)
         .with("usable_blocks", usable_blocks)
         .with(

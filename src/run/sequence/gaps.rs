@@ -11,6 +11,9 @@ use crate::engine::Engine;
 use crate::result::{CheckResult, Tripwire};
 use crate::series::Series;
 
+/// Fewer readings than this, taken at under half the rate asked for, cannot judge a load.
+const FEW_READINGS: usize = 20;
+
 /// Why the run checks' inputs are missing; None where they are there.
 #[derive(Clone, Debug, Default)]
 pub struct Gaps {
@@ -23,11 +26,11 @@ pub struct Gaps {
 }
 
 impl Run {
-    /// Why a recording missed the load: its scrapes were so slow (a huge or slow `/metrics`)
-    /// that it took under half the readings asked for, none of them while a request ran,
-    /// although the load had requests served. Its idle readings say nothing of how many ran
-    /// at once. (A server whose gauge stays at 0 through a well-sampled load is another matter:
-    /// T8 judges that.)
+    /// Why a recording cannot judge the load: its scrapes were so slow (a huge or slow
+    /// `/metrics`) that it took under half the readings asked for and fewer than
+    /// [`FEW_READINGS`] in all, although the load had requests served. A reading or two says
+    /// nothing of how many requests ran at once (the one seen running may be the only one
+    /// caught). A well-sampled recording whose gauge stays at 0 is another matter: T8 judges it.
     fn missed_the_load(&self, s: &Series) -> Option<String> {
         let served = match self.bench.as_ref().and_then(|b| b.completed) {
             Some(n) => n > 0.0,
@@ -36,11 +39,10 @@ impl Run {
         let load_s = self.timings.load_s;
         let asked = load_s / self.inputs.interval.as_secs_f64().max(1e-3);
         let n = s.samples.len();
-        let sparse = asked >= 4.0 && (n as f64) < asked / 2.0;
-        let busy = s.samples.iter().any(|x| x.running > Some(0.0));
-        (served && sparse && !busy).then(|| {
+        let sparse = asked >= 4.0 && (n as f64) < asked / 2.0 && n < FEW_READINGS;
+        (served && sparse).then(|| {
             format!(
-                "the recording saw no request running: its scrapes were slow, {n} reading{} in the load's {load_s:.1} s instead of one every {} s",
+                "the recording is too sparse to judge the load: its scrapes were slow, {n} reading{} in the load's {load_s:.1} s instead of one every {} s",
                 if n == 1 { "" } else { "s" },
                 crate::fmt::g(self.inputs.interval.as_secs_f64())
             )
