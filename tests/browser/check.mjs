@@ -100,6 +100,17 @@ try {
   expect('the switch sets dark', theme[0] === 'dark' && theme[1] === 'dark', theme);
   const darkBg = await bg();
   expect('dark changes the colours', darkBg !== lightBg, [lightBg, darkBg]);
+  // Chromium hands a page's localStorage writes to the browser process in batches: wait
+  // until another page of the same browser sees the choice (as a user's later reload would),
+  // bounded, then reload.
+  const stored = async () => {
+    const other = await context.newPage();
+    await other.goto(pageUrl, { waitUntil: 'load' });
+    const v = await other.evaluate(() => localStorage.getItem('inferlint-theme'));
+    await other.close();
+    return v;
+  };
+  for (let i = 0; i < 20 && (await stored()) !== 'dark'; i++) await page.waitForTimeout(250);
   await page.reload({ waitUntil: 'load' });
   expect('the choice survives a reload', (await page.evaluate(() => document.documentElement.getAttribute('data-theme'))) === 'dark' && (await bg()) === darkBg);
   if (shots) await page.screenshot({ path: path.join(shots, 'report-dark.png'), fullPage: true });
