@@ -4,7 +4,6 @@
 //!
 //! Targets: live ≤ 30 ms; 24 hours ≤ 1 s wall and ≤ 128 MiB peak RSS, page ≤ 2 MB.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use inferlint::report::{Inputs, Report};
@@ -12,6 +11,7 @@ use inferlint::series::SeriesWriter;
 
 #[path = "../tests/report_support/long.rs"]
 mod long;
+mod support;
 
 const DAY: usize = 345_600;
 
@@ -44,17 +44,6 @@ fn peak_rss_mib() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// Peak resident set of the largest child that has exited, in MiB.
-fn children_peak_rss_mib() -> f64 {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage writes into the struct we own.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    if rc != 0 {
-        return f64::NAN;
-    }
-    usage.ru_maxrss as f64 / 1024.0
-}
-
 fn verdict(ok: bool) -> &'static str {
     if ok {
         "ok"
@@ -64,6 +53,7 @@ fn verdict(ok: bool) -> &'static str {
 }
 
 fn main() {
+    support::measurer_role();
     let Some(live) = live_inputs() else {
         eprintln!("no recorded evidence: nothing to measure");
         return;
@@ -150,13 +140,18 @@ fn main() {
         .len();
     let bin = env!("CARGO_BIN_EXE_inferlint");
     let mut times = Vec::new();
+    let mut rss: f64 = 0.0;
     for _ in 0..3 {
         let t = Instant::now();
-        let out = Command::new(bin)
-            .args(["report", tmp.to_str().unwrap(), "--requested", "32"])
-            .output()
-            .unwrap();
+        let args: Vec<std::ffi::OsString> = vec![
+            "report".into(),
+            tmp.clone().into(),
+            "--requested".into(),
+            "32".into(),
+        ];
+        let (out, peak) = support::run_measured(bin, &args);
         times.push(t.elapsed());
+        rss = rss.max(peak);
         assert!(
             out.status.success(),
             "{}",
@@ -165,7 +160,6 @@ fn main() {
     }
     let m = median(times);
     let page = std::fs::metadata(tmp.join("report.html")).unwrap().len();
-    let rss = children_peak_rss_mib();
     println!(
         "24-hour recording, `inferlint report RUN` ({series_bytes} byte series file): wall median {:.0} ms, peak RSS {:.0} MiB, page {page} bytes  [{}: targets 1 s, 128 MiB, 2 MB]",
         m.as_secs_f64() * 1e3,

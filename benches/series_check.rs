@@ -10,7 +10,6 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::process::Command;
 use std::time::Instant;
 
 use inferlint::series::Series;
@@ -21,7 +20,10 @@ const RUNS: usize = 5;
 const WALL_TARGET_S: f64 = 0.5;
 const RSS_TARGET_MIB: f64 = 64.0;
 
+mod support;
+
 fn main() {
+    support::measurer_role();
     let Some(rec) = inferlint::testkit::evidence("vllm-0.28/live/run.series.jsonl") else {
         return;
     };
@@ -39,17 +41,22 @@ fn main() {
 
     let exe = env!("CARGO_BIN_EXE_inferlint");
     let mut walls = Vec::new();
+    let mut rss_mib: f64 = 0.0;
+    let args: Vec<std::ffi::OsString> = vec![
+        "series".into(),
+        path.clone().into(),
+        "--snapshot".into(),
+        snap.clone().into(),
+        "--requested".into(),
+        "32".into(),
+        "--engine".into(),
+        "vllm".into(),
+    ];
     for _ in 0..RUNS {
         let start = Instant::now();
-        let out = Command::new(exe)
-            .arg("series")
-            .arg(&path)
-            .arg("--snapshot")
-            .arg(&snap)
-            .args(["--requested", "32", "--engine", "vllm"])
-            .output()
-            .expect("the binary runs");
+        let (out, peak) = support::run_measured(exe, &args);
         walls.push(start.elapsed().as_secs_f64());
+        rss_mib = rss_mib.max(peak);
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             out.status.code(),
@@ -63,7 +70,6 @@ fn main() {
         );
     }
     walls.sort_by(f64::total_cmp);
-    let rss_mib = children_max_rss_kib() as f64 / 1024.0;
     println!(
         "series_check: wall min {:.3} s, median {:.3} s, max {:.3} s over {RUNS} runs (target ≤ {WALL_TARGET_S} s)",
         walls[0],
@@ -153,13 +159,4 @@ fn write_day(recorded: &Series, path: &std::path::Path) -> usize {
     let mut f = std::fs::File::create(path).expect("the temporary file");
     f.write_all(text.as_bytes()).expect("written");
     text.len()
-}
-
-/// The largest peak resident set of the children waited for so far, in KiB.
-fn children_max_rss_kib() -> i64 {
-    // SAFETY: getrusage only writes the struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    assert_eq!(rc, 0, "getrusage");
-    usage.ru_maxrss
 }
