@@ -13,11 +13,12 @@
 mod run_support;
 mod sim_support;
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use run_support::{bin, json_file, message_of, names, run_with_limit, status_of, statuses, text};
+use run_support::{
+    bin, json_file, message_of, names, run_with_limit, status_of, statuses, text, World,
+};
 use serde_json::Value;
 
 /// A pool of 97 usable blocks and a load of 12 requests, 3 at a time (about 3 s): on a healthy
@@ -30,39 +31,7 @@ const BOUND: Duration = Duration::from_secs(60);
 /// The run checks, in the order they are printed.
 const RUN_CHECKS: [&str; 6] = ["T1", "T10", "T14", "T9", "T8", "T15"];
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// One test's world: a folder, a simulated GPU of its own (whose name marks every process the
-/// run starts, so they can be found afterwards), a port.
-struct World {
-    dir: tempfile::TempDir,
-    port: u16,
-}
-
 impl World {
-    fn new() -> World {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("gpu")).unwrap();
-        World {
-            dir,
-            port: free_port(),
-        }
-    }
-
-    fn out(&self) -> PathBuf {
-        self.dir.path().join("run")
-    }
-
-    fn gpu_env(&self) -> String {
-        format!("sim:{}", self.dir.path().join("gpu").display())
-    }
-
     fn serve(&self, fault: &str) -> String {
         format!(
             "{} sim serve m --port {} --boot-secs 0.2 {SERVE} {fault}",

@@ -7,12 +7,12 @@
 mod run_support;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use run_support::{bin, json_file, message_of, names, run_with_limit, status_of, text};
+use run_support::{bin, json_file, message_of, names, run_with_limit, status_of, text, World};
 use serde_json::Value;
 
 static TURN: Mutex<()> = Mutex::new(());
@@ -22,35 +22,7 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// One test's world: a folder, a simulated GPU of its own, a port.
-struct World {
-    dir: tempfile::TempDir,
-    port: u16,
-}
-
 impl World {
-    fn new() -> World {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("gpu")).unwrap();
-        World {
-            dir,
-            port: free_port(),
-        }
-    }
-    fn out(&self) -> PathBuf {
-        self.dir.path().join("run")
-    }
-    fn gpu_env(&self) -> String {
-        format!("sim:{}", self.dir.path().join("gpu").display())
-    }
     fn serve(&self, extra: &str) -> String {
         format!(
             "{} sim serve m --port {} --boot-secs 0.5 {extra}",

@@ -360,3 +360,41 @@ pub fn names(dir: &Path) -> Vec<String> {
 pub fn out_dir(base: &Path, name: &str) -> PathBuf {
     base.join(name)
 }
+
+/// A free port on loopback (bound and released; the test starts its server on it at once).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// One run test's world: a folder, a simulated GPU of its own (whose name marks every process
+/// the run starts, so they can be found afterwards), a port. Each test file adds the commands
+/// it runs in an `impl World` of its own.
+pub struct World {
+    pub dir: tempfile::TempDir,
+    pub port: u16,
+}
+
+impl World {
+    pub fn new() -> World {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("gpu")).unwrap();
+        World {
+            dir,
+            port: free_port(),
+        }
+    }
+
+    /// The run folder.
+    pub fn out(&self) -> PathBuf {
+        self.dir.path().join("run")
+    }
+
+    /// `INFERLINT_GPU` for this world's simulated GPU.
+    pub fn gpu_env(&self) -> String {
+        format!("sim:{}", self.dir.path().join("gpu").display())
+    }
+}
