@@ -397,4 +397,28 @@ impl World {
     pub fn gpu_env(&self) -> String {
         format!("sim:{}", self.dir.path().join("gpu").display())
     }
+
+    /// Live processes whose environment names this world's simulated GPU: the server, its
+    /// engine, the load.
+    pub fn live_processes(&self) -> Vec<(i32, String)> {
+        let marker = format!("INFERLINT_GPU={}", self.gpu_env());
+        let mut found = Vec::new();
+        for e in std::fs::read_dir("/proc").unwrap().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(env) = std::fs::read(e.path().join("environ")) else {
+                continue;
+            };
+            let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+            if stat.contains(") Z ") {
+                continue;
+            }
+            if env.split(|b| *b == 0).any(|v| v == marker.as_bytes()) {
+                let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                found.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
+            }
+        }
+        found
+    }
 }
