@@ -57,8 +57,14 @@ pub fn reconcile(
     for run in &stale {
         if run.processes.is_empty() {
             // Only an empty cgroup is left (a teardown that could not remove it): removed
-            // without a word, since nothing was running.
-            if !dry_run {
+            // without a word, since nothing was running. Not a young one: a live run's cgroup
+            // is empty for a moment while its shepherd starts the server, and an empty cgroup
+            // says nothing of the pid namespace its owners live in.
+            let old = run
+                .cgroup
+                .as_ref()
+                .is_some_and(|c| older_than(c.path(), EMPTY_CGROUP_AGE));
+            if !dry_run && old {
                 reap::reap(run, graces);
             }
             continue;
@@ -94,6 +100,18 @@ pub fn reconcile(
     done
 }
 
+/// How old an empty cgroup of a stale run must be before it is removed.
+const EMPTY_CGROUP_AGE: Duration = Duration::from_secs(60);
+
+/// Whether the folder was last changed more than `age` ago (false when that cannot be read).
+fn older_than(path: &std::path::Path, age: Duration) -> bool {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|e| e > age)
+}
+
 /// The closing line of a reconciliation that stopped something, e.g.
 /// `reaped 2 processes of 1 earlier run`.
 pub fn reaped_line(done: &Reconciled) -> String {
@@ -104,4 +122,21 @@ pub fn reaped_line(done: &Reconciled) -> String {
         done.runs,
         if done.runs == 1 { "" } else { "s" }
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_old_folder_is_older_than_its_age() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(!older_than(d.path(), EMPTY_CGROUP_AGE));
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(older_than(d.path(), Duration::from_millis(5)));
+        assert!(!older_than(
+            std::path::Path::new("/nonexistent/inferlint"),
+            Duration::ZERO
+        ));
+    }
 }
