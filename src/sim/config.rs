@@ -466,9 +466,9 @@ impl ServeConfig {
     }
 }
 
+/// The configuration `inferlint sim serve ARGS` would run with (for the simulator's unit tests).
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) fn test_config(args: &[&str]) -> ServeConfig {
     use clap::Parser;
 
     #[derive(Parser)]
@@ -476,11 +476,17 @@ mod tests {
         #[command(flatten)]
         a: ServeArgs,
     }
+    let mut v = vec!["x"];
+    v.extend_from_slice(args);
+    ServeConfig::from_args(&Wrap::parse_from(v).a).unwrap()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     fn cfg(args: &[&str]) -> ServeConfig {
-        let mut v = vec!["x"];
-        v.extend_from_slice(args);
-        ServeConfig::from_args(&Wrap::parse_from(v).a).unwrap()
+        test_config(args)
     }
 
     #[test]

@@ -335,18 +335,11 @@ pub fn print_queue_full(log: &Logger, request_id: Option<&str>, current: u32, ma
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::config::{Release, ServeArgs};
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Wrap {
-        #[command(flatten)]
-        a: ServeArgs,
-    }
+    use crate::sim::config::{test_config, Release};
 
     #[test]
     fn every_engine_kind_ends_in_its_own_exception_line() {
-        let cfg = ServeConfig::from_args(&Wrap::parse_from(["x", "m"]).a).unwrap();
+        let cfg = test_config(&["m"]);
         let expect = [
             (
                 FailKind::JitToolchain,

@@ -13,7 +13,6 @@ use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
 use self::client::Target;
-pub use self::result::to_python_json;
 use self::result::{print_summary, py_float, save, summarize};
 
 /// The `vllm bench serve` release to copy: whether it sends a test request first, and its

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::series::python_json;
 use serde_json::{json, Map, Value};
 
 use super::client::Outcome;
@@ -38,46 +39,6 @@ fn std_dev(x: &[f64]) -> f64 {
 /// Python's `str(float)` for the file name and JSON (`10.0`, `inf`).
 pub(super) fn py_float(x: f64) -> String {
     crate::sim::expo::py_repr(x)
-}
-
-/// `json.dumps` separators: `", "` and `": "` on one line.
-struct PyFormatter;
-
-impl serde_json::ser::Formatter for PyFormatter {
-    fn begin_array_value<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            w.write_all(b", ")
-        }
-    }
-
-    fn begin_object_key<W: ?Sized + std::io::Write>(
-        &mut self,
-        w: &mut W,
-        first: bool,
-    ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            w.write_all(b", ")
-        }
-    }
-
-    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
-        w.write_all(b": ")
-    }
-}
-
-pub fn to_python_json(v: &Value) -> String {
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, PyFormatter);
-    serde::Serialize::serialize(v, &mut ser).expect("JSON values serialise");
-    String::from_utf8(out).expect("serde_json writes UTF-8")
 }
 
 pub(super) fn summarize(
@@ -400,7 +361,7 @@ pub(super) fn save(
         }
         None => PathBuf::from(name),
     };
-    let text = to_python_json(&Value::Object(r.clone()));
+    let text = python_json(&Value::Object(r.clone()));
     if a.append_result && path.exists() && std::fs::metadata(&path)?.len() > 0 {
         use std::io::Write;
         let mut f = std::fs::OpenOptions::new().append(true).open(&path)?;
@@ -426,7 +387,7 @@ mod tests {
     fn result_json_uses_python_separators() {
         let v = json!({"a": 1, "b": [1.5, "inf"], "c": null});
         assert_eq!(
-            to_python_json(&v),
+            python_json(&v),
             "{\"a\": 1, \"b\": [1.5, \"inf\"], \"c\": null}"
         );
     }

@@ -232,19 +232,12 @@ impl Registry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sim::config::ServeArgs;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct Wrap {
-        #[command(flatten)]
-        a: ServeArgs,
-    }
+    use crate::sim::config::test_config;
 
     fn registry(args: &[&str]) -> (ServeConfig, Registry) {
-        let mut v = vec!["x", "m"];
+        let mut v = vec!["m"];
         v.extend_from_slice(args);
-        let cfg = ServeConfig::from_args(&Wrap::parse_from(v).a).unwrap();
+        let cfg = test_config(&v);
         let mut r = Registry::new(&cfg, 1.79e9, 1.79e9 + 1.0);
         r.engine_initialized(&cfg, 1.79e9 + 2.0);
         (cfg, r)
