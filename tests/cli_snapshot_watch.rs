@@ -2,6 +2,8 @@
 //! (127.0.0.1, a free port, stopped when the test ends), plus the recorder and the scraper's
 //! clocks through the library.
 
+mod loopback;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -36,56 +38,24 @@ struct Behaviour {
 struct Mock {
     url: String,
     state: Arc<Behaviour>,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _server: loopback::Server,
 }
 
 impl Mock {
     fn start(b: Behaviour) -> Mock {
         let state = Arc::new(b);
-        let (url_tx, url_rx) = std::sync::mpsc::channel();
-        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let st = state.clone();
-        let thread = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
+        let server = loopback::start(move |listener, stop| async move {
+            let app = Router::new().fallback(answer).with_state(st);
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stop)
+                .await
                 .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                let addr = listener.local_addr().unwrap();
-                url_tx.send(format!("http://{addr}")).unwrap();
-                let app = Router::new().fallback(answer).with_state(st);
-                // Stops when the test drops the mock, and by itself after a minute at most.
-                let stop = async move {
-                    tokio::select! {
-                        _ = stop_rx => {}
-                        _ = tokio::time::sleep(Duration::from_secs(60)) => {}
-                    }
-                };
-                axum::serve(listener, app)
-                    .with_graceful_shutdown(stop)
-                    .await
-                    .unwrap();
-            });
         });
-        let url = url_rx.recv_timeout(Duration::from_secs(10)).unwrap();
         Mock {
-            url,
+            url: server.url.clone(),
             state,
-            stop: Some(stop_tx),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            _server: server,
         }
     }
 }

@@ -4,6 +4,8 @@
 //! backwards, a 50 MB body, and a connection closed in the middle of the answer. Each must give
 //! a clear message and the right exit status, write nothing half-done, and never panic or hang.
 
+mod loopback;
+
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +18,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use inferlint::series::Series;
 use inferlint::snapshot::Snapshot;
+use loopback::{start, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const BIN: &str = env!("CARGO_BIN_EXE_inferlint");
@@ -31,23 +34,6 @@ enum Hostile {
     Body(Arc<String>),
     /// The first body to the first request, the second to every later one.
     Then(Arc<String>, Arc<String>),
-}
-
-struct Server {
-    url: String,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
 }
 
 async fn metrics(State((h, n)): State<(Hostile, Arc<AtomicUsize>)>) -> Response {
@@ -66,7 +52,7 @@ async fn metrics(State((h, n)): State<(Hostile, Arc<AtomicUsize>)>) -> Response 
     }
 }
 
-/// Starts a server on 127.0.0.1 that stops when dropped, and by itself after 2 minutes at most.
+/// Starts a server on 127.0.0.1 that answers /metrics as `h` says.
 fn serve(h: Hostile) -> Server {
     start(move |listener, stop| async move {
         let app = Router::new()
@@ -103,41 +89,6 @@ fn serve_broken_off() -> Server {
             _ = stop => {}
         }
     })
-}
-
-fn start<F, Fut>(run: F) -> Server
-where
-    F: FnOnce(tokio::net::TcpListener, futures_util::future::BoxFuture<'static, ()>) -> Fut
-        + Send
-        + 'static,
-    Fut: std::future::Future<Output = ()>,
-{
-    let (url_tx, url_rx) = std::sync::mpsc::channel();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let thread = std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            url_tx
-                .send(format!("http://{}", listener.local_addr().unwrap()))
-                .unwrap();
-            let stop: futures_util::future::BoxFuture<'static, ()> = Box::pin(async move {
-                tokio::select! {
-                    _ = stop_rx => {}
-                    _ = tokio::time::sleep(Duration::from_secs(120)) => {}
-                }
-            });
-            run(listener, stop).await;
-        });
-    });
-    Server {
-        url: url_rx.recv_timeout(Duration::from_secs(10)).unwrap(),
-        stop: Some(stop_tx),
-        thread: Some(thread),
-    }
 }
 
 fn inferlint(args: &[&str]) -> (Output, Duration) {

@@ -6,6 +6,8 @@
 //! Each property runs a modest number of cases so that `cargo test` stays fast; for a long run:
 //! `PROPTEST_CASES=100000 cargo test --release --test proptest_blocks`.
 
+mod proptest_support;
+
 use std::collections::BTreeSet;
 
 use inferlint::checks::blocks::{
@@ -18,21 +20,9 @@ use inferlint::series::{Series, SeriesHeader, SeriesSample};
 use inferlint::snapshot::Snapshot;
 use inferlint::{Engine, Status};
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 
-/// `default` cases, unless PROPTEST_CASES says otherwise.
 fn cases(default: u32) -> ProptestConfig {
-    let mut c = ProptestConfig::default();
-    if std::env::var_os("PROPTEST_CASES").is_none() {
-        c.cases = default;
-    }
-    // A long run (PROPTEST_CASES=100000) may discard up to as many inputs as it runs.
-    c.max_global_rejects = c.max_global_rejects.max(c.cases);
-    // Shrunk failures are kept here and tried first on later runs.
-    c.failure_persistence = Some(Box::new(FileFailurePersistence::Direct(
-        "tests/proptest-regressions/proptest_blocks.txt",
-    )));
-    c
+    proptest_support::config(default, "tests/proptest-regressions/proptest_blocks.txt")
 }
 
 fn gcd(mut a: u64, mut b: u64) -> u64 {

@@ -10,24 +10,18 @@
 //!
 //! For a long run: `PROPTEST_CASES=100000 cargo test --release --test proptest_bystanders`.
 
+mod proptest_support;
+
 use std::collections::BTreeSet;
 
 use inferlint::procs::{self, ProcInfo, System, Target, TeardownOptions};
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 
 fn cases(default: u32) -> ProptestConfig {
-    let mut c = ProptestConfig::default();
-    if std::env::var_os("PROPTEST_CASES").is_none() {
-        c.cases = default;
-    }
-    // A long run (PROPTEST_CASES=100000) may discard up to as many inputs as it runs.
-    c.max_global_rejects = c.max_global_rejects.max(c.cases);
-    // Shrunk failures are kept here and tried first on later runs.
-    c.failure_persistence = Some(Box::new(FileFailurePersistence::Direct(
+    proptest_support::config(
+        default,
         "tests/proptest-regressions/proptest_bystanders.txt",
-    )));
-    c
+    )
 }
 
 /// A process shape: its argv, its comm when renamed (else argv[0]'s basename), and whether it

@@ -6,30 +6,21 @@
 //! Each property runs a modest number of cases so that `cargo test` stays fast; for a long run:
 //! `PROPTEST_CASES=100000 cargo test --release --test proptest_counters`.
 
+mod proptest_support;
+
 use inferlint::checks::counters::{counter_delta, CounterQuery, DeltaError, Restart};
 use inferlint::checks::{t1, t10};
 use inferlint::prom::Metrics;
 use inferlint::snapshot::Snapshot;
 use inferlint::{Engine, Status};
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 
 const COUNTER: &str = "vllm:num_preemptions_total";
 const CREATED: &str = "vllm:num_preemptions_created";
 const TOKENS: &str = "vllm:generation_tokens_total";
 
 fn cases(default: u32) -> ProptestConfig {
-    let mut c = ProptestConfig::default();
-    if std::env::var_os("PROPTEST_CASES").is_none() {
-        c.cases = default;
-    }
-    // A long run (PROPTEST_CASES=100000) may discard up to as many inputs as it runs.
-    c.max_global_rejects = c.max_global_rejects.max(c.cases);
-    // Shrunk failures are kept here and tried first on later runs.
-    c.failure_persistence = Some(Box::new(FileFailurePersistence::Direct(
-        "tests/proptest-regressions/proptest_counters.txt",
-    )));
-    c
+    proptest_support::config(default, "tests/proptest-regressions/proptest_counters.txt")
 }
 
 /// One reading of a counter with several label sets, as a vLLM server exports it: each label

@@ -7,6 +7,8 @@
 //! The fuzz targets in fuzz/ cover the same readers for hours; these run in seconds under
 //! `cargo test`. For a long run: `PROPTEST_CASES=100000 cargo test --release --test proptest_readers`.
 
+mod proptest_support;
+
 use inferlint::bench::{self, BenchResult};
 use inferlint::bootlog::{self, Analyzer};
 use inferlint::prom::{Metrics, PromError};
@@ -14,20 +16,9 @@ use inferlint::series::Series;
 use inferlint::snapshot::Snapshot;
 use inferlint::Engine;
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 
 fn cases(default: u32) -> ProptestConfig {
-    let mut c = ProptestConfig::default();
-    if std::env::var_os("PROPTEST_CASES").is_none() {
-        c.cases = default;
-    }
-    // A long run (PROPTEST_CASES=100000) may discard up to as many inputs as it runs.
-    c.max_global_rejects = c.max_global_rejects.max(c.cases);
-    // Shrunk failures are kept here and tried first on later runs.
-    c.failure_persistence = Some(Box::new(FileFailurePersistence::Direct(
-        "tests/proptest-regressions/proptest_readers.txt",
-    )));
-    c
+    proptest_support::config(default, "tests/proptest-regressions/proptest_readers.txt")
 }
 
 /// Pieces of Prometheus exposition, joined at random into lines.

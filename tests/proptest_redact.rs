@@ -5,22 +5,13 @@
 //!
 //! For a long run: `PROPTEST_CASES=100000 cargo test --release --test proptest_redact`.
 
+mod proptest_support;
+
 use inferlint::run::redact::{redact_command, Secrets, MASK};
 use proptest::prelude::*;
-use proptest::test_runner::FileFailurePersistence;
 
 fn cases(default: u32) -> ProptestConfig {
-    let mut c = ProptestConfig::default();
-    if std::env::var_os("PROPTEST_CASES").is_none() {
-        c.cases = default;
-    }
-    // A long run (PROPTEST_CASES=100000) may discard up to as many inputs as it runs.
-    c.max_global_rejects = c.max_global_rejects.max(c.cases);
-    // Shrunk failures are kept here and tried first on later runs.
-    c.failure_persistence = Some(Box::new(FileFailurePersistence::Direct(
-        "tests/proptest-regressions/proptest_redact.txt",
-    )));
-    c
+    proptest_support::config(default, "tests/proptest-regressions/proptest_redact.txt")
 }
 
 /// Secrets as tokens look: letters, digits and `_-.`, 8 to 48 characters (shorter values are
