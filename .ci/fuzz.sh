@@ -117,9 +117,20 @@ run_one() {
     "${peak:-?}" "$(find "$work" -type f | wc -l)" "$([ "$rc" -eq 0 ] && echo ok || echo "FAILED (exit $rc)")")"
   echo "$line" >"$tdir/summary-$target.tsv"
   if [ "$rc" -ne 0 ]; then
-    echo "== $target FAILED (exit $rc); the last lines of $log:"
-    tail -n 40 "$log"
+    echo "== $target FAILED (exit $rc); what went wrong, from $log:"
+    # The panic message sits above a long backtrace: show it first, then the end of the log.
+    grep -m 1 -A 4 -e 'panicked at' -e 'ERROR: libFuzzer' "$log" || true
+    echo "-- the last lines:"
+    tail -n 12 "$log"
     ls -l "$art"
+    # The artifact stays on the CI machine; its bytes in the log let anyone reproduce it.
+    local f
+    for f in "$art"*; do
+      [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 16384 ] || continue
+      echo "-- $(basename "$f"), base64 (reproduce: base64 -d > crash && $bin_dir/$target crash):"
+      base64 -w 0 "$f"
+      echo
+    done
   fi
   return "$rc"
 }

@@ -19,7 +19,18 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # The report's browser test drives Debian's Chromium through playwright-core (no browser download).
+# It is installed once into the cache folder, from tests/browser's lock file, and linked into the
+# checkout; a new lock file installs afresh.
 if [ ! -d tests/browser/node_modules/playwright-core ]; then
-  echo "== npm ci (tests/browser)"
-  npm ci --prefix tests/browser --no-audit --no-fund >/dev/null
+  node_cache="${INFERLINT_CACHE:-/var/cache/inferlint}/browser"
+  if ! cmp -s tests/browser/package-lock.json "$node_cache/package-lock.json" ||
+     [ ! -d "$node_cache/node_modules/playwright-core" ]; then
+    echo "== npm ci (tests/browser, into $node_cache)"
+    rm -rf "$node_cache"
+    mkdir -p "$node_cache"
+    cp tests/browser/package.json tests/browser/package-lock.json "$node_cache/"
+    npm ci --prefix "$node_cache" --no-audit --no-fund >/dev/null
+  fi
+  rm -rf tests/browser/node_modules
+  ln -s "$node_cache/node_modules" tests/browser/node_modules
 fi

@@ -12,7 +12,8 @@
 #
 # Usage: .ci/slurm-test.sh            (as root; installs slurm-wlm and munge with apt-get if missing)
 # Environment:
-#   INFERLINT            the binary to test (default: target/debug/inferlint)
+#   INFERLINT            the binary to test (default: $CARGO_TARGET_DIR/debug/inferlint, target/
+#                        when CARGO_TARGET_DIR is unset)
 #   SLURM_TEST_PORT      slurmctld's port; slurmd uses the next one (default 16817)
 #   SLURM_TEST_WAIT      seconds a job may take before the test gives up on it (default 300)
 #   SLURM_TEST_KEEP=1    keep the temporary folder (it is kept anyway when a check fails)
@@ -29,7 +30,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-INFERLINT=${INFERLINT:-$ROOT/target/debug/inferlint}
+INFERLINT=${INFERLINT:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/inferlint}
 CTLD_PORT=${SLURM_TEST_PORT:-16817}
 SLURMD_PORT=$((CTLD_PORT + 1))
 WAIT_S=${SLURM_TEST_WAIT:-300}

@@ -8,7 +8,7 @@
 #   fuzz/seeds.sh [path/to/inferlint]     (default: target/debug/inferlint, built if missing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin="${1:-target/debug/inferlint}"
+bin="${1:-${CARGO_TARGET_DIR:-target}/debug/inferlint}"
 [ -x "$bin" ] || cargo build --bin inferlint
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

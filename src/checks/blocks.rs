@@ -194,7 +194,9 @@ pub fn predicted_ceiling(
             }
             // A request in the cache holds at least one block, even when the reading rounds to 0.
             let used = ((usage * b as f64).round_ties_even() as u64).max(1);
-            Ok(b * running / used)
+            // Python's integers do not overflow; a garbage `running` of 1e30 must not either.
+            let ceiling = u128::from(b) * u128::from(running) / u128::from(used);
+            Ok(u64::try_from(ceiling).unwrap_or(u64::MAX))
         }
         _ => Ok((running / usage + 1e-9).floor() as u64),
     }
@@ -294,6 +296,13 @@ mod tests {
         assert_eq!(predicted_ceiling(usage, 1.0, Some(48)), Ok(8));
         assert_eq!(predicted_ceiling(4.0 / 42.0, 1.0, Some(42)), Ok(10));
         assert_eq!(predicted_ceiling(12.0 / 42.0, 2.0, Some(42)), Ok(7));
+    }
+
+    #[test]
+    fn an_absurd_running_count_saturates_instead_of_overflowing() {
+        // Found by the fuzzer: running 1e30 with a known block count overflowed `b * running`.
+        assert_eq!(predicted_ceiling(0.5, 1e30, Some(42)), Ok(u64::MAX));
+        assert_eq!(predicted_ceiling(1.0, 1e18, Some(1 << 20)), Ok(1_000_000_000_000_000_000));
     }
 
     #[test]

@@ -72,7 +72,7 @@ pub fn check(series: &Series, snapshot: &Snapshot, engine: Engine) -> CheckResul
             Tripwire::T14,
             format!(
                 "gauge denominator is {n}, expected num_gpu_blocks - 1 = {}; the usage semantics changed, or the series is not from this boot",
-                reported as i64 - 1
+                (reported as i64).saturating_sub(1)
             ),
         )
     };

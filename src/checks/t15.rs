@@ -65,7 +65,7 @@ pub fn check(
     };
     let completed_n = completed as i64;
     let expected = expected_extra as i64;
-    let extra = server_finished as i64 - completed_n;
+    let extra = (server_finished as i64).saturating_sub(completed_n);
     let extra_tokens = server_tokens - client_tokens;
     let full = |r: CheckResult| {
         server(r)

@@ -171,7 +171,7 @@ impl<'a> Context<'a> {
             .filter(|p| *p > 0.0 && p.is_finite())?;
         let block = self.block()?;
         let n = self.concurrency().filter(|n| *n > 0)?;
-        let alloc = ((per / block as f64).ceil() as u64) * block;
+        let alloc = ((per / block as f64).ceil() as u64).saturating_mul(block);
         Some(CacheNeed {
             pool_tokens: pool,
             per_request_tokens: per,
