@@ -302,7 +302,10 @@ mod tests {
     fn an_absurd_running_count_saturates_instead_of_overflowing() {
         // Found by the fuzzer: running 1e30 with a known block count overflowed `b * running`.
         assert_eq!(predicted_ceiling(0.5, 1e30, Some(42)), Ok(u64::MAX));
-        assert_eq!(predicted_ceiling(1.0, 1e18, Some(1 << 20)), Ok(1_000_000_000_000_000_000));
+        assert_eq!(
+            predicted_ceiling(1.0, 1e18, Some(1 << 20)),
+            Ok(1_000_000_000_000_000_000)
+        );
     }
 
     #[test]
