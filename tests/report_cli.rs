@@ -200,3 +200,66 @@ fn compare_two_runs() {
     }
     assert!(html.contains("inferlint.compare/1"));
 }
+
+/// A run folder (`run.json` and `load.log`: its load was started) that lacks its after snapshot
+/// (a run killed mid-load, a file deleted since): the checks that needed it are "can't tell",
+/// as `run` records them, never left out. A folder of files that `run` did not write keeps the
+/// spec's rule: the checks its files allow, and no others.
+#[test]
+fn a_run_folder_missing_its_after_snapshot_cannot_tell_what_it_needed() {
+    let Some((_tmp, dir)) = copy_run("vllm-0.28/xray") else {
+        return;
+    };
+    let line_of = |stdout: &str, t: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(&format!("[{t:>3}]")))
+            .map(str::to_string)
+    };
+    std::fs::write(
+        dir.join("run.json"),
+        r#"{"schema": "inferlint.run/1", "state": "running"}"#,
+    )
+    .unwrap();
+    std::fs::write(dir.join("load.log"), "").unwrap();
+
+    // Whole, the folder's checks are all made.
+    let (code, stdout, err) = report(args![&dir]);
+    assert_eq!(code, 0, "{stdout}{err}");
+    let t1 = line_of(&stdout, "T1").expect("T1 made from both snapshots");
+    assert!(!t1.contains("????"), "{stdout}");
+
+    std::fs::remove_file(dir.join("after.snapshot.json")).unwrap();
+    std::fs::remove_file(dir.join("report.html")).unwrap();
+    let (code, stdout, err) = report(args![&dir]);
+    assert_eq!(code, 0, "{stdout}{err}");
+    let why = "the run folder has no after snapshot (after.snapshot.json)";
+    for (t, what) in [
+        ("T1", "preemptions cannot be ruled out"),
+        ("T10", "the token rate needs both snapshots"),
+        (
+            "T14",
+            "the usage gauge's denominator cannot be compared with num_gpu_blocks",
+        ),
+        ("T15", "the server's request and token counts are unknown"),
+    ] {
+        assert_eq!(
+            line_of(&stdout, t).as_deref(),
+            Some(format!("[{t:>3}] ????  {why}; {what}").as_str()),
+            "{stdout}"
+        );
+    }
+    // The recording is there: T9 is still judged on it.
+    assert!(
+        line_of(&stdout, "T9").is_some_and(|l| !l.contains("????")),
+        "{stdout}"
+    );
+
+    // Without run.json the folder is files the user gathered: T1 and T10 are left out.
+    std::fs::remove_file(dir.join("run.json")).unwrap();
+    std::fs::remove_file(dir.join("report.html")).unwrap();
+    let (code, stdout, err) = report(args![&dir]);
+    assert_eq!(code, 0, "{stdout}{err}");
+    assert_eq!(line_of(&stdout, "T1"), None, "{stdout}");
+    assert_eq!(line_of(&stdout, "T10"), None, "{stdout}");
+}

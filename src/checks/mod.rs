@@ -4,6 +4,7 @@
 // Counters, series and result files (the evidence core).
 pub mod blocks;
 pub mod counters;
+pub mod gaps;
 pub mod t1;
 pub mod t10;
 pub mod t14;

@@ -71,6 +71,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         series: args.series.clone(),
         bench: args.bench_result.clone(),
         load_log: None,
+        load_started: false,
     };
     if args.run.is_none() && args.out.is_none() {
         bail!("give a run folder, or -o and the files to read");

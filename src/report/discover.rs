@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::bench::{self, BenchResult};
+use crate::checks::gaps::Gaps;
 use crate::engine::Engine;
 use crate::series::Series;
 use crate::snapshot::{ReadError, Snapshot};
@@ -21,6 +22,9 @@ pub struct RunFiles {
     pub bench: Option<PathBuf>,
     /// The load tool's output, for its untimed requests (T15).
     pub load_log: Option<PathBuf>,
+    /// The folder is a run folder whose load was started (`run.json` and `load.log` are
+    /// there): a snapshot or recording missing from it is a run check's "can't tell".
+    pub load_started: bool,
 }
 
 /// Why a run's files could not be found or read.
@@ -108,6 +112,9 @@ impl RunFiles {
                 .any(|n| n == "load.log")
                 .then(|| at("load.log".into()));
         }
+        self.load_started = ["run.json", "load.log"]
+            .iter()
+            .all(|want| names.iter().any(|n| n == want));
         let found_run_files = !self.boot_logs.is_empty()
             || self.before.is_some()
             || self.after.is_some()
@@ -183,11 +190,20 @@ impl RunFiles {
             None => 0,
         };
         let bench_result = self.bench.as_deref().map(bench::load).transpose()?;
+        let before = snap(&self.before)?;
+        let after = snap(&self.after)?;
+        let series = self.series.as_deref().map(Series::load).transpose()?;
+        let missing = if self.load_started {
+            missing_from_run_folder(before.is_some(), after.is_some(), series.as_ref())
+        } else {
+            Gaps::default()
+        };
         Ok(Inputs {
             boot_logs,
-            before: snap(&self.before)?,
-            after: snap(&self.after)?,
-            series: self.series.as_deref().map(Series::load).transpose()?,
+            before,
+            after,
+            series,
+            missing,
             requested: bench_result
                 .as_ref()
                 .and_then(|b| b.max_concurrency)
@@ -200,6 +216,26 @@ impl RunFiles {
             run_folder: self.folder.as_ref().map(|f| f.display().to_string()),
             ..Inputs::default()
         })
+    }
+}
+
+/// Why a run folder's run checks cannot all be made: the files its load should have left that
+/// are not there (a run killed before its after snapshot, a file deleted since).
+fn missing_from_run_folder(before: bool, after: bool, series: Option<&Series>) -> Gaps {
+    let absent = |what: &str, name: &str| format!("the run folder has no {what} ({name})");
+    let no_after = (!after).then(|| absent("after snapshot", "after.snapshot.json"));
+    Gaps {
+        snapshots: if before {
+            no_after.clone()
+        } else {
+            Some(absent("before snapshot", "before.snapshot.json"))
+        },
+        after: no_after,
+        recording: match series {
+            None => Some(absent("recording", "run.series.jsonl")),
+            Some(s) if s.samples.is_empty() => Some("the recording has no readings".into()),
+            Some(_) => None,
+        },
     }
 }
 

@@ -68,6 +68,9 @@ pub struct Inputs {
     pub run_folder: Option<String>,
     /// The footer's time stamp; None means now.
     pub generated_at: Option<String>,
+    /// Why run checks could not be made from these inputs (a run folder that lacks a file):
+    /// each one left out is reported as "can't tell".
+    pub missing: crate::checks::gaps::Gaps,
 }
 
 impl Inputs {
@@ -206,6 +209,17 @@ impl Report {
             engine,
         ));
         merge_extra(&mut results, &inputs.extra_results);
+        let left_out: Vec<CheckResult> = crate::checks::gaps::complete(
+            Vec::new(),
+            &inputs.missing,
+            engine,
+            inputs.requested,
+            inputs.bench.is_some(),
+        )
+        .into_iter()
+        .filter(|m| !results.iter().any(|r| r.tripwire == m.tripwire))
+        .collect();
+        results.extend(left_out);
         let summary = summary::summarize(
             inputs.before.as_ref(),
             inputs.after.as_ref(),

@@ -225,6 +225,7 @@ impl Run {
             untimed_requests: self.untimed,
             run_folder: Some(self.out.display().to_string()),
             generated_at: None,
+            missing: self.gaps.clone(),
         }
     }
 

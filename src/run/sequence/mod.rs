@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use crate::bench::BenchResult;
 use crate::bootlog::BootFacts;
-use crate::checks::t10;
+use crate::checks::{self, t10};
 use crate::engine::{detect_from_argv, Engine};
 use crate::report::{self, BootLog};
 use crate::result::{CheckResult, Tripwire};
@@ -86,7 +86,7 @@ struct Run {
     after: Option<Snapshot>,
     series: Option<Series>,
     /// Why the run checks' inputs are missing, when they are (recorded as "can't tell").
-    gaps: gaps::Gaps,
+    gaps: checks::gaps::Gaps,
     bench: Option<BenchResult>,
     bench_path: Option<PathBuf>,
     requested: Option<u64>,
@@ -163,7 +163,7 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
         before: None,
         after: None,
         series: None,
-        gaps: gaps::Gaps::default(),
+        gaps: checks::gaps::Gaps::default(),
         bench: None,
         bench_path: None,
         requested: inputs.requested,
@@ -657,7 +657,7 @@ impl Run {
             self.untimed,
             self.engine(),
         );
-        let results = gaps::complete(
+        let results = checks::gaps::complete(
             results,
             &self.gaps,
             self.engine(),
@@ -665,10 +665,6 @@ impl Run {
             self.bench.is_some(),
         );
         for r in results {
-            // The report makes its checks from the same files: it learns the missing ones here.
-            if r.evidence.get("missing_input").is_some() {
-                self.extra.push(r.clone());
-            }
             let r = if r.tripwire == Tripwire::T10 {
                 t10::with_integer_second_comparison(&r)
             } else {
