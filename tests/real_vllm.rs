@@ -20,6 +20,7 @@ use real::files::{
     args, assert_has_files, assert_stopped_clean, counter, json, num, print_timings, result,
     samples, snapshot, wait_running, with_counter,
 };
+use real::install::AIPERF_REQUESTS;
 use real::{assert_port_free, inferlint, Install, Launch};
 use serde_json::Value;
 
@@ -722,7 +723,7 @@ fn aiperf_load_is_read_for_t15_and_its_concurrency_is_requested() {
     assert_eq!(doc["aiperf_version"], "0.13.0");
     let completed = num(&doc["request_count"]["avg"]);
     let client_tokens = num(&doc["total_output_tokens"]["avg"]);
-    assert_eq!(completed, 16.0);
+    assert_eq!(completed, f64::from(AIPERF_REQUESTS));
 
     // T8 with the request read from --concurrency: 40 blocks hold all 8.
     let t8 = result(&results, "T8");
@@ -740,8 +741,8 @@ fn aiperf_load_is_read_for_t15_and_its_concurrency_is_requested() {
         - counter(&before, "vllm:request_success_total");
     let generated = counter(&after, "vllm:generation_tokens_total")
         - counter(&before, "vllm:generation_tokens_total");
-    assert_eq!(finished, 16.0);
-    assert_eq!(generated, 16.0 * OUTPUT_LEN as f64);
+    assert_eq!(finished, f64::from(AIPERF_REQUESTS));
+    assert_eq!(generated, f64::from(AIPERF_REQUESTS * OUTPUT_LEN));
     let t15 = result(&results, "T15");
     let ev = &t15["evidence"];
     assert!(
@@ -778,5 +779,5 @@ fn aiperf_load_is_read_for_t15_and_its_concurrency_is_requested() {
         Some(8.0),
         "aiperf 0.13's concurrency (input_config.phases[kind=profiling].concurrency) not read"
     );
-    assert_eq!(read.num_prompts, Some(16.0));
+    assert_eq!(read.num_prompts, Some(f64::from(AIPERF_REQUESTS)));
 }

@@ -33,6 +33,10 @@ fn skip_or_fail(test: &str, why: &str) {
     println!("skipped {test}: {why}");
 }
 
+/// aiperf's request count: one wave at its `--concurrency 8`, which is all the aiperf test needs
+/// (its result file read for T15, its concurrency for T8); a second wave only added a minute.
+pub const AIPERF_REQUESTS: u32 = 8;
+
 /// The installed vLLM, model and (optionally) aiperf.
 #[derive(Clone, Debug)]
 pub struct Install {
@@ -166,7 +170,7 @@ impl Install {
                 "--concurrency",
                 "8",
                 "--request-count",
-                "16",
+                &AIPERF_REQUESTS.to_string(),
                 "--synthetic-input-tokens-mean",
                 &input_len.to_string(),
                 "--synthetic-input-tokens-stddev",
