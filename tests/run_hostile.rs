@@ -13,12 +13,9 @@
 mod run_support;
 mod sim_support;
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use run_support::{
-    bin, json_file, message_of, names, run_with_limit, status_of, statuses, text, World,
-};
+use run_support::{json_file, message_of, names, run_with_limit, status_of, statuses, text, World};
 use serde_json::Value;
 
 /// A pool of 97 usable blocks and a load of 12 requests, 3 at a time (about 3 s): on a healthy
@@ -32,39 +29,9 @@ const BOUND: Duration = Duration::from_secs(60);
 const RUN_CHECKS: [&str; 6] = ["T1", "T10", "T14", "T9", "T8", "T15"];
 
 impl World {
-    fn serve(&self, fault: &str) -> String {
-        format!(
-            "{} sim serve m --port {} --boot-secs 0.2 {SERVE} {fault}",
-            shlex::try_quote(bin()).unwrap(),
-            self.port
-        )
-    }
-
-    fn load(&self, port: u16) -> Vec<String> {
-        let mut v: Vec<String> = ["sim", "bench", "--model", "m", "--port"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        v.insert(0, bin().to_string());
-        v.push(port.to_string());
-        v.extend(shlex::split(LOAD).unwrap());
-        v
-    }
-
     /// `inferlint run` with `args` (`--serve …` or `--url …`), the load, and this world's GPU.
     fn run(&self, args: &[String], limit: Duration) -> Ran {
-        let mut cmd = Command::new(bin());
-        cmd.arg("run")
-            .arg("-o")
-            .arg(self.out())
-            .args(args)
-            .arg("--")
-            .args(self.load(self.port))
-            .env_remove("INFERLINT_ENGINE")
-            .env_remove("OPENAI_API_KEY")
-            .env("INFERLINT_GPU", self.gpu_env())
-            .env("NO_COLOR", "1")
-            .current_dir(self.dir.path());
+        let cmd = self.run_command(args, &self.sim_bench(LOAD));
         let t0 = Instant::now();
         // run_with_limit kills the run and fails the test past the limit: a hang.
         let out = run_with_limit(cmd, limit);
@@ -81,7 +48,10 @@ impl World {
     }
 
     fn run_supervised(&self, fault: &str, extra: &[&str], limit: Duration) -> Ran {
-        let mut args = vec!["--serve".to_string(), self.serve(fault)];
+        let mut args = vec![
+            "--serve".to_string(),
+            self.sim_serve("0.2", &format!("{SERVE} {fault}")),
+        ];
         args.extend(extra.iter().map(|s| s.to_string()));
         self.run(&args, limit)
     }
@@ -199,6 +169,24 @@ const LOAD_FILES: [&str; 4] = [
     "bench.json",
 ];
 
+/// A `/metrics` fault from the second scrape on (`--metrics-fault FAULT --metrics-fault-after
+/// 2`): the run ends cleanly with every file of the load, every run check "can't tell" naming
+/// `why`, the report still shows T1, and the exit is 2, not 0: nothing was checked.
+fn run_with_a_mid_run_fault(fault: &str, why: &str) -> (World, Ran) {
+    let w = World::new();
+    let r = w.run_supervised(
+        &format!("--metrics-fault {fault} --metrics-fault-after 2"),
+        &[],
+        BOUND,
+    );
+    r.report_line(&format!("{fault} (mid-run)"));
+    assert_eq!(r.code, 2, "{}", r.all());
+    assert_ended_cleanly(&w, &r, BOUND, &LOAD_FILES);
+    assert_run_checks_unknown(&r, why);
+    assert_report_has_t1(&w, &r);
+    (w, r)
+}
+
 /// Without a fault every tripwire of the run is decided, so the UNKNOWNs below are the
 /// faults' doing.
 #[test]
@@ -224,18 +212,8 @@ fn healthy_baseline() {
 /// the 500. Exit 2, not 0: nothing was checked.
 #[test]
 fn metrics_answering_500_mid_run() {
-    let w = World::new();
-    let r = w.run_supervised(
-        "--metrics-fault status-500 --metrics-fault-after 2",
-        &[],
-        BOUND,
-    );
-    r.report_line("status-500 (mid-run)");
-    assert_eq!(r.code, 2, "{}", r.all());
-    assert_ended_cleanly(&w, &r, BOUND, &LOAD_FILES);
+    let (w, r) = run_with_a_mid_run_fault("status-500", "/metrics answered HTTP 500");
     assert!(!r.files.contains(&"after.snapshot.json".to_string()));
-    assert_run_checks_unknown(&r, "/metrics answered HTTP 500");
-    assert_report_has_t1(&w, &r);
     assert!(
         r.stdout
             .contains("into the load: the server stopped answering"),
@@ -301,36 +279,17 @@ fn metrics_hanging_past_the_scrape_timeout() {
 /// line, never a crash; every run check "can't tell".
 #[test]
 fn metrics_returning_garbage_mid_run() {
-    let w = World::new();
-    let r = w.run_supervised(
-        "--metrics-fault garbage --metrics-fault-after 2",
-        &[],
-        BOUND,
+    run_with_a_mid_run_fault(
+        "garbage",
+        "line 1: not a Prometheus sample: <!DOCTYPE html>",
     );
-    r.report_line("garbage (mid-run)");
-    assert_eq!(r.code, 2, "{}", r.all());
-    assert_ended_cleanly(&w, &r, BOUND, &LOAD_FILES);
-    assert_run_checks_unknown(&r, "line 1: not a Prometheus sample: <!DOCTYPE html>");
-    assert_report_has_t1(&w, &r);
 }
 
 /// `/metrics` switches to SGLang's names mid-run: the after snapshot and the recording are
 /// another engine's, kept as evidence but not read as vLLM's; every run check "can't tell".
 #[test]
 fn metrics_of_another_engine_mid_run() {
-    let w = World::new();
-    let r = w.run_supervised(
-        "--metrics-fault other-engine --metrics-fault-after 2",
-        &[],
-        BOUND,
-    );
-    r.report_line("other-engine (mid-run)");
-    assert_eq!(r.code, 2, "{}", r.all());
-    assert_ended_cleanly(&w, &r, BOUND, &LOAD_FILES);
-    for t in RUN_CHECKS {
-        assert_eq!(r.status(t).as_deref(), Some("unknown"), "{t}\n{}", r.all());
-        assert!(r.message(t).contains("SGLang's metrics, not vLLM's"), "{t}");
-    }
+    let (w, r) = run_with_a_mid_run_fault("other-engine", "SGLang's metrics, not vLLM's");
     assert!(r
         .message("T1")
         .starts_with("the after snapshot shows SGLang's metrics"));
@@ -447,17 +406,7 @@ fn a_50_mb_metrics_body() {
 /// "can't tell".
 #[test]
 fn connections_closed_mid_response() {
-    let w = World::new();
-    let r = w.run_supervised(
-        "--metrics-fault broken-off --metrics-fault-after 2",
-        &[],
-        BOUND,
-    );
-    r.report_line("broken-off (mid-run)");
-    assert_eq!(r.code, 2, "{}", r.all());
-    assert_ended_cleanly(&w, &r, BOUND, &LOAD_FILES);
-    assert_run_checks_unknown(&r, "the answer broke off");
-    assert_report_has_t1(&w, &r);
+    run_with_a_mid_run_fault("broken-off", "the answer broke off");
 }
 
 /// A boot log that never ends: the server keeps logging that it waits for its engine and never

@@ -24,41 +24,15 @@ fn turn() -> std::sync::MutexGuard<'static, ()> {
 
 impl World {
     fn serve(&self, extra: &str) -> String {
-        format!(
-            "{} sim serve m --port {} --boot-secs 0.5 {extra}",
-            shlex::try_quote(bin()).unwrap(),
-            self.port
-        )
-    }
-    fn bench(&self, extra: &str) -> Vec<String> {
-        let mut v = vec![
-            bin().to_string(),
-            "sim".into(),
-            "bench".into(),
-            "--port".into(),
-            self.port.to_string(),
-            "--model".into(),
-            "m".into(),
-        ];
-        v.extend(shlex::split(extra).unwrap());
-        v
+        self.sim_serve("0.5", extra)
     }
     fn command(&self, serve: &str, args: &[&str], load: &[String]) -> Command {
-        let mut cmd = Command::new(bin());
-        cmd.arg("run")
-            .arg("-o")
-            .arg(self.out())
-            .arg("--serve")
-            .arg(serve)
-            .args(args)
-            .arg("--")
-            .args(load)
-            .env_remove("INFERLINT_ENGINE")
-            .env_remove("OPENAI_API_KEY")
-            .env("INFERLINT_GPU", self.gpu_env())
-            .env("NO_COLOR", "1")
-            .current_dir(self.dir.path());
-        cmd
+        let args: Vec<String> = ["--serve", serve]
+            .iter()
+            .chain(args)
+            .map(|s| s.to_string())
+            .collect();
+        self.run_command(&args, load)
     }
     fn run(&self, serve: &str, args: &[&str], load: &[String]) -> (i32, String, String) {
         let out = run_with_limit(self.command(serve, args, load), LIMIT);
@@ -112,7 +86,7 @@ fn healthy_run() {
     let serve = w.serve(
         "--num-gpu-blocks-override 98 --block-size 16 --max-model-len 1024 --tokens-per-s 100",
     );
-    let load = w.bench(
+    let load = w.sim_bench(
         "--max-concurrency 3 --num-prompts 15 --random-input-len 40 --random-output-len 80 --random-range-ratio 0.5 --ignore-eos",
     );
     let (code, stdout, stderr) = w.run(&serve, &["--junit", junit.to_str().unwrap()], &load);
@@ -178,7 +152,7 @@ fn preempting_run() {
     let log = w.dir.path().join("preemptions.log");
     let serve =
         w.serve("--hybrid --num-gpu-blocks-override 43 --max-model-len 8192 --tokens-per-s 1000");
-    let load = w.bench(
+    let load = w.sim_bench(
         "--max-concurrency 32 --num-prompts 40 --random-input-len 2400 --random-output-len 2000 --ignore-eos",
     );
     let mut cmd = w.command(&serve, &[], &load);
@@ -228,7 +202,7 @@ fn capped_run_with_admission_rejections() {
     let _t = turn();
     let w = World::new();
     let serve = w.serve("--max-num-queued-reqs 16 --max-num-seqs 16 --tokens-per-s 50");
-    let load = w.bench(
+    let load = w.sim_bench(
         "--max-concurrency 32 --num-prompts 32 --random-input-len 32 --random-output-len 80 --ignore-eos",
     );
     let (code, stdout, stderr) = w.run(&serve, &[], &load);
@@ -262,7 +236,7 @@ fn boot_failure_stops_within_a_second() {
         "sh -c 'cat {}; sleep 30'",
         shlex::try_quote(fixture.to_str().unwrap()).unwrap()
     );
-    let mut cmd = w.command(&serve, &["--no-gpu-check"], &w.bench("--num-prompts 1"));
+    let mut cmd = w.command(&serve, &["--no-gpu-check"], &w.sim_bench("--num-prompts 1"));
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::null())
         .stdin(Stdio::null());
@@ -318,7 +292,7 @@ fn server_that_exits_during_boot() {
         "sh -c 'cat {}; exit 1'",
         shlex::try_quote(fixture.to_str().unwrap()).unwrap()
     );
-    let (code, stdout, _) = w.run(&serve, &["--no-gpu-check"], &w.bench("--num-prompts 1"));
+    let (code, stdout, _) = w.run(&serve, &["--no-gpu-check"], &w.sim_bench("--num-prompts 1"));
     assert_eq!(code, 1, "{stdout}");
     assert!(
         stdout.contains("problem: the server exited with code 1 before it was ready"),
@@ -336,7 +310,7 @@ fn server_dying_on_its_first_request() {
     let _t = turn();
     let w = World::new();
     let serve = w.serve("--die-on-first-request");
-    let (code, stdout, _) = w.run(&serve, &[], &w.bench("--num-prompts 2"));
+    let (code, stdout, _) = w.run(&serve, &[], &w.sim_bench("--num-prompts 2"));
     assert_eq!(code, 1, "{stdout}");
     let results = w.results();
     assert_eq!(
@@ -360,7 +334,7 @@ fn orphan_engine_is_found_and_killed() {
     let (code, stdout, stderr) = w.run(
         &serve,
         &["--stop-grace", "2"],
-        &w.bench("--num-prompts 4 --max-concurrency 2 --random-output-len 8"),
+        &w.sim_bench("--num-prompts 4 --max-concurrency 2 --random-output-len 8"),
     );
     assert!(
         stdout.contains("outside the server's process group"),
@@ -382,7 +356,7 @@ fn start_and_wait_for_load(
     serve: &str,
     args: &[&str],
 ) -> (std::process::Child, Vec<String>) {
-    let load = w.bench(
+    let load = w.sim_bench(
         "--max-concurrency 4 --num-prompts 400 --random-input-len 32 --random-output-len 400 --ignore-eos",
     );
     let mut cmd = w.command(serve, args, &load);
@@ -506,7 +480,11 @@ fn api_key_reaches_no_file() {
     let w = World::new();
     let secret = "sk-inferlint-test-7f3a9c";
     let serve = w.serve(&format!("--api-key {secret}"));
-    let mut cmd = w.command(&serve, &[], &w.bench("--num-prompts 4 --max-concurrency 2"));
+    let mut cmd = w.command(
+        &serve,
+        &[],
+        &w.sim_bench("--num-prompts 4 --max-concurrency 2"),
+    );
     cmd.env("OPENAI_API_KEY", secret);
     let out = run_with_limit(cmd, LIMIT);
     let stdout = text(&out.stdout);

@@ -220,6 +220,20 @@ static STALE_RUNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// An earlier run whose owners are both dead: a shepherd owned by a process that cannot exist,
 /// killed after its server (a renamed `VLLM::EngineCore` that ignores SIGTERM) started.
+/// The listing of a stale run of one engine process, as `reap` and `run` print it.
+fn assert_lists_the_stale_engine(out: &str, run_id: &str, engine: ProcId) {
+    assert!(
+        out.contains(&format!(
+            "stale run {run_id} (its owners are gone): 1 process"
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!("  pid={:<8} VLLM::EngineCore", engine.pid)),
+        "{out}"
+    );
+}
+
 fn stale_run(run_id: &str) -> (ProcId, Reaper) {
     let mut shep = Command::new(BIN)
         .args([
@@ -286,16 +300,7 @@ fn reap_tears_down_a_run_whose_owners_are_dead() {
         .unwrap();
     let out = String::from_utf8_lossy(&dry.stdout);
     assert_eq!(dry.status.code(), Some(0), "{out}");
-    assert!(
-        out.contains(&format!(
-            "stale run {run_id} (its owners are gone): 1 process"
-        )),
-        "{out}"
-    );
-    assert!(
-        out.contains(&format!("  pid={:<8} VLLM::EngineCore", engine.pid)),
-        "{out}"
-    );
+    assert_lists_the_stale_engine(&out, &run_id, engine);
     assert!(scan.is_alive(engine));
 
     let real = Command::new(BIN)
@@ -342,16 +347,7 @@ fn every_run_first_reaps_what_earlier_runs_left() {
         .position(|l| l.starts_with("== start the server"))
         .unwrap_or_else(|| panic!("no start:\n{stdout}"));
     assert!(header < start, "reaped before the server starts:\n{stdout}");
-    assert!(
-        stdout.contains(&format!(
-            "stale run {run_id} (its owners are gone): 1 process"
-        )),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains(&format!("  pid={:<8} VLLM::EngineCore", engine.pid)),
-        "{stdout}"
-    );
+    assert_lists_the_stale_engine(&stdout, &run_id, engine);
     assert!(
         stdout.contains("reaped 1 process of 1 earlier run"),
         "{stdout}"

@@ -398,6 +398,44 @@ impl World {
         format!("sim:{}", self.dir.path().join("gpu").display())
     }
 
+    /// The `--serve` command of a simulated vLLM on this world's port.
+    pub fn sim_serve(&self, boot_secs: &str, extra: &str) -> String {
+        format!(
+            "{} sim serve m --port {} --boot-secs {boot_secs} {extra}",
+            shlex::try_quote(bin()).unwrap(),
+            self.port
+        )
+    }
+
+    /// The load command: the simulator's `vllm bench serve` against this world's port.
+    pub fn sim_bench(&self, extra: &str) -> Vec<String> {
+        let mut v: Vec<String> = [bin(), "sim", "bench", "--port", &self.port.to_string()]
+            .iter()
+            .chain(&["--model", "m"])
+            .map(|s| s.to_string())
+            .collect();
+        v.extend(shlex::split(extra).unwrap());
+        v
+    }
+
+    /// `inferlint run -o RUN ARGS -- LOAD` in this world: its folder, its simulated GPU, no
+    /// engine or API key from the caller's environment, no colour.
+    pub fn run_command(&self, args: &[String], load: &[String]) -> Command {
+        let mut cmd = Command::new(bin());
+        cmd.arg("run")
+            .arg("-o")
+            .arg(self.out())
+            .args(args)
+            .arg("--")
+            .args(load)
+            .env_remove("INFERLINT_ENGINE")
+            .env_remove("OPENAI_API_KEY")
+            .env("INFERLINT_GPU", self.gpu_env())
+            .env("NO_COLOR", "1")
+            .current_dir(self.dir.path());
+        cmd
+    }
+
     /// Live processes whose environment names this world's simulated GPU: the server, its
     /// engine, the load.
     pub fn live_processes(&self) -> Vec<(i32, String)> {
