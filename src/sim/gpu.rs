@@ -61,10 +61,11 @@ pub fn set_cards(dir: &Path, n: u32) -> std::io::Result<()> {
     std::fs::write(dir.join(CARDS_FILE), format!("{n}\n"))
 }
 
-/// The fixed UUID of simulated card `i`, shaped like NVML's (`GPU-` + 8-4-4-4-12), so a prefix
-/// of one card's UUID is never the whole UUID of another.
+/// The fixed UUID of simulated card `i`, shaped like NVML's (`GPU-` + 8-4-4-4-12 hex, ending
+/// in `51a` for "simulated"): the card number leads, so `GPU-00000002` is a unique prefix, and
+/// one card's UUID is never a prefix of another's.
 pub fn sim_uuid(i: u32) -> String {
-    format!("GPU-5100000c-0000-0000-0000-{i:012}")
+    format!("GPU-{i:08x}-0000-0000-0000-00000000051a")
 }
 
 /// The card a holder of tensor-parallel `rank` uses, as CUDA would pick it from
