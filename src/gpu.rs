@@ -185,9 +185,18 @@ pub fn parse_query_gpu_fields(text: &str, fields: &[&str]) -> Result<Vec<Gpu>, G
         let index: u32 = get("index")
             .and_then(|v| v.trim().parse().ok())
             .ok_or_else(bad)?;
+        // A row of another query (a stand-in that ignores the fields) must not lend its
+        // name to the UUID.
+        let uuid = get("uuid").as_deref().and_then(value);
+        if uuid.as_deref().is_some_and(|u| {
+            let l = u.to_ascii_lowercase();
+            !(l.starts_with("gpu-") || l.starts_with("mig-"))
+        }) {
+            return Err(bad());
+        }
         out.push(Gpu {
             index,
-            uuid: get("uuid").as_deref().and_then(value),
+            uuid,
             name: get("name").unwrap_or_default(),
             memory_total_mib: get("memory.total").as_deref().and_then(mib),
             memory_used_mib: get("memory.used").as_deref().and_then(mib),

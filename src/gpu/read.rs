@@ -72,8 +72,8 @@ pub struct ScopeView {
 }
 
 impl ScopeView {
-    /// "GPU 0 is not one of this run's GPUs and holds 21,768 MiB (pid 4711 (alice)
-    /// VLLM::EngineCore, 21768 MiB on GPU 0)": the cards outside the scope using more than
+    /// "GPU 0 (not judged) holds 21,768 MiB: pid 4711 (alice) VLLM::EngineCore, 21768 MiB on
+    /// GPU 0": the cards outside the scope using more than
     /// `max_used_mib`, one clause each; None when there is none. Memory there is a note, not a
     /// reason to refuse.
     pub fn busy_outside(&self, max_used_mib: u64) -> Option<String> {
@@ -93,10 +93,10 @@ impl ScopeView {
                 let who = if who.is_empty() {
                     String::new()
                 } else {
-                    format!(" ({})", who.join("; "))
+                    format!(": {}", who.join(", "))
                 };
                 format!(
-                    "GPU {} is not one of this run's GPUs and holds {} MiB{who}",
+                    "GPU {} (not judged) holds {} MiB{who}",
                     g.index,
                     thousands(used as i64)
                 )
