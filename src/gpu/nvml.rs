@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use nvml_wrapper::enums::device::UsedGpuMemory;
 use nvml_wrapper::{Device, Nvml};
 
-use super::read::{MigInstance, RawProc};
+use super::read::{MigInstance, RawNode, RawProc};
 use super::{Gpu, GpuError};
 
 fn handle() -> Option<&'static Nvml> {
@@ -80,7 +80,7 @@ pub fn compute_apps() -> Result<Vec<(u32, u64)>, GpuError> {
 /// MIG mode. A process of a MIG instance is listed on its parent card: with a full-GPU handle
 /// only privileged callers see them (docs/supervision.md, "Which GPUs a run judges"), so the
 /// instances' own handles are asked too.
-pub fn node() -> Result<(Vec<Gpu>, Option<Vec<RawProc>>, Vec<MigInstance>), GpuError> {
+pub fn node() -> Result<RawNode, GpuError> {
     let nvml = nvml()?;
     let driver = nvml.sys_driver_version().ok();
     let n = nvml.device_count().map_err(err)?;

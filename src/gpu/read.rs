@@ -20,6 +20,10 @@ pub struct RawProc {
     pub name: Option<String>,
 }
 
+/// A source's answer before attribution: the cards, their processes (None: not listed), and
+/// the MIG instances.
+pub type RawNode = (Vec<Gpu>, Option<Vec<RawProc>>, Vec<MigInstance>);
+
 /// A MIG instance and the card it is part of.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct MigInstance {
