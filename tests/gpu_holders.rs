@@ -232,6 +232,25 @@ fn nvidia_smi_rows_are_placed_on_cards_by_uuid() {
     // A row of a card the query did not list is left out, not put on card 0.
     let rows = gpu::compute_apps_on_cards(&apps_before, &gpus[..2], &[]);
     assert_eq!(rows.iter().map(|r| r.gpu).collect::<Vec<_>>(), vec![0, 1]);
+
+    // Rows without gpu_uuid (the two recorded vLLM engines) belong to a node's only card, and
+    // to no card of a node with several.
+    let Some(engines) =
+        inferlint::testkit::evidence_text("nvidia-smi/compute-apps-vllm-enginecore.csv.txt")
+    else {
+        return;
+    };
+    let rows = gpu::compute_apps_on_cards(&engines, &gpus[3..4], &[]);
+    assert_eq!(
+        rows.iter()
+            .map(|r| (r.gpu, r.pid, r.used_mib, r.name.as_deref()))
+            .collect::<Vec<_>>(),
+        vec![
+            (3, 3858903, Some(6265), Some("VLLM::EngineCore")),
+            (3, 3880364, Some(5530), Some("VLLM::EngineCore"))
+        ]
+    );
+    assert!(gpu::compute_apps_on_cards(&engines, &gpus[3..5], &[]).is_empty());
 }
 
 #[test]

@@ -204,8 +204,9 @@ pub fn read_scope_in(
 }
 
 /// `--query-compute-apps` rows placed on their cards by `gpu_uuid` (a GPU's, or a MIG
-/// instance's from the MIG table). A row whose card is unknown is left out: the card's used
-/// memory still counts, only its attribution is missing.
+/// instance's from the MIG table); a row without `gpu_uuid` only on a node of one card. A row
+/// whose card is unknown is left out: the card's used memory still counts, only its
+/// attribution is missing.
 pub fn compute_apps_on_cards(text: &str, gpus: &[Gpu], mig: &[MigInstance]) -> Vec<RawProc> {
     let card_of = |uuid: &str| {
         let u = uuid.to_ascii_lowercase();
@@ -225,8 +226,13 @@ pub fn compute_apps_on_cards(text: &str, gpus: &[Gpu], mig: &[MigInstance]) -> V
     super::parse_compute_apps(text)
         .into_iter()
         .filter_map(|a| {
+            let gpu = match (a.gpu_uuid.as_deref(), gpus) {
+                (Some(u), _) => card_of(u)?,
+                (None, [only]) => only.index,
+                (None, _) => return None,
+            };
             Some(RawProc {
-                gpu: card_of(a.gpu_uuid.as_deref()?)?,
+                gpu,
                 pid: a.pid,
                 used_mib: a.used_mib,
                 name: a.process_name,
