@@ -337,7 +337,10 @@ fn slurm_ids_are_global() {
     let sel = select(&s, &cgroup, &[]);
     assert_eq!(sel.cards, vec![0, 1]);
     assert!(sel.notes[0].contains("global ids"), "{:?}", sel.notes);
-    // One of three ids missing on a full node is only a note, never every card.
+    // Ids 1,6 renumbered to 0,1: id 1 exists here but is the job's first card, not global 1.
+    let s = GpuScope::resolve(None, &env(&[("SLURM_JOB_GPUS", "1,6")])).unwrap();
+    assert_eq!(select(&s, &cgroup, &[]).cards, vec![0, 1]);
+    // One of two ids missing on a full node is only a note, never every card.
     let s = GpuScope::resolve(None, &env(&[("SLURM_JOB_GPUS", "1,9")])).unwrap();
     let sel = select(&s, &g, &[]);
     assert_eq!(sel.cards, vec![1]);

@@ -4,6 +4,7 @@
 use std::sync::OnceLock;
 
 use nvml_wrapper::enums::device::UsedGpuMemory;
+use nvml_wrapper::error::NvmlError;
 use nvml_wrapper::{Device, Nvml};
 
 use super::read::{MigInstance, RawNode, RawProc};
@@ -51,21 +52,36 @@ fn card(d: &Device, i: u32, driver: &Option<String>) -> Gpu {
     }
 }
 
+/// The devices this process may open. NVML's count includes cards a device cgroup (Slurm's
+/// `ConstrainDevices`, a container) forbids; their handles fail with NoPermission and are left
+/// out, so the cards kept have their node-wide indices.
+fn devices(nvml: &Nvml) -> Result<Vec<(u32, Device<'_>)>, GpuError> {
+    let n = nvml.device_count().map_err(err)?;
+    let mut out = Vec::new();
+    for i in 0..n {
+        match nvml.device_by_index(i) {
+            Ok(d) => out.push((i, d)),
+            Err(NvmlError::NoPermission) => {}
+            Err(e) => return Err(err(e)),
+        }
+    }
+    Ok(out)
+}
+
 pub fn gpus() -> Result<Vec<Gpu>, GpuError> {
     let nvml = nvml()?;
     let driver = nvml.sys_driver_version().ok();
-    let n = nvml.device_count().map_err(err)?;
-    (0..n)
-        .map(|i| Ok(card(&nvml.device_by_index(i).map_err(err)?, i, &driver)))
-        .collect()
+    Ok(devices(nvml)?
+        .iter()
+        .map(|(i, d)| card(d, *i, &driver))
+        .collect())
 }
 
 /// `(pid, MiB)` of every compute process on every card.
 pub fn compute_apps() -> Result<Vec<(u32, u64)>, GpuError> {
     let nvml = nvml()?;
     let mut out = Vec::new();
-    for i in 0..nvml.device_count().map_err(err)? {
-        let d = nvml.device_by_index(i).map_err(err)?;
+    for (_, d) in devices(nvml)? {
         for p in d.running_compute_processes().map_err(err)? {
             if let UsedGpuMemory::Used(b) = p.used_gpu_memory {
                 out.push((p.pid, mib(b)));
@@ -83,12 +99,10 @@ pub fn compute_apps() -> Result<Vec<(u32, u64)>, GpuError> {
 pub fn node() -> Result<RawNode, GpuError> {
     let nvml = nvml()?;
     let driver = nvml.sys_driver_version().ok();
-    let n = nvml.device_count().map_err(err)?;
     let mut gpus = Vec::new();
     let mut procs: Option<Vec<RawProc>> = Some(Vec::new());
     let mut mig = Vec::new();
-    for i in 0..n {
-        let d = nvml.device_by_index(i).map_err(err)?;
+    for (i, d) in devices(nvml)? {
         let g = card(&d, i, &driver);
         let index = g.index;
         gpus.push(g);

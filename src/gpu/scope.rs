@@ -273,8 +273,8 @@ impl GpuScope {
 
     /// The cards of `gpus` in the scope. CUDA_VISIBLE_DEVICES stops at the first entry that
     /// names no card (as CUDA does); `--gpus` and Slurm skip it with a note. Slurm's ids are
-    /// global: when none of them exists here but the node shows exactly as many cards, a
-    /// device cgroup renumbered them, and every card shown is the job's.
+    /// global: when one of them does not exist here and the node shows exactly as many cards
+    /// as the list, a device cgroup renumbered them, and every card shown is the job's.
     pub fn select(&self, gpus: &[Gpu], mig: &[MigInstance]) -> Selection {
         let mut sel = Selection::default();
         let Some(ids) = &self.ids else {
@@ -319,7 +319,9 @@ impl GpuScope {
             self.origin,
             ScopeOrigin::SlurmStepGpus | ScopeOrigin::SlurmJobGpus
         );
-        if slurm && sel.cards.is_empty() && !gpus.is_empty() && gpus.len() == ids.len() {
+        // A full node has every global id; one missing means a renumbered (cgroup) view, where
+        // a matching ordinal would be the wrong card.
+        if slurm && !sel.missing.is_empty() && gpus.len() == ids.len() {
             sel.cards = gpus.iter().map(|g| g.index).collect();
             sel.missing.clear();
             sel.notes = vec![format!(
