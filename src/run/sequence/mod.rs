@@ -94,6 +94,12 @@ struct Run {
     load_exit: Option<i32>,
     timings: Timings,
     t0: Instant,
+    /// The run's marker (`INFERLINT_RUN_ID` of its server), once the server started.
+    run_id: Option<String>,
+    /// The used MiB of the run's cards at the gate (the idle baseline of the stop's readings).
+    gate_used_mib: Option<u64>,
+    /// The indices of the run's cards, once a reading matched them.
+    scope_cards: Option<Vec<u32>>,
 }
 
 /// Runs the whole sequence and returns its outcome; the run folder is complete when it returns.
@@ -171,6 +177,9 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
         load_exit: None,
         timings: Timings::default(),
         t0,
+        run_id: None,
+        gate_used_mib: None,
+        scope_cards: None,
         inputs,
     };
     if let Err(e) = std::fs::create_dir_all(&run.out) {
