@@ -15,6 +15,9 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+pub mod scope;
+pub use scope::{read_scope, GpuHolder, GpuId, GpuScope, ScopeError, ScopeOrigin, ScopeReading};
+
 /// The default limit of a clear reading.
 pub const DEFAULT_MAX_USED_MIB: u64 = 800;
 /// The environment variable that chooses the GPU source.
@@ -26,6 +29,8 @@ pub const SMI_TIMEOUT: Duration = Duration::from_secs(30);
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Gpu {
     pub index: u32,
+    /// `GPU-…` (or `MIG-…`) as NVML and nvidia-smi print it; None when the source cannot tell.
+    pub uuid: Option<String>,
     pub name: String,
     pub memory_total_mib: Option<u64>,
     pub memory_used_mib: Option<u64>,
@@ -44,6 +49,7 @@ impl Gpu {
     pub fn to_json(&self) -> Value {
         json!({
             "index": self.index,
+            "uuid": self.uuid,
             "name": self.name,
             "memory_total_mib": self.memory_total_mib,
             "memory_used_mib": self.memory_used_mib,
@@ -130,6 +136,7 @@ pub fn parse_query_gpu(text: &str, with_compute_cap: bool) -> Result<Vec<Gpu>, G
             .to_string();
         out.push(Gpu {
             index,
+            uuid: None,
             name,
             memory_total_mib: mib(tail[0]),
             memory_used_mib: mib(tail[1]),
@@ -387,6 +394,7 @@ mod sim {
                 let used: u64 = holdings.iter().filter(|h| h.gpu == i).map(|h| h.mib).sum();
                 Gpu {
                     index: i,
+                    uuid: Some(format!("GPU-sim-{i}")),
                     name: "Simulated GPU".into(),
                     memory_total_mib: Some(SIM_TOTAL_MIB),
                     memory_used_mib: Some(used),
@@ -437,6 +445,7 @@ pub mod nvml {
                 let mem = d.memory_info().ok();
                 Ok(Gpu {
                     index: d.index().unwrap_or(i),
+                    uuid: d.uuid().ok(),
                     name: d.name().unwrap_or_default(),
                     memory_total_mib: mem.as_ref().map(|m| mib(m.total)),
                     memory_used_mib: mem.as_ref().map(|m| mib(m.used)),
