@@ -352,3 +352,56 @@ fn two_runs_side_by_side() {
 fn four_runs_side_by_side() {
     side_by_side(4);
 }
+
+/// Attach mode: the run names the server listening on the URL's port (the simulated server this
+/// test started, with its engine below it) and leaves it running.
+#[test]
+fn attach_mode_names_the_listener_and_leaves_it_running() {
+    let w = World::new();
+    let serve = shlex::split(&w.sim_serve("0.2", HEALTHY)).unwrap();
+    let mut server = Command::new(&serve[0])
+        .args(&serve[1..])
+        .env("INFERLINT_GPU", w.gpu_env())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{}", w.port);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", w.port)).is_err() {
+        assert!(Instant::now() < deadline, "the simulated server did not listen");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = run_with_limit(
+        w.run_command(&["--url".into(), url.clone()], &short_load(&w, 6)),
+        LIMIT,
+    );
+    let stdout = text(&out.stdout);
+    let head = format!("== the server at {url}: pid={} ", server.id());
+    let line = stdout
+        .lines()
+        .find(|l| l.starts_with(&head))
+        .unwrap_or_else(|| panic!("no {head:?} line:\n{stdout}"));
+    assert!(line.contains("(and 1 processes below it; not started by this run, left running)"), "{line}");
+    let attached = w.run_json()["attached_server"].clone();
+    assert_eq!(attached[0], server.id(), "{attached}");
+    assert_eq!(attached.as_array().unwrap().len(), 2, "{attached}");
+    assert!(server.try_wait().unwrap().is_none(), "the attached server was stopped");
+    // SAFETY: the pid of the server this test started.
+    unsafe {
+        libc::kill(server.id() as i32, libc::SIGTERM);
+    }
+    let _ = server.wait();
+    // Its engine exits with it; whatever of this test's server is left is killed by pid.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !w.live_processes().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for (pid, _) in w.live_processes() {
+        // SAFETY: a process of this test's simulated server (it carries the world's marker).
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+}

@@ -113,6 +113,9 @@ pub struct RunRecord {
     /// The GPUs the run judged and who else used them (docs/supervision.md, "Sharing the
     /// node"); null until the gate has read them.
     pub gpu_scope: Option<GpuScopeRecord>,
+    /// Attach mode: the pids of the server listening on the URL's port and those below it
+    /// (empty when they cannot be seen from here).
+    pub attached_server: Vec<i32>,
     pub engine: Option<String>,
     pub engine_version: Option<String>,
     pub url: String,
@@ -145,6 +148,7 @@ impl RunRecord {
             host: host_name(),
             gpus: Value::Null,
             gpu_scope: None,
+            attached_server: Vec::new(),
             engine: None,
             engine_version: None,
             url: url.to_string(),

@@ -15,6 +15,7 @@ pub mod folder;
 pub mod foreign;
 pub mod gate;
 pub mod interrupt;
+pub mod listener;
 pub mod live;
 pub mod load;
 pub mod monitor;

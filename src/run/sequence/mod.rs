@@ -316,6 +316,8 @@ impl Run {
             self.set_problem(format!("no server answers at {}/health", self.url));
             self.no_report = true;
             return;
+        } else {
+            self.name_attached_server().await;
         }
 
         // 4. Metrics and engine; 5. the boot log runs before a metrics problem stops the run.
@@ -361,6 +363,33 @@ impl Run {
 
         // 11. The run checks.
         self.checks_step();
+    }
+
+    /// Attach mode: which processes serve the URL (the listener on its port and everything
+    /// below it), said once. The run never stops a server it did not start (spec §4 step 12).
+    async fn name_attached_server(&mut self) {
+        let url = self.url.clone();
+        let found = tokio::task::spawn_blocking(move || {
+            super::listener::find(Path::new("/proc"), &url)
+        })
+        .await;
+        let line = match found {
+            Ok(super::listener::Found::Tree(t)) => {
+                let cmd: String = t[0].cmdline().chars().take(100).collect();
+                self.record.attached_server = t.iter().map(|p| p.pid).collect();
+                format!(
+                    "== the server at {}: pid={} {cmd} (and {} processes below it; not started by this run, left running)",
+                    self.url,
+                    t[0].pid,
+                    t.len() - 1
+                )
+            }
+            Ok(super::listener::Found::NotFound(why)) => {
+                format!("note: cannot tell which processes serve {}: {why}", self.url)
+            }
+            Err(e) => format!("note: cannot tell which processes serve {}: {e}", self.url),
+        };
+        self.line(&line);
     }
 
     /// Step 4: one scrape to learn the engine from the metric names.
