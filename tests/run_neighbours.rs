@@ -218,7 +218,12 @@ fn bystanders_survive_a_healthy_run() {
     let serve = w.sim_serve("0.5", HEALTHY);
     let out = run_with_limit(w.command(&serve, &[], &short_load(&w, 9)), LIMIT);
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}\n{}", text(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
     b.assert_alive("a healthy run");
     b.assert_listed(&stdout, &w.run_json());
     assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
@@ -325,8 +330,16 @@ fn side_by_side(n: usize) {
         assert_eq!(bench["completed"], 12, "run {i}: {bench}");
         assert_eq!(bench["failed"], 0, "run {i}: {bench}");
         let results = w.results();
-        assert_eq!(status_of(&results, "T2").as_deref(), Some("pass"), "{results}");
-        assert_eq!(status_of(&results, "T15").as_deref(), Some("pass"), "{results}");
+        assert_eq!(
+            status_of(&results, "T2").as_deref(),
+            Some("pass"),
+            "{results}"
+        );
+        assert_eq!(
+            status_of(&results, "T15").as_deref(),
+            Some("pass"),
+            "{results}"
+        );
         let signalled: Vec<i32> = w.stop_t2()["evidence"]["signalled_by_the_server_teardown"]
             .as_array()
             .unwrap()
@@ -370,7 +383,10 @@ fn attach_mode_names_the_listener_and_leaves_it_running() {
     let url = format!("http://127.0.0.1:{}", w.port);
     let deadline = Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(("127.0.0.1", w.port)).is_err() {
-        assert!(Instant::now() < deadline, "the simulated server did not listen");
+        assert!(
+            Instant::now() < deadline,
+            "the simulated server did not listen"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let out = run_with_limit(
@@ -383,11 +399,17 @@ fn attach_mode_names_the_listener_and_leaves_it_running() {
         .lines()
         .find(|l| l.starts_with(&head))
         .unwrap_or_else(|| panic!("no {head:?} line:\n{stdout}"));
-    assert!(line.contains("(and 1 processes below it; not started by this run, left running)"), "{line}");
+    assert!(
+        line.contains("(and 1 processes below it; not started by this run, left running)"),
+        "{line}"
+    );
     let attached = w.run_json()["attached_server"].clone();
     assert_eq!(attached[0], server.id(), "{attached}");
     assert_eq!(attached.as_array().unwrap().len(), 2, "{attached}");
-    assert!(server.try_wait().unwrap().is_none(), "the attached server was stopped");
+    assert!(
+        server.try_wait().unwrap().is_none(),
+        "the attached server was stopped"
+    );
     // SAFETY: the pid of the server this test started.
     unsafe {
         libc::kill(server.id() as i32, libc::SIGTERM);

@@ -130,7 +130,9 @@ pub async fn before_start(timeout: Duration, mode: GpuCheck, scope: &GpuScope) -
     .await;
     let (j, readable) = match joined {
         Ok((Ok(j), readable)) => (j, readable),
-        Ok((Err(e), _)) => return Judgement::only(CheckResult::unknown(Tripwire::T2, e.to_string())),
+        Ok((Err(e), _)) => {
+            return Judgement::only(CheckResult::unknown(Tripwire::T2, e.to_string()))
+        }
         Err(e) => {
             return Judgement::only(CheckResult::unknown(
                 Tripwire::T2,

@@ -29,7 +29,9 @@ pub fn local_port(url: &str) -> Result<u16, String> {
         .unwrap_or("");
     let rest = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
     let (host, port) = if let Some(h) = rest.strip_prefix('[') {
-        let (h, p) = h.split_once(']').ok_or_else(|| format!("{url}: unbalanced ["))?;
+        let (h, p) = h
+            .split_once(']')
+            .ok_or_else(|| format!("{url}: unbalanced ["))?;
         (h.to_string(), p.strip_prefix(':').map(str::to_string))
     } else {
         match rest.rsplit_once(':') {
@@ -49,9 +51,7 @@ pub fn local_port(url: &str) -> Result<u16, String> {
     }
     let default = if url.starts_with("https://") { 443 } else { 80 };
     match port {
-        Some(p) => p
-            .parse()
-            .map_err(|_| format!("{url}: {p:?} is not a port")),
+        Some(p) => p.parse().map_err(|_| format!("{url}: {p:?} is not a port")),
         None => Ok(default),
     }
 }
@@ -166,14 +166,21 @@ mod tests {
         std::fs::create_dir_all(d.join("fd")).unwrap();
         std::fs::write(
             d.join("stat"),
-            format!("{pid} (x) S {ppid} {pid} {pid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {} 0 0", 100 + pid),
+            format!(
+                "{pid} (x) S {ppid} {pid} {pid} 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 {} 0 0",
+                100 + pid
+            ),
         )
         .unwrap();
         std::fs::write(d.join("cmdline"), argv.replace(' ', "\0")).unwrap();
         std::fs::write(d.join("comm"), "x\n").unwrap();
         std::fs::write(d.join("status"), "Uid:\t1000\t1000\t1000\t1000\n").unwrap();
         for (i, s) in sockets.iter().enumerate() {
-            symlink(format!("socket:[{s}]"), d.join("fd").join((3 + i).to_string())).unwrap();
+            symlink(
+                format!("socket:[{s}]"),
+                d.join("fd").join((3 + i).to_string()),
+            )
+            .unwrap();
         }
         symlink("/dev/null", d.join("fd").join("0")).unwrap();
     }
@@ -233,7 +240,9 @@ mod tests {
     #[test]
     fn another_host_is_not_looked_for() {
         match find(Path::new("/proc"), "http://gpu-node-7:8000") {
-            Found::NotFound(why) => assert!(why.contains("gpu-node-7 is not this machine"), "{why}"),
+            Found::NotFound(why) => {
+                assert!(why.contains("gpu-node-7 is not this machine"), "{why}")
+            }
             f => panic!("{f:?}"),
         }
         assert_eq!(local_port("http://[::1]:9000/x"), Ok(9000));

@@ -10,8 +10,8 @@
 //! reading comes after a short settle instead of 2 s. Why that is safe against the driver's
 //! memory-release lag is written down in docs/supervision.md ("T2 by events").
 
-use std::collections::{BTreeSet, HashMap, HashSet};
 use serde::Serialize;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::gpu::{self, BadConsecutive, ClearResult, Clock, GpuScope, GpuSource, Reading};
 use crate::gpu::{GpuHolder, ScopeReading};
@@ -81,8 +81,7 @@ impl Node for RealNode {
         procs::list_processes(self.scan.root())
     }
     fn run_id_of(&mut self, pid: i32) -> Option<String> {
-        self.scan
-            .environ_var(pid, inferlint_supervisor::RUN_ID_ENV)
+        self.scan.environ_var(pid, inferlint_supervisor::RUN_ID_ENV)
     }
     fn scope(&mut self) -> Option<ScopeReading> {
         if matches!(self.source, GpuSource::None) {
@@ -311,11 +310,9 @@ pub fn wait_clear(
         } else {
             r.n_live == 0
         };
-        let fast_limit = opts
-            .baseline_mib
-            .map_or(opts.max_used_mib, |b| {
-                (b + BASELINE_SLACK_MIB).min(opts.max_used_mib)
-            });
+        let fast_limit = opts.baseline_mib.map_or(opts.max_used_mib, |b| {
+            (b + BASELINE_SLACK_MIB).min(opts.max_used_mib)
+        });
         let fast = opts.settle_s.is_some()
             && own.tree_gone
             && seen.own_alive.is_empty()
@@ -598,7 +595,10 @@ mod tests {
         o.timeout_s = 4.0;
         let mut node = Fake::new(
             bystanders(),
-            vec![reading(vec![card(0, 21_768)], Some(vec![holder(0, 52, 21_768)]))],
+            vec![reading(
+                vec![card(0, 21_768)],
+                Some(vec![holder(0, 52, 21_768)]),
+            )],
         );
         let j = wait_clear(&mut node, &gone(), &o).unwrap();
         assert!(!j.clear.clear);
@@ -608,7 +608,11 @@ mod tests {
         );
         let engine = j.neighbours.iter().find(|n| n.pid == 52).unwrap();
         assert_eq!(engine.gpu, vec![(0, Some(21_768))]);
-        assert!(engine.line().contains("(21768 MiB on GPU 0)"), "{}", engine.line());
+        assert!(
+            engine.line().contains("(21768 MiB on GPU 0)"),
+            "{}",
+            engine.line()
+        );
     }
 
     #[test]

@@ -369,10 +369,9 @@ impl Run {
     /// below it), said once. The run never stops a server it did not start (spec §4 step 12).
     async fn name_attached_server(&mut self) {
         let url = self.url.clone();
-        let found = tokio::task::spawn_blocking(move || {
-            super::listener::find(Path::new("/proc"), &url)
-        })
-        .await;
+        let found =
+            tokio::task::spawn_blocking(move || super::listener::find(Path::new("/proc"), &url))
+                .await;
         let line = match found {
             Ok(super::listener::Found::Tree(t)) => {
                 let cmd: String = t[0].cmdline().chars().take(100).collect();
@@ -385,7 +384,10 @@ impl Run {
                 )
             }
             Ok(super::listener::Found::NotFound(why)) => {
-                format!("note: cannot tell which processes serve {}: {why}", self.url)
+                format!(
+                    "note: cannot tell which processes serve {}: {why}",
+                    self.url
+                )
             }
             Err(e) => format!("note: cannot tell which processes serve {}: {e}", self.url),
         };
