@@ -427,3 +427,68 @@ fn attach_mode_names_the_listener_and_leaves_it_running() {
         }
     }
 }
+
+/// `--gpus` pins the server: it is started with CUDA_VISIBLE_DEVICES (integer ordinals) and
+/// CUDA_DEVICE_ORDER=PCI_BUS_ID, and run.json says so; without `--gpus` the server's
+/// environment gets neither from the run.
+#[test]
+fn gpus_flag_starts_the_server_on_those_gpus() {
+    for pinned in [true, false] {
+        let w = World::new();
+        let serve = w.sim_serve("0.3", "--tokens-per-s 100");
+        let args: &[&str] = if pinned { &["--gpus", "0"] } else { &[] };
+        let mut cmd = w.command(&serve, args, &long_load(&w));
+        cmd.env_remove("CUDA_VISIBLE_DEVICES")
+            .env_remove("CUDA_DEVICE_ORDER")
+            .env_remove("SLURM_STEP_GPUS")
+            .env_remove("SLURM_JOB_GPUS");
+        cmd.stdout(Stdio::piped()).stderr(Stdio::null()).stdin(Stdio::null());
+        let mut child = cmd.spawn().unwrap();
+        let mut reader = BufReader::new(child.stdout.take().unwrap());
+        let mut seen = String::new();
+        loop {
+            let mut l = String::new();
+            if reader.read_line(&mut l).unwrap() == 0 || l.starts_with("== load:") {
+                break;
+            }
+            seen.push_str(&l);
+        }
+        let server = w
+            .live_processes()
+            .into_iter()
+            .find(|(_, cmd)| cmd.starts_with(&format!("{} sim serve m ", run_support::bin())))
+            .expect("the simulated server runs");
+        let env = std::fs::read(format!("/proc/{}/environ", server.0)).unwrap();
+        let has = |v: &str| env.split(|b| *b == 0).any(|e| e == v.as_bytes());
+        // SAFETY: a pid this test started.
+        unsafe {
+            libc::kill(child.id() as i32, libc::SIGINT);
+        }
+        let _ = child.wait();
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while reader.read_line(&mut sink).unwrap_or(0) > 0 {
+                sink.clear();
+            }
+        });
+        let run = w.run_json();
+        if pinned {
+            assert!(has("CUDA_VISIBLE_DEVICES=0"), "{seen}");
+            assert!(has("CUDA_DEVICE_ORDER=PCI_BUS_ID"), "{seen}");
+            assert!(
+                seen.contains("note: the server gets CUDA_VISIBLE_DEVICES=0 (CUDA_DEVICE_ORDER=PCI_BUS_ID)"),
+                "{seen}"
+            );
+            assert_eq!(run["gpu_scope"]["server_cuda_visible_devices"], "0", "{run}");
+        } else {
+            let cvd = env.split(|b| *b == 0).any(|e| e.starts_with(b"CUDA_VISIBLE_DEVICES="));
+            assert!(!cvd, "{seen}");
+            assert!(run["gpu_scope"]["server_cuda_visible_devices"].is_null(), "{run}");
+        }
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !w.live_processes().is_empty() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
+    }
+}
