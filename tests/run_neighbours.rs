@@ -218,12 +218,14 @@ fn bystanders_survive_a_healthy_run() {
     let serve = w.sim_serve("0.5", HEALTHY);
     let out = run_with_limit(w.command(&serve, &[], &short_load(&w, 9)), LIMIT);
     let stdout = text(&out.stdout);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
+    // Completed: no problem, the load exited 0 (a recording this short may leave T14 or T9
+    // "can't tell", exit 2; that is the checks' business, not this test's).
+    assert!(
+        matches!(out.status.code(), Some(0 | 2)),
         "{stdout}\n{}",
         text(&out.stderr)
     );
+    assert_eq!(w.run_json()["exit_reason"], "completed", "{stdout}");
     b.assert_alive("a healthy run");
     b.assert_listed(&stdout, &w.run_json());
     assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
@@ -240,6 +242,14 @@ fn bystanders_survive_a_healthy_run() {
     }
     // The gate did not refuse for them either.
     assert!(!stdout.contains("refusing to start"), "{stdout}");
+    // The report's T2 names the GPUs judged and that others were left alone.
+    let html = std::fs::read_to_string(w.out().join("report.html")).unwrap();
+    assert!(
+        html.contains("Judged every GPU (card 0)."),
+        "no GPU line in the report"
+    );
+    assert!(html.contains("not started by this run, left alone."));
+    assert_eq!(w.run_json()["gpu_scope"]["judged"], "every GPU");
 }
 
 #[test]
@@ -325,7 +335,12 @@ fn side_by_side(n: usize) {
     }
     for (i, w) in worlds.iter().enumerate() {
         let (code, stdout) = &outputs[i];
-        assert_eq!(*code, Some(0), "run {i}:\n{stdout}");
+        assert!(matches!(*code, Some(0 | 2)), "run {i}:\n{stdout}");
+        assert_eq!(
+            w.run_json()["exit_reason"],
+            "completed",
+            "run {i}:\n{stdout}"
+        );
         let bench = json_file(&w.out().join("bench.json"));
         assert_eq!(bench["completed"], 12, "run {i}: {bench}");
         assert_eq!(bench["failed"], 0, "run {i}: {bench}");
@@ -442,7 +457,9 @@ fn gpus_flag_starts_the_server_on_those_gpus() {
             .env_remove("CUDA_DEVICE_ORDER")
             .env_remove("SLURM_STEP_GPUS")
             .env_remove("SLURM_JOB_GPUS");
-        cmd.stdout(Stdio::piped()).stderr(Stdio::null()).stdin(Stdio::null());
+        cmd.stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .stdin(Stdio::null());
         let mut child = cmd.spawn().unwrap();
         let mut reader = BufReader::new(child.stdout.take().unwrap());
         let mut seen = String::new();
@@ -476,14 +493,24 @@ fn gpus_flag_starts_the_server_on_those_gpus() {
             assert!(has("CUDA_VISIBLE_DEVICES=0"), "{seen}");
             assert!(has("CUDA_DEVICE_ORDER=PCI_BUS_ID"), "{seen}");
             assert!(
-                seen.contains("note: the server gets CUDA_VISIBLE_DEVICES=0 (CUDA_DEVICE_ORDER=PCI_BUS_ID)"),
+                seen.contains(
+                    "note: the server gets CUDA_VISIBLE_DEVICES=0 (CUDA_DEVICE_ORDER=PCI_BUS_ID)"
+                ),
                 "{seen}"
             );
-            assert_eq!(run["gpu_scope"]["server_cuda_visible_devices"], "0", "{run}");
+            assert_eq!(
+                run["gpu_scope"]["server_cuda_visible_devices"], "0",
+                "{run}"
+            );
         } else {
-            let cvd = env.split(|b| *b == 0).any(|e| e.starts_with(b"CUDA_VISIBLE_DEVICES="));
+            let cvd = env
+                .split(|b| *b == 0)
+                .any(|e| e.starts_with(b"CUDA_VISIBLE_DEVICES="));
             assert!(!cvd, "{seen}");
-            assert!(run["gpu_scope"]["server_cuda_visible_devices"].is_null(), "{run}");
+            assert!(
+                run["gpu_scope"]["server_cuda_visible_devices"].is_null(),
+                "{run}"
+            );
         }
         let deadline = Instant::now() + Duration::from_secs(15);
         while !w.live_processes().is_empty() && Instant::now() < deadline {
