@@ -519,3 +519,29 @@ fn gpus_flag_starts_the_server_on_those_gpus() {
         assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
     }
 }
+
+/// A card of the run held by another process: the gate refuses, names the holder, starts
+/// nothing, and signals nobody (the holder is this test, alive after).
+#[test]
+fn a_held_card_is_refused_and_its_holder_named_and_left_alone() {
+    let w = World::new();
+    let _held = inferlint::sim::gpu::hold(&w.dir.path().join("gpu"), 2048, 0).unwrap();
+    let serve = w.sim_serve("0.3", HEALTHY);
+    let out = run_with_limit(w.command(&serve, &[], &short_load(&w, 2)), LIMIT);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(
+        stdout.contains("[ T2] TRIPWIRE-FAILED  card not clear; refusing to start a server. not clear after 10s: last reading 2048 MiB used, 0 server processes alive"),
+        "{stdout}"
+    );
+    let me = format!("on the run's GPUs: pid {}", std::process::id());
+    assert!(stdout.contains(&me), "{stdout}");
+    assert!(stdout.contains("2048 MiB on GPU 0"), "{stdout}");
+    assert!(!stdout.contains("== start the server"), "{stdout}");
+    let run = w.run_json();
+    let others = run["gpu_scope"]["others_holding"].to_string();
+    assert!(
+        others.contains(&format!("pid {}", std::process::id())),
+        "{run}"
+    );
+}

@@ -103,6 +103,15 @@ fn t2(j: &Judged, prefix: &str, scope: &GpuScope) -> CheckResult {
     r
 }
 
+/// `on the run's GPUs: pid 4711 (alice) VLLM::EngineCore, 21768 MiB on GPU 1`, for a T2 that
+/// failed.
+fn holder_lines(j: &Judged) -> Vec<String> {
+    j.other_holders
+        .iter()
+        .map(|h| format!("on the run's GPUs: {}", h.describe()))
+        .collect()
+}
+
 fn left_alone_lines(n: &[Neighbour]) -> Vec<String> {
     n.iter().map(Neighbour::line).collect()
 }
@@ -171,8 +180,23 @@ pub async fn before_start(timeout: Duration, mode: GpuCheck, scope: &GpuScope) -
     lines.extend(left_alone_lines(&j.neighbours));
     let t2 = t2(&j, GATE_PREFIX, scope);
     if t2.status == crate::result::Status::Fail {
-        for h in &j.other_holders {
-            lines.push(format!("on the run's GPUs: {}", h.describe()));
+        lines.extend(holder_lines(&j));
+        // Every GPU was judged, and some card is free: naming the run's GPUs may be all it takes.
+        let free: Vec<String> = j
+            .last
+            .iter()
+            .flat_map(|r| &r.gpus)
+            .filter(|g| {
+                g.memory_used_mib
+                    .is_some_and(|u| u <= gpu::DEFAULT_MAX_USED_MIB)
+            })
+            .map(|g| g.index.to_string())
+            .collect();
+        if scope.ids.is_none() && !free.is_empty() {
+            lines.push(format!(
+                "note: GPU {} is free; name the run's GPUs with --gpus (or CUDA_VISIBLE_DEVICES) to judge only those",
+                free.join(", ")
+            ));
         }
     }
     Judgement {
@@ -225,9 +249,13 @@ pub async fn after_stop(
                 .with("left_after_the_server_stopped", left)
                 .with("signalled_by_the_server_teardown", signalled)
                 .with("fast_readings", j.fast);
+            let mut lines = left_alone_lines(&j.neighbours);
+            if t2.status == crate::result::Status::Fail {
+                lines.extend(holder_lines(&j));
+            }
             Judgement {
                 t2,
-                lines: left_alone_lines(&j.neighbours),
+                lines,
                 judged: Some(j),
             }
         }
