@@ -18,7 +18,7 @@ use crate::gpu::{GpuHolder, ScopeReading};
 use crate::procs::{self, ProcInfo, ProcScanner};
 
 /// The settle between two clear readings on the fast path.
-pub const SETTLE_S: f64 = 0.15;
+pub const SETTLE_S: f64 = 0.1;
 /// On the fast path the used memory may exceed the idle baseline (the gate's reading) by this
 /// much: a driver's own bookkeeping moves by a few MiB; a model's weights are gigabytes.
 pub const BASELINE_SLACK_MIB: u64 = 64;
