@@ -7,7 +7,8 @@
 #     (by the run's marker INFERLINT_RUN_ID and by the name VLLM::*), the run folder complete up
 #     to the cancel,
 #   - a job that reaches its time limit ends the same way,
-#   - an array sweep gives one complete run folder per task.
+#   - an array sweep runs two tasks side by side on the node, each complete with every request
+#     answered (a run stops only its own server).
 # The cluster is stopped by pid at the end, whatever happened.
 #
 # Usage: .ci/slurm-test.sh            (as root; installs slurm-wlm and munge with apt-get if missing)
@@ -21,9 +22,9 @@
 #   SLURM_TEST_ISOLATE=0   do not run in a PID namespace of its own (see below)
 #   SLURM_TEST_RUN_OPTS  extra options the jobs give `inferlint run` (the scripts' RUN_OPTS)
 # By default the test re-runs itself in a new PID namespace (unshare --pid --fork --mount-proc):
-# the cluster, the jobs and every check see only the test's own processes, so inferlint's
-# teardown (which stops any inference server of its user) cannot touch servers of other tests on
-# a shared machine, and the kernel kills whatever is left in the namespace when the test ends.
+# the cluster, the jobs and every check see only the test's own processes, so the leftover checks
+# never count servers of other tests on a shared machine (a run signals only what it started),
+# and the kernel kills whatever is left in the namespace when the test ends.
 # Until `inferlint run` and the simulator exist, only the cluster itself is tested (a stand-in
 # job is submitted and cancelled) and the script says "inferlint run not available yet".
 # Exit status: 0 passed (or skipped, with a message), 1 a check failed, 2 the cluster did not start.
@@ -444,8 +445,10 @@ test_time_limit_hard() {
 
 test_array_sweep() {
     local job states task
+    # Two tasks at once on the one node (tasks may share a node): each run stops only its own
+    # server, so both must complete with every request answered.
     job=$(submit PROMPTS_PER_SLOT=2,OUTPUT_LEN=32 --array=0-1 "$ROOT/examples/slurm/sweep.sbatch")
-    say "array job $job (sweep.sbatch, tasks 0-1) submitted"
+    say "array job $job (sweep.sbatch, tasks 0-1, side by side) submitted"
     wait_job_end "$job" "$WAIT_S" || fail "array job $job still not done after ${WAIT_S}s"
     states=$STATES
     say "array job $job: $(echo $states)"
@@ -454,6 +457,47 @@ test_array_sweep() {
     done
     check_run_folder "$S/runs/$job/c1" "array task 0"
     check_run_folder "$S/runs/$job/c4" "array task 1"
+    check_sweep_results "$S/runs/$job/c1" "$S/runs/$job/c4"
+}
+
+# Each sweep task completed on its own (run.json "completed", no check failed, T15 passed, T2
+# passed or N/A on this GPU-less node, no failed request), and the tasks ran at the same time:
+# their run.json intervals overlap.
+check_sweep_results() {
+    command -v python3 > /dev/null || { fail "python3 is needed to read the sweep's run folders"; return; }
+    local msg
+    if ! msg=$(python3 - "$@" <<'PY'
+import json, sys
+spans = []
+bad = []
+for d in sys.argv[1:]:
+    run = json.load(open(f"{d}/run.json"))
+    res = {r["tripwire"]: r for r in json.load(open(f"{d}/results.json"))}
+    bench = json.load(open(f"{d}/bench.json"))
+    if run.get("exit_code") not in (0, 2) or run.get("exit_reason") != "completed":
+        bad.append(f"{d}: exit {run.get('exit_code')} ({run.get('exit_reason')})")
+    results = json.load(open(f"{d}/results.json"))
+    bad += [f"{d}: {r['tripwire']} failed: {r['message']}" for r in results if r["status"] == "fail"]
+    for t, ok in (("T2", ("pass", "not_applicable")), ("T15", ("pass",))):
+        if res.get(t, {}).get("status") not in ok:
+            bad.append(f"{d}: {t} {res.get(t, {}).get('status')}: {res.get(t, {}).get('message')}")
+    if bench.get("failed") != 0 or not bench.get("completed"):
+        bad.append(f"{d}: {bench.get('completed')} completed, {bench.get('failed')} failed")
+    spans.append((run["started_at"], run["ended_at"], d))
+latest_start = max(s for s, _, _ in spans)
+earliest_end = min(e for _, e, _ in spans)
+if not latest_start < earliest_end:
+    bad.append("the tasks did not run at the same time: " + ", ".join(f"{d} {s}..{e}" for s, e, d in spans))
+if bad:
+    print("; ".join(bad))
+    sys.exit(1)
+print(", ".join(f"{d.rsplit('/', 1)[-1]} left {len(json.load(open(f'{d}/run.json'))['gpu_scope']['servers_left_alone'])} other server processes alone" for d in sys.argv[1:]))
+PY
+    ); then
+        fail "array sweep: $msg"
+    else
+        say "array sweep: both tasks complete, side by side, no failed request ($msg)"
+    fi
 }
 
 # Proves the leftover check can fail: a job whose child ignores SIGTERM and outlives its shell

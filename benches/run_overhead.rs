@@ -1,15 +1,16 @@
 //! What `inferlint run` costs, measured on the real binary (`cargo bench --bench run_overhead`):
 //!
-//! 1. Its own overhead: the run's wall time minus the server's boot and the load's run, on the
-//!    simulator (target ≤ 1 s). Reported with and without the T2 readings, which are 2 s apart
-//!    by design (spec §5.3) and so cost about 2 s at the gate and 2 s at the stop.
+//! 1. Its own overhead: the run's wall time minus the server's boot (1 s) and the load's run, on
+//!    the simulator, the T2 gate and the stop included (target ≤ 1 s), and the gate and the stop
+//!    alone (target ≤ 0.5 s on a free machine: their clear readings are a settle apart, not 2 s,
+//!    when nothing holds the run's card; docs/supervision.md, "T2 by events").
 //! 2. Readiness: how long after `/health` first answers 200 the run notices (target ≤ 50 ms),
 //!    against a server that prints its ready line and a mock `/health` that flips to 200.
 //! 3. The recording: the sample period's error at 0.25 s (target p99 ≤ 2 ms) and inferlint's
 //!    CPU during the load (target ≤ 1 % of one core), attached to a mock vLLM `/metrics`.
 //!
 //! `RUN_BENCH_RECORD_SECS` sets the recording's duration (default 60 s; the 5 minutes
-//! is `300`).
+//! is `300`); `RUN_BENCH_ONLY=overhead` measures 1. only.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
@@ -70,7 +71,8 @@ fn machine() -> String {
 // ---------------------------------------------------------------------------------------------
 // 1. Overhead on the simulator
 
-fn overhead(runs: usize, gate: bool) -> Vec<(f64, f64)> {
+/// One run's `(total - boot - load, that without the T2 reading waits, gate_s + stop_s)`.
+fn overhead(runs: usize, gate: bool) -> Vec<(f64, f64, f64)> {
     let mut out = Vec::new();
     for _ in 0..runs {
         let dir = tempfile::tempdir().unwrap();
@@ -78,7 +80,7 @@ fn overhead(runs: usize, gate: bool) -> Vec<(f64, f64)> {
         std::fs::create_dir(&gpu).unwrap();
         let port = free_port();
         let serve = format!(
-            "{} sim serve m --port {port} --boot-secs 0.5 --tokens-per-s 200",
+            "{} sim serve m --port {port} --boot-secs 1 --tokens-per-s 200",
             bin()
         );
         let run = dir.path().join("run");
@@ -121,7 +123,8 @@ fn overhead(runs: usize, gate: bool) -> Vec<(f64, f64)> {
         let boot = t["boot_s"].as_f64().unwrap();
         let load = t["load_s"].as_f64().unwrap();
         let waits = t2_waits(&json(&run.join("results.json")));
-        out.push((total - boot - load, total - boot - load - waits));
+        let gate_stop = t["gate_s"].as_f64().unwrap() + t["stop_s"].as_f64().unwrap();
+        out.push((total - boot - load, total - boot - load - waits, gate_stop));
     }
     out
 }
@@ -335,13 +338,19 @@ fn main() {
     let ov = overhead(5, true);
     let mut with: Vec<f64> = ov.iter().map(|x| x.0).collect();
     let mut own: Vec<f64> = ov.iter().map(|x| x.1).collect();
+    let mut gs: Vec<f64> = ov.iter().map(|x| x.2).collect();
     println!(
-        "overhead (run - boot - load), GPU gate on, 5 runs: median {:.3} s, max {:.3} s; without the T2 reading waits: median {:.3} s, max {:.3} s (target <= 1 s)",
+        "overhead (run - boot - load), 1 s boot, GPU gate on, 5 runs: median {:.3} s, max {:.3} s (target <= 1 s); the gate and the stop: median {:.3} s, max {:.3} s (target <= 0.5 s); without the T2 reading waits: median {:.3} s, max {:.3} s",
         percentile(&mut with, 50.0),
         percentile(&mut with, 100.0),
+        percentile(&mut gs, 50.0),
+        percentile(&mut gs, 100.0),
         percentile(&mut own, 50.0),
         percentile(&mut own, 100.0)
     );
+    if std::env::var("RUN_BENCH_ONLY").as_deref() == Ok("overhead") {
+        return;
+    }
     let ov = overhead(5, false);
     let mut with: Vec<f64> = ov.iter().map(|x| x.0).collect();
     let mut own: Vec<f64> = ov.iter().map(|x| x.1).collect();

@@ -1,8 +1,9 @@
 //! `inferlint run` end to end: the real binary supervising `inferlint sim serve` (a simulated
 //! vLLM with its own engine process and simulated GPU) while `inferlint sim bench` loads it.
 //!
-//! The run's teardown stops every inference server process of this user, and its GPU gate
-//! refuses while one is alive, so these tests take turns (one lock).
+//! These tests take turns (one lock) to keep their timings steady; a run signals only what it
+//! started, so they no longer need to for safety (tests/run_neighbours.rs runs them side by
+//! side).
 
 mod run_support;
 

@@ -64,6 +64,10 @@ pub struct Args {
     /// Skip the GPU check before the server starts (a CPU build, the simulator)
     #[arg(long)]
     pub no_gpu_check: bool,
+    /// The run's GPUs: indices or UUIDs, comma-separated (default: CUDA_VISIBLE_DEVICES, else
+    /// Slurm's step or job GPUs, else every GPU). The server is started on them.
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
     /// Seconds the server gets to stop after SIGTERM before its processes are killed
     #[arg(long, default_value_t = 30.0)]
     pub stop_grace: f64,
@@ -76,11 +80,13 @@ pub struct Args {
 }
 
 const AFTER_HELP: &str = "\
-The GPU check (T2) before the server starts waits for two consecutive clear readings: no
-inference server process alive and every GPU's used memory at most 800 MiB. On a machine
-without NVIDIA GPUs (nvidia-smi missing or failing) it says so and checks only that no server
-process is alive, so CPU builds and the simulator run; INFERLINT_GPU=sim:DIR reads the
-simulated GPU instead. --no-gpu-check skips it.
+The GPU check (T2) before the server starts waits for two consecutive clear readings of the
+run's GPUs (--gpus, else CUDA_VISIBLE_DEVICES, else Slurm's, else every GPU): no server
+process holding memory on them and each at most 800 MiB used. Server processes elsewhere are
+listed, not refused, and a run never signals a process it did not start. On a machine without
+NVIDIA GPUs (nvidia-smi missing or failing) it says so and judges only the run's own
+processes, so CPU builds and the simulator run; INFERLINT_GPU=sim:DIR reads the simulated GPU
+instead. --no-gpu-check skips it.
 
 Ctrl-C (or SIGTERM, as Slurm's scancel sends) stops the load and still takes the last
 snapshot, checks, report and teardown (exit 130); a second Ctrl-C kills everything at once.
@@ -128,6 +134,11 @@ pub fn inputs(args: &Args) -> anyhow::Result<RunInputs> {
     };
     i.junit = args.junit.clone();
     i.stop_grace = secs(args.stop_grace, "--stop-grace")?;
+    i.gpu_scope = crate::gpu::GpuScope::from_env(args.gpus.as_deref())?;
+    i.pin_server_gpus = args.gpus.is_some();
+    if args.gpus.is_some() && i.serve.is_none() {
+        anyhow::bail!("--gpus names the GPUs to start the server on; it needs --serve");
+    }
     if let Some(serve) = &i.serve {
         if shlex::split(serve).is_none_or(|a| a.is_empty()) {
             anyhow::bail!("--serve: cannot split {serve:?} into a command (unbalanced quotes?)");

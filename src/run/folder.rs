@@ -70,6 +70,37 @@ pub fn now_rfc3339() -> String {
         .to_string()
 }
 
+/// The GPUs a run judged, as `run.json` records them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct GpuScopeRecord {
+    /// `GPUs 0,1 (from CUDA_VISIBLE_DEVICES)`, `every GPU`.
+    pub judged: String,
+    /// The indices of the cards that matched (empty when no GPU could be read).
+    pub cards: Vec<u32>,
+    /// `CUDA_VISIBLE_DEVICES` given to the server (only with `--gpus`).
+    pub server_cuda_visible_devices: Option<String>,
+    /// Processes not of this run holding memory on those cards, at the gate or the stop.
+    pub others_holding: Vec<String>,
+    /// Server processes not started by this run, left alone.
+    pub servers_left_alone: Vec<String>,
+}
+
+impl GpuScopeRecord {
+    /// Adds what one judgement saw (each line once).
+    pub fn add(&mut self, others: Vec<String>, left_alone: Vec<String>) {
+        for o in others {
+            if !self.others_holding.contains(&o) {
+                self.others_holding.push(o);
+            }
+        }
+        for l in left_alone {
+            if !self.servers_left_alone.contains(&l) {
+                self.servers_left_alone.push(l);
+            }
+        }
+    }
+}
+
 /// `run.json`: the record of what ran. Written when the run starts (`ended_at` null, so a run
 /// killed outright still says what it was) and again, whole, when it ends.
 #[derive(Clone, Debug, Serialize)]
@@ -79,6 +110,12 @@ pub struct RunRecord {
     pub host: String,
     /// The GPUs nvidia-smi (or the simulated GPU) listed; null when none could be read.
     pub gpus: Value,
+    /// The GPUs the run judged and who else used them (docs/supervision.md, "Sharing the
+    /// node"); null until the gate has read them.
+    pub gpu_scope: Option<GpuScopeRecord>,
+    /// Attach mode: the pids of the server listening on the URL's port and those below it
+    /// (empty when they cannot be seen from here).
+    pub attached_server: Vec<i32>,
     pub engine: Option<String>,
     pub engine_version: Option<String>,
     pub url: String,
@@ -110,6 +147,8 @@ impl RunRecord {
             inferlint_version: crate::VERSION,
             host: host_name(),
             gpus: Value::Null,
+            gpu_scope: None,
+            attached_server: Vec::new(),
             engine: None,
             engine_version: None,
             url: url.to_string(),

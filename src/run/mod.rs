@@ -15,9 +15,11 @@ pub mod folder;
 pub mod foreign;
 pub mod gate;
 pub mod interrupt;
+pub mod listener;
 pub mod live;
 pub mod load;
 pub mod monitor;
+pub mod neighbours;
 pub mod proc;
 pub mod reconcile;
 pub mod redact;
@@ -74,6 +76,11 @@ pub struct RunInputs {
     pub gate_timeout: Duration,
     /// The T2 wait after the server stopped.
     pub teardown_timeout: Duration,
+    /// The GPUs the run judges (docs/supervision.md, "Sharing the node").
+    pub gpu_scope: crate::gpu::GpuScope,
+    /// Whether the scope came from `--gpus`: the server is then given those GPUs as
+    /// CUDA_VISIBLE_DEVICES (integer ordinals, with CUDA_DEVICE_ORDER=PCI_BUS_ID).
+    pub pin_server_gpus: bool,
     /// The probe's settings (its timeouts are injectable for tests).
     pub probe_options: crate::probe::ProbeOptions,
     /// The program that runs the shepherds (default: this executable's `shepherd`
@@ -102,6 +109,8 @@ impl RunInputs {
             stop_grace: Duration::from_secs(30),
             gate_timeout: Duration::from_secs(10),
             teardown_timeout: Duration::from_secs(120),
+            gpu_scope: crate::gpu::GpuScope::all(),
+            pin_server_gpus: false,
             probe_options: crate::probe::ProbeOptions::default(),
             shepherd: None,
         }
@@ -112,7 +121,8 @@ impl RunInputs {
 #[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
 pub struct Timings {
     pub total_s: f64,
-    /// The GPU gate before the server starts (its readings are 2 s apart by design).
+    /// The GPU gate before the server starts (two readings, a settle apart on a free card,
+    /// else 2 s; docs/supervision.md, "T2 by events").
     pub gate_s: f64,
     /// From starting the server to it being ready.
     pub boot_s: f64,

@@ -122,6 +122,9 @@ pub fn section(report: &Report) -> Markup {
                                 span class="t" { (r.tripwire.code()) }
                                 span class="m" {
                                     (catalogue::entry(r.tripwire).name) ": " (r.message)
+                                    @if let Some(g) = gpus_line(r) {
+                                        " " (g)
+                                    }
                                     small { (catalogue::entry(r.tripwire).why) }
                                 }
                             }
@@ -143,6 +146,9 @@ fn finding(r: &CheckResult) -> Markup {
                 span class="slug" { (entry.slug) }
             }
             p class="msg" { (r.message) }
+            @if let Some(g) = gpus_line(r) {
+                p class="msg" { (g) }
+            }
             p class="why" { (entry.why) }
             p class="cmd" { "Check it again: " code { (entry.command) } }
             @if !r.evidence.is_empty() {
@@ -161,6 +167,55 @@ fn finding(r: &CheckResult) -> Markup {
     }
 }
 
+/// T2 of a run: which GPUs it judged and who else used them (docs/supervision.md, "Sharing the
+/// node"), from the result's evidence; None for a T2 without it.
+pub fn gpus_line(r: &CheckResult) -> Option<String> {
+    if r.tripwire != Tripwire::T2 {
+        return None;
+    }
+    let judged = r.evidence.get("gpus_judged")?.as_str()?;
+    let list = |k: &str| -> Vec<String> {
+        r.evidence
+            .get(k)
+            .and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let cards: Vec<String> = r
+        .evidence
+        .get("cards")
+        .and_then(|v| v.as_array())
+        .map(|a| a.iter().map(|x| x.to_string()).collect())
+        .unwrap_or_default();
+    let mut s = format!("Judged {judged}");
+    if !cards.is_empty() {
+        let noun = if cards.len() == 1 { "card" } else { "cards" };
+        s.push_str(&format!(" ({noun} {})", cards.join(", ")));
+    }
+    s.push('.');
+    let others = list("others_holding_these_gpus");
+    if others.is_empty() {
+        s.push_str(" Nothing else held memory on them.");
+    } else {
+        s.push_str(&format!(
+            " Also holding memory on them: {}.",
+            others.join("; ")
+        ));
+    }
+    let left = list("servers_left_alone").len();
+    if left > 0 {
+        let noun = if left == 1 { "process" } else { "processes" };
+        s.push_str(&format!(
+            " {left} server {noun} not started by this run, left alone."
+        ));
+    }
+    Some(s)
+}
+
 fn evidence_value(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::String(s) => s.clone(),
@@ -173,5 +228,40 @@ fn evidence_value(v: &serde_json::Value) -> String {
                 s
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn t2_names_the_gpus_judged_and_the_others_on_them() {
+        let r = CheckResult::pass(Tripwire::T2, "2 consecutive clear readings")
+            .with("gpus_judged", "GPU 1 (from --gpus)")
+            .with("cards", vec![1])
+            .with(
+                "others_holding_these_gpus",
+                vec!["pid 4711 (alice) python, 300 MiB on GPU 1"],
+            )
+            .with(
+                "servers_left_alone",
+                vec!["left alone: pid=9 …", "left alone: pid=10 …"],
+            );
+        assert_eq!(
+            gpus_line(&r).unwrap(),
+            "Judged GPU 1 (from --gpus) (card 1). Also holding memory on them: pid 4711 (alice) python, 300 MiB on GPU 1. 2 server processes not started by this run, left alone."
+        );
+        let bare = CheckResult::pass(Tripwire::T2, "2 consecutive clear readings")
+            .with("gpus_judged", "every GPU")
+            .with("cards", vec![0]);
+        assert_eq!(
+            gpus_line(&bare).unwrap(),
+            "Judged every GPU (card 0). Nothing else held memory on them."
+        );
+        // Older T2 results (teardown, gpu-inspect, earlier runs) carry no scope.
+        assert!(gpus_line(&CheckResult::pass(Tripwire::T2, "x")).is_none());
+        let t7 = CheckResult::pass(Tripwire::T7, "x").with("gpus_judged", "every GPU");
+        assert!(gpus_line(&t7).is_none());
     }
 }

@@ -19,7 +19,8 @@ use crate::report::{self, BootLog, Report};
 
 impl Run {
     /// Step 12: stop the server the run started (the staged teardown of its whole tree:
-    /// SIGTERM, grace, SIGKILL), then the full teardown of any server left and its T2.
+    /// SIGTERM, grace, SIGKILL), then T2 on the run's GPUs. Server processes the run did not
+    /// start are listed, never signalled (docs/supervision.md, "Sharing the node").
     pub(super) async fn stop_server(&mut self) {
         let Some(server) = self.server.as_mut() else {
             return;
@@ -89,18 +90,26 @@ impl Run {
         for l in report.leftover_lines() {
             self.sink.line(&l);
         }
-        let (t2_timeout, grace) = if self.interrupt.interrupted() {
+        let t2_timeout = if self.interrupt.interrupted() {
             // Two readings, no more: the run is being stopped.
-            (
-                self.inputs.teardown_timeout.min(Duration::from_secs(4)),
-                Duration::from_secs(2),
-            )
+            self.inputs.teardown_timeout.min(Duration::from_secs(4))
         } else {
-            (self.inputs.teardown_timeout, Duration::from_secs(15))
+            self.inputs.teardown_timeout
         };
-        let t2 = gate::after_stop(t2_timeout, grace, &report).await;
-        self.extra.push(t2.clone());
-        self.record_result(t2);
+        let j = gate::after_stop(
+            t2_timeout,
+            &report,
+            self.run_id.clone(),
+            &self.inputs.gpu_scope,
+            self.gate_used_mib,
+        )
+        .await;
+        for l in &j.lines {
+            self.sink.line(l);
+        }
+        self.note_scope(&j);
+        self.extra.push(j.t2.clone());
+        self.record_result(j.t2);
         self.timings.stop_s = t.elapsed().as_secs_f64();
     }
 

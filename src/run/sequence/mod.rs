@@ -94,6 +94,12 @@ struct Run {
     load_exit: Option<i32>,
     timings: Timings,
     t0: Instant,
+    /// The run's marker (`INFERLINT_RUN_ID` of its server), once the server started.
+    run_id: Option<String>,
+    /// The used MiB of the run's cards at the gate (the idle baseline of the stop's readings).
+    gate_used_mib: Option<u64>,
+    /// The indices of the run's cards, once a reading matched them.
+    scope_cards: Option<Vec<u32>>,
 }
 
 /// Runs the whole sequence and returns its outcome; the run folder is complete when it returns.
@@ -171,6 +177,9 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
         load_exit: None,
         timings: Timings::default(),
         t0,
+        run_id: None,
+        gate_used_mib: None,
+        scope_cards: None,
         inputs,
     };
     if let Err(e) = std::fs::create_dir_all(&run.out) {
@@ -307,6 +316,8 @@ impl Run {
             self.set_problem(format!("no server answers at {}/health", self.url));
             self.no_report = true;
             return;
+        } else {
+            self.name_attached_server().await;
         }
 
         // 4. Metrics and engine; 5. the boot log runs before a metrics problem stops the run.
@@ -352,6 +363,35 @@ impl Run {
 
         // 11. The run checks.
         self.checks_step();
+    }
+
+    /// Attach mode: which processes serve the URL (the listener on its port and everything
+    /// below it), said once. The run never stops a server it did not start (spec §4 step 12).
+    async fn name_attached_server(&mut self) {
+        let url = self.url.clone();
+        let found =
+            tokio::task::spawn_blocking(move || super::listener::find(Path::new("/proc"), &url))
+                .await;
+        let line = match found {
+            Ok(super::listener::Found::Tree(t)) => {
+                let cmd: String = t[0].cmdline().chars().take(100).collect();
+                self.record.attached_server = t.iter().map(|p| p.pid).collect();
+                format!(
+                    "== the server at {}: pid={} {cmd} (and {} processes below it; not started by this run, left running)",
+                    self.url,
+                    t[0].pid,
+                    t.len() - 1
+                )
+            }
+            Ok(super::listener::Found::NotFound(why)) => {
+                format!(
+                    "note: cannot tell which processes serve {}: {why}",
+                    self.url
+                )
+            }
+            Err(e) => format!("note: cannot tell which processes serve {}: {e}", self.url),
+        };
+        self.line(&line);
     }
 
     /// Step 4: one scrape to learn the engine from the metric names.

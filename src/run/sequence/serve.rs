@@ -25,16 +25,25 @@ impl Run {
         if self.inputs.gpu_check != GpuCheck::Off {
             self.line("== is the GPU free?");
             let t = Instant::now();
-            let (t2, note) =
-                gate::before_start(self.inputs.gate_timeout, self.inputs.gpu_check).await;
+            let j = gate::before_start(
+                self.inputs.gate_timeout,
+                self.inputs.gpu_check,
+                &self.inputs.gpu_scope,
+            )
+            .await;
             self.timings.gate_s = t.elapsed().as_secs_f64();
-            if let Some(n) = note {
-                self.line(&format!("note: {n}"));
+            for l in &j.lines {
+                self.line(l);
             }
-            // N/A: no NVIDIA GPU here and no server process alive, so nothing blocks a start.
+            self.gate_used_mib = j.used_mib();
+            self.note_scope(&j);
+            let t2 = j.t2;
+            // N/A: no NVIDIA GPU here and none of the run's processes alive, so nothing
+            // blocks a start.
             let clear = matches!(t2.status, Status::Pass | Status::NotApplicable);
             self.extra.push(t2.clone());
             self.record_result(t2);
+            self.save_record();
             if !clear {
                 self.set_problem("the GPU is not free; start no server on it");
                 return false;
@@ -50,6 +59,7 @@ impl Run {
             self.set_problem("the --serve command is empty (or its quotes do not balance)");
             return false;
         }
+        let argv = self.pinned(argv);
         let shepherd = match self.shepherd() {
             Ok(s) => s,
             Err(e) => {
@@ -71,6 +81,9 @@ impl Run {
                 return false;
             }
         };
+        // The run's marker, as the server's environment holds it: the readings after the stop
+        // know the run's own processes by it.
+        self.run_id = ProcScanner::system().environ_var(proc.pid, inferlint_supervisor::RUN_ID_ENV);
         let lines = std::mem::replace(&mut proc.lines, Lines::closed());
         let (events, log_task) = server::watch_log(lines, Some(self.engine()));
         self.server = Some(Started {
@@ -142,6 +155,78 @@ impl Run {
                 false
             }
         }
+    }
+
+    /// The command started on the run's GPUs when `--gpus` named them: `env
+    /// CUDA_VISIBLE_DEVICES=… CUDA_DEVICE_ORDER=PCI_BUS_ID CMD…` (`env` execs the command, so
+    /// the server keeps the pid the shepherd started). Integer ordinals, in PCI bus order,
+    /// because vLLM refuses UUIDs there (docs/supervision.md, "Sharing the node").
+    fn pinned(&mut self, argv: Vec<String>) -> Vec<String> {
+        if !self.inputs.pin_server_gpus {
+            return argv;
+        }
+        let ordinals: Option<Vec<String>> = match &self.scope_cards {
+            Some(cards) if !cards.is_empty() => Some(cards.iter().map(u32::to_string).collect()),
+            _ => self.inputs.gpu_scope.ids.as_ref().and_then(|ids| {
+                ids.iter()
+                    .map(|id| match id {
+                        crate::gpu::GpuId::Index(i) => Some(i.to_string()),
+                        crate::gpu::GpuId::Uuid(_) => None,
+                    })
+                    .collect()
+            }),
+        };
+        let Some(ordinals) = ordinals else {
+            self.line("note: --gpus names UUIDs that no GPU reading resolved to an index; the server is started without CUDA_VISIBLE_DEVICES");
+            return argv;
+        };
+        let list = ordinals.join(",");
+        self.line(&format!(
+            "note: the server gets CUDA_VISIBLE_DEVICES={list} (CUDA_DEVICE_ORDER=PCI_BUS_ID)"
+        ));
+        if let Some(r) = self.record.gpu_scope.as_mut() {
+            r.server_cuda_visible_devices = Some(list.clone());
+        }
+        let mut out = vec![
+            "env".to_string(),
+            format!("CUDA_VISIBLE_DEVICES={list}"),
+            "CUDA_DEVICE_ORDER=PCI_BUS_ID".to_string(),
+        ];
+        out.extend(argv);
+        out
+    }
+
+    /// Records the run's GPUs and who else used them (run.json, the report's T2 evidence).
+    pub(super) fn note_scope(&mut self, j: &gate::Judgement) {
+        let Some(judged) = &j.judged else { return };
+        let cards: Vec<u32> = judged
+            .last
+            .as_ref()
+            .map(|r| r.gpus.iter().map(|g| g.index).collect())
+            .unwrap_or_default();
+        if self.scope_cards.is_none() && judged.last.is_some() {
+            self.scope_cards = Some(cards.clone());
+        }
+        let rec = self
+            .record
+            .gpu_scope
+            .get_or_insert_with(|| folder::GpuScopeRecord {
+                judged: self.inputs.gpu_scope.describe(),
+                cards,
+                ..Default::default()
+            });
+        rec.add(
+            judged
+                .other_holders
+                .iter()
+                .map(crate::gpu::GpuHolder::describe)
+                .collect(),
+            judged
+                .neighbours
+                .iter()
+                .map(super::super::neighbours::Neighbour::line)
+                .collect(),
+        );
     }
 
     /// Before anything starts: what earlier runs whose inferlint processes were both killed
