@@ -82,6 +82,7 @@
 //! no cgroup was in use: nothing ties it to the run any more (tested as exactly that limit).
 
 pub mod cgroup;
+pub mod member_exit;
 pub mod output;
 pub mod pidfd;
 pub mod procfs;
@@ -97,6 +98,7 @@ pub mod tree;
 use serde::{Deserialize, Serialize};
 
 pub use cgroup::CgroupMode;
+pub use member_exit::MemberExit;
 pub use output::{LineReceiver, OutputLine, Stream};
 pub use pidfd::Tracked;
 pub use procfs::{ProcId, ProcInfo, ProcScanner};
