@@ -148,8 +148,21 @@ impl MemoryMounts {
                 }
             }
         }
-        let f = under(self.v2.as_ref()?, "/", &v2_path?).join("memory.events");
-        f.exists().then_some(f)
+        // A v2 cgroup without the controller (the run's own, below a limited one) is charged
+        // to its nearest ancestor that has it, whose hierarchical memory.events counts the
+        // kills; the root has none.
+        let mount = self.v2.as_ref()?;
+        let mut dir = under(mount, "/", &v2_path?);
+        while dir != *mount && dir.starts_with(mount) {
+            let f = dir.join("memory.events");
+            if f.exists() {
+                return Some(f);
+            }
+            if !dir.pop() {
+                break;
+            }
+        }
+        None
     }
 }
 
@@ -430,6 +443,12 @@ mod tests {
             v1: None,
         };
         assert_eq!(v2_only.counter_for(hybrid), None);
+        // The run's cgroup below a limited one: the limited one counts its kills.
+        std::fs::write(v2.join("run/memory.events"), "oom_kill 1\n").unwrap();
+        assert_eq!(
+            v2_only.counter_for("0::/run/x\n"),
+            Some(v2.join("run/memory.events"))
+        );
         std::fs::write(v2.join("run/x/memory.events"), "oom_kill 1\n").unwrap();
         assert_eq!(
             v2_only.counter_for("0::/run/x\n"),

@@ -17,12 +17,14 @@ use crate::result::{CheckResult, Tripwire};
 use crate::series::Series;
 use crate::snapshot::{Scraper, Snapshot, SCRAPE_TIMEOUT};
 
+mod deaths;
 mod finish;
 mod gaps;
 mod serve;
 
 use finish::read_result;
 
+use super::deaths::{DeathWatch, Phase};
 use super::drive::{run_load, LoadSpec, Recorder};
 use super::folder::{self, RunRecord};
 use super::interrupt::{Interrupt, Level};
@@ -78,6 +80,10 @@ struct Run {
     no_report: bool,
     engine: Option<Engine>,
     server: Option<Started>,
+    /// The deaths in the server's tree, when the run started the server.
+    deaths: Option<DeathWatch>,
+    /// How many of them a T7 has judged.
+    deaths_judged: usize,
     scraper: Arc<Scraper>,
     facts: Option<BootFacts>,
     boot_text: Option<String>,
@@ -156,6 +162,8 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
         no_report: false,
         engine: None,
         server: None,
+        deaths: None,
+        deaths_judged: 0,
         scraper: Arc::new(Scraper::new()),
         facts: None,
         boot_text: None,
@@ -187,6 +195,7 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
     run.record.gpus = gpus_json().await;
     run.save_record();
     run.steps().await;
+    run.record_deaths();
     run.stop_server().await;
     run.finish().await
 }
@@ -263,6 +272,12 @@ impl Run {
             .unwrap_or(Engine::Vllm)
     }
 
+    fn set_phase(&self, phase: Phase) {
+        if let Some(d) = &self.deaths {
+            d.set_phase(phase);
+        }
+    }
+
     fn interrupted(&mut self) -> bool {
         if self.interrupt.interrupted() {
             self.set_problem("interrupted");
@@ -322,10 +337,12 @@ impl Run {
             self.line(&format!("== probe: one request, then {n} at once"));
             let mut opts = self.inputs.probe_options.clone();
             opts.api_key = self.api_key.clone();
+            self.set_phase(Phase::Probe);
             let r = tokio::select! {
                 r = crate::probe::probe(&self.url, &opts) => Some(r),
                 _ = self.interrupt.reached(Level::Graceful) => None,
             };
+            self.set_phase(Phase::Ready);
             match r {
                 Some(r) => {
                     self.extra.push(r.clone());
@@ -338,6 +355,10 @@ impl Run {
             }
         }
         if self.interrupted() {
+            return;
+        }
+        // A server that broke after ready gets no load: it could not serve it.
+        if self.deaths.as_ref().is_some_and(|d| d.broken().is_some()) {
             return;
         }
 
@@ -563,6 +584,9 @@ impl Run {
         };
         let server_exit = self.server.as_ref().map(|s| s.proc.exit_watch());
         let server_events = self.server.as_mut().map(|s| &mut s.events);
+        if let Some(d) = &self.deaths {
+            d.set_phase(Phase::Load);
+        }
         let outcome = run_load(
             LoadSpec {
                 argv: &rewrite.argv,
@@ -575,10 +599,13 @@ impl Run {
                 shepherd,
                 server_exit,
                 server_events,
+                deaths: self.deaths.as_ref(),
             },
             &mut recorder,
         )
         .await;
+        self.set_phase(Phase::AfterLoad);
+        self.record_deaths();
         self.sink.clear_status();
         self.timings.load_s = outcome.seconds;
         // Whatever happened to the load: the after snapshot, then the recorder's end.
@@ -604,6 +631,10 @@ impl Run {
                 "the server exited with code {} during the load",
                 e.code()
             ));
+        }
+        if let Some(why) = outcome.server_broken {
+            // Only without a death report (the shepherd itself was lost): said above otherwise.
+            self.set_problem(format!("the server could not serve the whole load: {why}"));
         }
         // 9. The result file.
         let path = self
