@@ -477,7 +477,7 @@ impl Engine {
                     self.requests_seen += 1;
                     if let Some(mib) = self.cfg.host_memory_grow_mib {
                         // Touched, one byte per page, so the memory is really charged.
-                        let mut block = vec![0u8; mib as usize << 20];
+                        let mut block = vec![0u8; (mib as usize) << 20];
                         for b in block.iter_mut().step_by(4096) {
                             *b = 1;
                         }
