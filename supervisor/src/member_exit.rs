@@ -166,6 +166,25 @@ impl MemoryMounts {
     }
 }
 
+/// Whether a `/proc/PID/cgroup` text puts the process in the root of its memory hierarchy
+/// (the v1 `memory` line's path, else the v2 one, is `/`).
+fn in_root_memory_cgroup(text: &str) -> bool {
+    let mut v2 = None;
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(_), Some(ctrls), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+            continue;
+        };
+        if ctrls.split(',').any(|c| c == "memory") {
+            return path.trim() == "/";
+        }
+        if ctrls.is_empty() {
+            v2 = Some(path.trim() == "/");
+        }
+    }
+    v2.unwrap_or(false)
+}
+
 /// A cgroup path (as `/proc/PID/cgroup` writes it) under a mount whose root is `root`.
 fn under(mount: &Path, root: &str, path: &str) -> PathBuf {
     let rel = if root != "/" {
@@ -185,8 +204,8 @@ struct Known {
     argv: Vec<String>,
     comm: String,
     leader: bool,
-    /// Its memory cgroup's OOM counter, as of the last census.
-    oom: Option<PathBuf>,
+    /// The OOM counters of every memory cgroup it was seen in (a member may be moved).
+    oom: Vec<PathBuf>,
 }
 
 /// The shepherd's watch over its members' deaths.
@@ -231,9 +250,13 @@ impl MemberWatch {
         if self.ended.contains(&id) {
             return;
         }
-        let oom = std::fs::read_to_string(self.scan.root().join(info.pid.to_string()).join("cgroup"))
-            .ok()
-            .and_then(|t| self.mounts.counter_for(&t));
+        let text =
+            std::fs::read_to_string(self.scan.root().join(info.pid.to_string()).join("cgroup"))
+                .unwrap_or_default();
+        // An exiting task is moved to the root cgroup before it turns zombie (the OOM killer's
+        // victim takes a while to exit): never follow a member from its cgroup to the root.
+        let oom = self.mounts.counter_for(&text);
+        let to_root = in_root_memory_cgroup(&text);
         if let Some(path) = &oom {
             if !self.claimed.contains_key(path) {
                 if let Some(v) = read_counter(path) {
@@ -251,7 +274,7 @@ impl MemberWatch {
             argv: Vec::new(),
             comm: String::new(),
             leader,
-            oom: None,
+            oom: Vec::new(),
         });
         // A zombie or a kernel thread reads as an empty command line: keep the last one seen.
         if !argv.is_empty() {
@@ -261,8 +284,10 @@ impl MemberWatch {
             entry.comm = info.comm.clone();
         }
         entry.leader |= leader;
-        if oom.is_some() {
-            entry.oom = oom;
+        if let Some(path) = oom {
+            if (entry.oom.is_empty() || !to_root) && !entry.oom.contains(&path) {
+                entry.oom.push(path);
+            }
         }
     }
 
@@ -309,7 +334,7 @@ impl MemberWatch {
             self.ended.insert(id);
             let status = self.status_of(tree, id, k.leader);
             let oom_kill = status == Some(ExitKind::Signal(libc::SIGKILL))
-                && k.oom.as_ref().is_some_and(|p| self.claim_oom_kill(p));
+                && k.oom.iter().any(|p| self.claim_oom_kill(p));
             out.push(MemberExit {
                 pid: id.pid,
                 starttime: id.starttime,
@@ -463,6 +488,44 @@ mod tests {
             inner.counter_for("4:memory:/jobs/a\n"),
             Some(v1.join("jobs/a/memory.oom_control"))
         );
+    }
+
+    #[test]
+    fn an_exiting_member_seen_in_the_root_keeps_its_cgroup() {
+        assert!(in_root_memory_cgroup("4:memory:/\n0::/\n"));
+        assert!(!in_root_memory_cgroup("4:memory:/jobs/a\n0::/\n"));
+        assert!(in_root_memory_cgroup("0::/\n"));
+        assert!(!in_root_memory_cgroup("0::/run/x\n"));
+        let tmp = tempfile::tempdir().unwrap();
+        let v1 = tmp.path().to_path_buf();
+        std::fs::create_dir_all(v1.join("jobs/a")).unwrap();
+        std::fs::write(v1.join("memory.oom_control"), "oom_kill 0\n").unwrap();
+        std::fs::write(v1.join("jobs/a/memory.oom_control"), "oom_kill 0\n").unwrap();
+        // A synthetic /proc with one process whose cgroup file the test rewrites.
+        let proc_root = tmp.path().join("proc");
+        std::fs::create_dir_all(proc_root.join("7")).unwrap();
+        let mounts = MemoryMounts {
+            v2: None,
+            v1: Some(("/".into(), v1.clone())),
+        };
+        let mut w = MemberWatch::with_mounts(ProcScanner::new(&proc_root), mounts);
+        let info = ProcInfo {
+            pid: 7,
+            ppid: 1,
+            pgrp: 7,
+            session: 7,
+            state: 'R',
+            starttime: 9,
+            comm: "VLLM::EngineCor".into(),
+            argv: vec!["VLLM::EngineCore".into()],
+            uid: None,
+        };
+        let id = info.id();
+        std::fs::write(proc_root.join("7/cgroup"), "4:memory:/jobs/a\n").unwrap();
+        w.observe(&info, false);
+        std::fs::write(proc_root.join("7/cgroup"), "4:memory:/\n").unwrap();
+        w.observe(&info, false);
+        assert_eq!(w.known[&id].oom, vec![v1.join("jobs/a/memory.oom_control")]);
     }
 
     #[test]
