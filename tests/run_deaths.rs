@@ -181,7 +181,10 @@ fn results(w: &World) -> Value {
 
 fn deaths(w: &World) -> Vec<Value> {
     let run = json_file(&w.out().join("run.json"));
-    run["deaths"].as_array().expect("run.json lists deaths").clone()
+    run["deaths"]
+        .as_array()
+        .expect("run.json lists deaths")
+        .clone()
 }
 
 /// What a run whose engine died mid-load must show, `how` being the end's words.
@@ -257,10 +260,21 @@ fn an_engine_killed_mid_load_is_printed_recorded_and_fails_t7() {
     let lag = printed.duration_since(killed_at);
     let into = killed_at.duration_since(load_at).as_secs_f64();
     let at_s = d[0]["at_s"].as_f64().unwrap();
-    println!("death printed {lag:?} after the kill; at_s {at_s} (kill {into:.2}s after `== load:`)");
-    assert!(lag < Duration::from_secs(1), "printed {lag:?} after the kill");
-    assert!((at_s - into).abs() < 1.0, "at_s {at_s}, killed {into:.2}s in");
-    assert!(bystander.alive(), "the bystander VLLM::EngineCore was killed");
+    println!(
+        "death printed {lag:?} after the kill; at_s {at_s} (kill {into:.2}s after `== load:`)"
+    );
+    assert!(
+        lag < Duration::from_secs(1),
+        "printed {lag:?} after the kill"
+    );
+    assert!(
+        (at_s - into).abs() < 1.0,
+        "at_s {at_s}, killed {into:.2}s in"
+    );
+    assert!(
+        bystander.alive(),
+        "the bystander VLLM::EngineCore was killed"
+    );
 }
 
 #[test]
@@ -296,7 +310,9 @@ impl MemCgroup {
                 .find_map(|l| {
                     let mut p = l.splitn(3, ':');
                     let (_, c, path) = (p.next(), p.next()?, p.next()?);
-                    c.split(',').any(|x| x == "memory").then(|| path.to_string())
+                    c.split(',')
+                        .any(|x| x == "memory")
+                        .then(|| path.to_string())
                 })
                 .unwrap_or_else(|| "/".into());
             let rel = path.strip_prefix(root.as_str()).unwrap_or(&path);
@@ -310,9 +326,13 @@ impl MemCgroup {
                 ],
             )
         } else if let Some(v2) = &mounts.v2 {
-            let ctl = std::fs::read_to_string(v2.join("cgroup.subtree_control")).unwrap_or_default();
+            let ctl =
+                std::fs::read_to_string(v2.join("cgroup.subtree_control")).unwrap_or_default();
             if !ctl.split_whitespace().any(|c| c == "memory") {
-                return Err(format!("{} does not delegate the memory controller", v2.display()));
+                return Err(format!(
+                    "{} does not delegate the memory controller",
+                    v2.display()
+                ));
             }
             (
                 v2.join(&name),

@@ -366,7 +366,12 @@ mod tests {
             describe(&e),
             "the server (vllm, pid 4711) exited with code 1"
         );
-        let e = exit(&["python3", "-m", "sglang.launch_server"], true, None, false);
+        let e = exit(
+            &["python3", "-m", "sglang.launch_server"],
+            true,
+            None,
+            false,
+        );
         assert_eq!(
             describe(&e),
             "the server (sglang.launch_server, pid 4711) exited (how, the kernel could no longer tell)"
@@ -376,14 +381,35 @@ mod tests {
     #[test]
     fn what_counts_as_a_death() {
         // Server processes, however they end; the server is broken.
-        assert_eq!(judge(&exit(&["vllm"], true, Some(ExitKind::Code(0)), false)), Some(true));
-        for title in ["VLLM::EngineCore_DP1", "VLLM::Worker_PP1_TP0", "sglang::scheduler_TP0"] {
-            assert_eq!(judge(&exit(&[title], false, Some(ExitKind::Code(0)), false)), Some(true));
+        assert_eq!(
+            judge(&exit(&["vllm"], true, Some(ExitKind::Code(0)), false)),
+            Some(true)
+        );
+        for title in [
+            "VLLM::EngineCore_DP1",
+            "VLLM::Worker_PP1_TP0",
+            "sglang::scheduler_TP0",
+        ] {
+            assert_eq!(
+                judge(&exit(&[title], false, Some(ExitKind::Code(0)), false)),
+                Some(true)
+            );
         }
         // Other members: a signal is a crash, a code is a helper's business.
         assert_eq!(judge(&exit(&["python3"], false, KILL, false)), Some(false));
-        assert_eq!(judge(&exit(&["gcc"], false, Some(ExitKind::Code(1)), false)), None);
-        assert_eq!(judge(&exit(&["/usr/bin/x::y"], false, Some(ExitKind::Code(0)), false)), None);
+        assert_eq!(
+            judge(&exit(&["gcc"], false, Some(ExitKind::Code(1)), false)),
+            None
+        );
+        assert_eq!(
+            judge(&exit(
+                &["/usr/bin/x::y"],
+                false,
+                Some(ExitKind::Code(0)),
+                false
+            )),
+            None
+        );
     }
 
     #[tokio::test]

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use inferlint_supervisor::cgroup::Cgroup;
 use inferlint_supervisor::{
-    ExitKind, Graces, LineReceiver, MemberExit, ProcScanner, ShepherdProgram, SpawnOptions, StopMode,
-    Supervised, TeardownReport, Tree,
+    ExitKind, Graces, LineReceiver, MemberExit, ProcScanner, ShepherdProgram, SpawnOptions,
+    StopMode, Supervised, TeardownReport, Tree,
 };
 use tokio::sync::{mpsc, watch};
 

@@ -119,7 +119,8 @@ impl MemoryMounts {
                 Some(&"cgroup2") if m.v2.is_none() => m.v2 = Some(PathBuf::from(mount)),
                 Some(&"cgroup")
                     if m.v1.is_none()
-                        && r.get(2).is_some_and(|o| o.split(',').any(|x| x == "memory")) =>
+                        && r.get(2)
+                            .is_some_and(|o| o.split(',').any(|x| x == "memory")) =>
                 {
                     m.v1 = Some((root.to_string(), PathBuf::from(mount)));
                 }
@@ -419,7 +420,10 @@ mod tests {
         let v1 = "oom_kill_disable 0\nunder_oom 0\noom_kill 7\n";
         assert_eq!(parse_oom_kill(v1), Some(7));
         // `oom_kill_disable` and `oom_group_kill` are other keys.
-        assert_eq!(parse_oom_kill("oom_kill_disable 1\noom_group_kill 4\n"), None);
+        assert_eq!(
+            parse_oom_kill("oom_kill_disable 1\noom_group_kill 4\n"),
+            None
+        );
         assert_eq!(parse_oom_kill(""), None);
     }
 

@@ -131,11 +131,15 @@ mod tests {
     /// The kernel release as (major, minor).
     fn kernel() -> (u32, u32) {
         let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-        let mut it = r.split(|c: char| !c.is_ascii_digit()).map(|n| n.parse().unwrap_or(0));
+        let mut it = r
+            .split(|c: char| !c.is_ascii_digit())
+            .map(|n| n.parse().unwrap_or(0));
         (it.next().unwrap_or(0), it.next().unwrap_or(0))
     }
 
     #[test]
+    // The child is reaped by `sys::reap` below, after its zombie has been looked at.
+    #[allow(clippy::zombie_processes)]
     fn how_a_process_ended_is_read_as_zombie_and_after_reaping() {
         let scan = ProcScanner::system();
         let child = std::process::Command::new("sleep")

@@ -1,5 +1,5 @@
 //! The deaths in the server's tree, judged (docs/supervision.md, "Every death is an event"):
-//! each one after the server was ready fails T7, and one that broke the server while it was
+//! those after the server was ready fail T7 (once), and one that broke the server while it was
 //! to serve the load is the run's problem, so no verdict over that load passes unremarked.
 
 use super::super::deaths::Death;
@@ -7,35 +7,35 @@ use super::Run;
 use crate::result::{CheckResult, Tripwire};
 
 impl Run {
-    /// Records the deaths seen so far in `run.json`; those after ready and not yet judged make
-    /// one T7 FAIL (naming the first), and a broken server the problem line.
+    /// Records the deaths seen so far in `run.json`; the first time there are any after ready,
+    /// one T7 FAIL names the first (an engine's death is followed by its workers' and its
+    /// server's: one incident, one verdict), and a broken server becomes the problem line.
     pub(super) fn record_deaths(&mut self) {
         let Some(w) = &self.deaths else {
             return;
         };
         w.drain_now();
         let all = w.deaths();
-        let new: Vec<Death> = all[self.deaths_judged.min(all.len())..]
-            .iter()
-            .filter(|d| d.after_ready())
-            .cloned()
-            .collect();
-        self.deaths_judged = all.len();
+        let after_ready: Vec<Death> = all.iter().filter(|d| d.after_ready()).cloned().collect();
         self.record.deaths = all;
-        let Some(first) = new.first() else {
+        if self.deaths_judged {
+            return;
+        }
+        let Some(first) = after_ready.first() else {
             return;
         };
+        self.deaths_judged = true;
         let mut message = first.summary.clone();
-        if new.len() > 1 {
+        if after_ready.len() > 1 {
             message.push_str(&format!(
                 "; {} more process(es) of the server ended after it",
-                new.len() - 1
+                after_ready.len() - 1
             ));
         }
-        let r = CheckResult::fail(Tripwire::T7, message).with("deaths", &new);
+        let r = CheckResult::fail(Tripwire::T7, message).with("deaths", &after_ready);
         self.extra.push(r.clone());
         self.record_result(r);
-        if let Some(b) = new.iter().find(|d| d.server_broken) {
+        if let Some(b) = after_ready.iter().find(|d| d.server_broken) {
             self.set_problem(if b.phase == "load" {
                 format!(
                     "the server could not serve the whole load: {}; the load was stopped, so \

@@ -82,8 +82,8 @@ struct Run {
     server: Option<Started>,
     /// The deaths in the server's tree, when the run started the server.
     deaths: Option<DeathWatch>,
-    /// How many of them a T7 has judged.
-    deaths_judged: usize,
+    /// Whether a T7 has judged them (once per run).
+    deaths_judged: bool,
     scraper: Arc<Scraper>,
     facts: Option<BootFacts>,
     boot_text: Option<String>,
@@ -163,7 +163,7 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
         engine: None,
         server: None,
         deaths: None,
-        deaths_judged: 0,
+        deaths_judged: false,
         scraper: Arc::new(Scraper::new()),
         facts: None,
         boot_text: None,
