@@ -409,3 +409,40 @@ fn an_engine_killed_by_the_oom_killer_is_named_so() {
     let d = deaths(&w);
     assert_eq!(d[0]["oom_kill"], true, "{d:?}");
 }
+
+/// An engine that fails during the boot: its death is printed in the boot's words and recorded,
+/// but it is T12's (a boot failure), not T7's, which speaks only for a server that was ready.
+#[test]
+fn a_death_during_the_boot_is_printed_but_is_not_t7s() {
+    let w = World::new();
+    let args = vec![
+        "--serve".to_string(),
+        w.sim_serve("1.5", "--fail-boot kv_cache_too_small"),
+    ];
+    let r = Live::spawn(w.run_command(&args, &w.sim_bench(LOAD))).finish(BOUND);
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert!(
+        r.alerts()
+            .iter()
+            .any(|l| l.contains("into the boot: VLLM::EngineCore (pid ")
+                && l.ends_with(") exited with code 1")),
+        "{}",
+        r.all()
+    );
+    let d = deaths(&w);
+    assert!(
+        !d.is_empty() && d.iter().all(|x| x["phase"] == "boot"),
+        "{d:?}"
+    );
+    assert_eq!(d[0]["exit_code"], 1, "{d:?}");
+    let res = results(&w);
+    assert_eq!(status_of(&res, "T12").as_deref(), Some("fail"), "{res}");
+    assert!(
+        !res.as_array()
+            .unwrap()
+            .iter()
+            .any(|x| x["tripwire"] == "T7" && x["message"].as_str().unwrap().contains("(pid ")),
+        "{res}"
+    );
+    assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
+}

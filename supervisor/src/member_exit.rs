@@ -326,6 +326,10 @@ impl MemberWatch {
                 None => !self.scan.is_alive(*id),
             })
             .collect();
+        // Seen dead together, the leader goes last: its exit is usually the consequence of
+        // another's (vLLM's API server exits after its engine).
+        let mut dead = dead;
+        dead.sort_by_key(|id| (self.known.get(id).is_some_and(|k| k.leader), id.pid));
         let now = unix_ms();
         let mut out = Vec::new();
         for id in dead {
