@@ -85,6 +85,9 @@ pub struct Death {
     /// What T7 and the problem line say: `VLLM::EngineCore (pid 4711) was killed by SIGKILL
     /// 3.2s into the load`.
     pub summary: String,
+    /// When the shepherd saw it, in milliseconds since the Unix epoch.
+    #[serde(skip)]
+    pub at_unix_ms: u64,
 }
 
 impl Death {
@@ -92,6 +95,18 @@ impl Death {
     pub fn after_ready(&self) -> bool {
         self.phase != Phase::Boot.key()
     }
+}
+
+/// The deaths T7 judges: those after the server was ready and before any interrupt (after
+/// Ctrl-C or `scancel`, whose SIGTERM reaches every process of a Slurm step, the server's end
+/// is the stop's doing, not a failure of the server). `interrupted_ms`: when the first
+/// interrupt came, in milliseconds since the Unix epoch.
+pub fn t7_deaths(deaths: &[Death], interrupted_ms: Option<u64>) -> Vec<Death> {
+    deaths
+        .iter()
+        .filter(|d| d.after_ready() && interrupted_ms.is_none_or(|i| d.at_unix_ms < i))
+        .cloned()
+        .collect()
 }
 
 /// Whether an end matters, and if so whether the server is broken by it.
@@ -216,6 +231,7 @@ impl Inner {
             server_broken: breaks,
             summary: format!("{what} {when}"),
             line,
+            at_unix_ms: exit.at_unix_ms,
         };
         if breaks && self.broken.borrow().is_none() {
             let _ = self.broken.send(Some(death.summary.clone()));
@@ -441,6 +457,13 @@ mod tests {
             w.broken().as_deref(),
             Some("VLLM::EngineCore (pid 4711) was killed by SIGKILL 3.2s into the load")
         );
+        // T7 judges it, unless the run had been interrupted before it.
+        assert_eq!(t7_deaths(&d, None).len(), 1);
+        assert_eq!(t7_deaths(&d, Some(start + 3201)).len(), 1);
+        assert!(t7_deaths(&d, Some(start + 3200)).is_empty());
+        let mut boot = d[0].clone();
+        boot.phase = Phase::Boot.key();
+        assert!(t7_deaths(&[boot], None).is_empty(), "the boot is T12's");
         w.stop();
         tx.send(exit(&["VLLM::Worker_TP0"], false, KILL, false))
             .unwrap();

@@ -2,7 +2,7 @@
 //! those after the server was ready fail T7 (once), and one that broke the server while it was
 //! to serve the load is the run's problem, so no verdict over that load passes unremarked.
 
-use super::super::deaths::Death;
+use super::super::deaths::t7_deaths;
 use super::Run;
 use crate::result::{CheckResult, Tripwire};
 
@@ -16,7 +16,13 @@ impl Run {
         };
         w.drain_now();
         let all = w.deaths();
-        let after_ready: Vec<Death> = all.iter().filter(|d| d.after_ready()).cloned().collect();
+        let interrupted_ms = self.interrupt.since_first().map(|since| {
+            let at = std::time::SystemTime::now() - since;
+            at.duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_millis() as u64)
+                .unwrap_or(0)
+        });
+        let after_ready = t7_deaths(&all, interrupted_ms);
         self.record.deaths = all;
         if self.deaths_judged {
             return;

@@ -632,7 +632,7 @@ impl Run {
                 e.code()
             ));
         }
-        if let Some(why) = outcome.server_broken {
+        if let Some(why) = outcome.server_broken.filter(|_| !outcome.interrupted) {
             // Only without a death report (the shepherd itself was lost): said above otherwise.
             self.set_problem(format!("the server could not serve the whole load: {why}"));
         }
