@@ -319,9 +319,21 @@ fn server_dying_on_its_first_request() {
         Some("fail"),
         "{results}"
     );
-    assert!(message_of(&results, "T7")
+    // The probe's T7, then the death's (the engine's end, as docs/supervision.md says).
+    let t7: Vec<&str> = results
+        .as_array()
         .unwrap()
-        .starts_with("first request failed: "));
+        .iter()
+        .filter(|r| r["tripwire"] == "T7")
+        .map(|r| r["message"].as_str().unwrap())
+        .collect();
+    assert!(t7[0].starts_with("first request failed: "), "{t7:?}");
+    assert!(
+        message_of(&results, "T7")
+            .unwrap()
+            .contains("VLLM::EngineCore (pid "),
+        "{t7:?}\n{stdout}"
+    );
     assert!(w.live_processes().is_empty());
 }
 

@@ -13,6 +13,7 @@ use crate::engine::Engine;
 use crate::series::{record_observed, RecordEvent, RecordOptions, RecordSummary, SeriesSample};
 use crate::snapshot::Scraper;
 
+use super::deaths::DeathWatch;
 use super::interrupt::{Interrupt, Level};
 use super::live::{elapsed, Sink};
 use super::monitor::Monitor;
@@ -38,6 +39,8 @@ pub struct LoadOutcome {
     pub seconds: f64,
     /// The server exited during the load (code).
     pub server_died: Option<Exit>,
+    /// Why the load was stopped early: the server could no longer serve it.
+    pub server_broken: Option<String>,
     /// It was stopped because of an interrupt.
     pub interrupted: bool,
     /// Scrapes of the recording that failed while the load ran, and the last one's error.
@@ -128,6 +131,28 @@ pub struct LoadSpec<'a> {
     pub server_exit: Option<watch::Receiver<Option<Exit>>>,
     /// What the server's log says meanwhile (a failure while serving is alerted).
     pub server_events: Option<&'a mut mpsc::UnboundedReceiver<LogEvent>>,
+    /// The deaths in the server's tree (printed by the watch itself; a death that breaks the
+    /// server stops the load).
+    pub deaths: Option<&'a DeathWatch>,
+}
+
+/// Stops the load because the server can no longer serve it: SIGINT first, as for an
+/// interrupt, so a benchmark client saves what it measured until then.
+fn stop_unserved(
+    why: String,
+    outcome: &mut LoadOutcome,
+    stopping: &mut Option<Instant>,
+    proc: &Proc,
+    sink: &dyn Sink,
+) {
+    if outcome.server_broken.is_none() {
+        outcome.server_broken = Some(why);
+    }
+    if stopping.is_none() {
+        *stopping = Some(Instant::now());
+        sink.line("the server can no longer serve: stopping the load");
+        proc.signal_group(libc::SIGINT);
+    }
 }
 
 /// Runs the load to its end (or until interrupted), feeding the live line from `recorder`.
@@ -140,6 +165,7 @@ pub async fn run_load(spec: LoadSpec<'_>, recorder: &mut Recorder) -> LoadOutcom
         started,
         seconds: 0.0,
         server_died: None,
+        server_broken: None,
         interrupted: false,
         scrape_failures: 0,
         last_scrape_error: None,
@@ -163,6 +189,7 @@ pub async fn run_load(spec: LoadSpec<'_>, recorder: &mut Recorder) -> LoadOutcom
     let mut server_events = spec.server_events;
     let mut lines_open = true;
     let mut stopping: Option<Instant> = None;
+    let mut broken = spec.deaths.map(|d| d.broken_watch());
     loop {
         tokio::select! {
             line = proc.lines.recv(), if lines_open => match line {
@@ -211,15 +238,40 @@ pub async fn run_load(spec: LoadSpec<'_>, recorder: &mut Recorder) -> LoadOutcom
                 match changed {
                     Ok(Some(e)) => {
                         outcome.server_died = Some(e);
-                        spec.sink.alert(&format!(
-                            "{} into the load: the server exited with code {}",
-                            elapsed(t0.elapsed()),
-                            e.code()
-                        ));
+                        // The shepherd reports the leader's death before its exit: the watch
+                        // has printed it, with how it ended. Without one, say it here.
+                        let printed = spec.deaths.is_some_and(|d| {
+                            d.drain_now();
+                            d.leader_reported()
+                        });
+                        if !printed {
+                            spec.sink.alert(&format!(
+                                "{} into the load: the server exited with code {}",
+                                elapsed(t0.elapsed()),
+                                e.code()
+                            ));
+                        }
                         server_exit = None;
+                        let why = format!(
+                            "the server exited with code {} {} into the load",
+                            e.code(),
+                            elapsed(t0.elapsed())
+                        );
+                        stop_unserved(why, &mut outcome, &mut stopping, &proc, spec.sink.as_ref());
                     }
                     Ok(None) => {}
                     Err(_) => server_exit = None,
+                }
+            },
+            why = async {
+                match broken.as_mut() {
+                    Some(rx) => rx.wait_for(|b| b.is_some()).await.map(|b| b.clone()).ok().flatten(),
+                    None => std::future::pending().await,
+                }
+            } => {
+                broken = None;
+                if let Some(why) = why {
+                    stop_unserved(why, &mut outcome, &mut stopping, &proc, spec.sink.as_ref());
                 }
             },
             _ = exit_rx.changed() => {

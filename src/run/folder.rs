@@ -138,6 +138,8 @@ pub struct RunRecord {
     pub report: Option<String>,
     /// Where the time went, in seconds (filled in at the end).
     pub timings: Option<super::Timings>,
+    /// Processes of the server's tree that ended before the stop (docs/supervision.md).
+    pub deaths: Vec<super::deaths::Death>,
 }
 
 impl RunRecord {
@@ -167,6 +169,7 @@ impl RunRecord {
             result_file: None,
             report: None,
             timings: None,
+            deaths: Vec::new(),
         }
     }
 

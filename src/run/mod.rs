@@ -10,6 +10,7 @@
 //! [`sequence`] (the steps in order).
 
 pub mod boot;
+pub mod deaths;
 pub mod drive;
 pub mod folder;
 pub mod foreign;

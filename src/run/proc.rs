@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use inferlint_supervisor::cgroup::Cgroup;
 use inferlint_supervisor::{
-    ExitKind, Graces, LineReceiver, ProcScanner, ShepherdProgram, SpawnOptions, StopMode,
-    Supervised, TeardownReport, Tree,
+    ExitKind, Graces, LineReceiver, MemberExit, ProcScanner, ShepherdProgram, SpawnOptions,
+    StopMode, Supervised, TeardownReport, Tree,
 };
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 /// How a process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +82,8 @@ pub struct Proc {
     pub pid: i32,
     pgid: i32,
     pub lines: Lines,
+    /// The tree's deaths as the shepherd reports them (see [`Proc::take_member_exits`]).
+    member_exits: Option<mpsc::UnboundedReceiver<MemberExit>>,
     exit: watch::Receiver<Option<Exit>>,
     sup: Arc<Supervised>,
     watcher: tokio::task::JoinHandle<()>,
@@ -101,6 +103,7 @@ impl Proc {
         so.graces = opts.graces;
         let mut sup = Supervised::spawn(so).map_err(|e| e.to_string())?;
         let lines = Lines(sup.take_lines());
+        let member_exits = sup.take_member_exits();
         let pid = sup.leader_pid();
         let pgid = sup.info().pgid;
         let sup = Arc::new(sup);
@@ -114,10 +117,22 @@ impl Proc {
             pid,
             pgid,
             lines,
+            member_exits,
             exit,
             sup,
             watcher,
         })
+    }
+
+    /// The deaths of the tree's members before its stop, as they happen (once; a member's
+    /// arrives before the leader's exit shows in [`Proc::exit_watch`]).
+    pub fn take_member_exits(&mut self) -> Option<mpsc::UnboundedReceiver<MemberExit>> {
+        self.member_exits.take()
+    }
+
+    /// Every member death reported so far.
+    pub fn member_exits(&self) -> Vec<MemberExit> {
+        self.sup.member_exits()
     }
 
     /// The exit, if it has happened.

@@ -240,6 +240,11 @@ pub struct ServeArgs {
     /// The engine dies when the (N+1)-th completion request arrives.
     #[arg(long)]
     pub die_after_requests: Option<u32>,
+    /// The engine allocates (and touches) this many MiB of host memory for every completion
+    /// request it takes, and never frees them: under a cgroup memory limit the kernel's OOM
+    /// killer ends it, as it ends a real engine that outgrows its host memory.
+    #[arg(long)]
+    pub host_memory_grow_mib: Option<u32>,
     /// The engine outlives a SIGKILLed API server and keeps its GPU memory (vLLM issue 55510).
     #[arg(long)]
     pub orphan_engine: bool,
@@ -301,6 +306,7 @@ pub struct ServeConfig {
     pub fail_boot: Option<FailKind>,
     /// The engine dies when this many completion requests have arrived before the current one.
     pub die_after_requests: Option<u32>,
+    pub host_memory_grow_mib: Option<u32>,
     pub orphan_engine: bool,
     pub engine_ignores_sigterm: bool,
     pub escape: Option<Escape>,
@@ -394,6 +400,7 @@ impl ServeConfig {
             hybrid: a.hybrid,
             fail_boot: a.fail_boot,
             die_after_requests,
+            host_memory_grow_mib: a.host_memory_grow_mib,
             orphan_engine: a.orphan_engine,
             engine_ignores_sigterm: a.engine_ignores_sigterm,
             escape: a.escape,

@@ -345,6 +345,8 @@ struct Engine {
     sched: Scheduler,
     requests_seen: u32,
     preemption_log: Option<std::fs::File>,
+    /// Host memory held for `--host-memory-grow-mib`.
+    hoard: Vec<Vec<u8>>,
 }
 
 impl Engine {
@@ -371,6 +373,7 @@ impl Engine {
             sched,
             requests_seen: 0,
             preemption_log,
+            hoard: Vec::new(),
         }
     }
 
@@ -475,6 +478,14 @@ impl Engine {
                         return Some(1);
                     }
                     self.requests_seen += 1;
+                    if let Some(mib) = self.cfg.host_memory_grow_mib {
+                        // Touched, one byte per page, so the memory is really charged.
+                        let mut block = vec![0u8; (mib as usize) << 20];
+                        for b in block.iter_mut().step_by(4096) {
+                            *b = 1;
+                        }
+                        self.hoard.push(std::hint::black_box(block));
+                    }
                     self.sched.add(
                         NewRequest {
                             id,

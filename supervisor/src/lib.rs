@@ -62,7 +62,9 @@
 //!   (process group, session, cgroup or why none), [`Supervised::take_lines`] (a
 //!   [`LineReceiver`]: `recv().await` or `blocking_recv()`; `\r` ends a line, lines are capped,
 //!   a slow consumer loses lines — counted by [`Supervised::dropped_lines`] — never the raw
-//!   file), [`Supervised::wait_exit`] / [`Supervised::exited`], [`Supervised::stop`],
+//!   file), [`Supervised::take_member_exits`] / [`Supervised::member_exits`] (every member of
+//!   the tree that ended before the teardown, as a [`MemberExit`]: who, how, OOM killer or
+//!   not; [`member_exit`]), [`Supervised::wait_exit`] / [`Supervised::exited`], [`Supervised::stop`],
 //!   [`Supervised::teardown`] / [`Supervised::teardown_async`] / [`Supervised::done`] →
 //!   [`TeardownReport`] (add GPU memory to its leftovers with
 //!   [`TeardownReport::annotate_gpu`]). Dropping the handle tears down too.
@@ -82,6 +84,7 @@
 //! no cgroup was in use: nothing ties it to the run any more (tested as exactly that limit).
 
 pub mod cgroup;
+pub mod member_exit;
 pub mod output;
 pub mod pidfd;
 pub mod procfs;
@@ -97,6 +100,7 @@ pub mod tree;
 use serde::{Deserialize, Serialize};
 
 pub use cgroup::CgroupMode;
+pub use member_exit::MemberExit;
 pub use output::{LineReceiver, OutputLine, Stream};
 pub use pidfd::Tracked;
 pub use procfs::{ProcId, ProcInfo, ProcScanner};

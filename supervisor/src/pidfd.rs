@@ -86,6 +86,17 @@ impl Tracked {
         }
     }
 
+    /// The pidfd, for a poll set (it polls readable once the process has exited).
+    pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
+        self.fd.as_ref().map(|f| f.as_raw_fd())
+    }
+
+    /// How the process ended, once a parent has reaped it (`PIDFD_INFO_EXIT`, 6.15+); None
+    /// while it runs or is a zombie, without a pidfd, and on older kernels.
+    pub fn exit_status(&self) -> Option<crate::ExitKind> {
+        self.raw_fd().and_then(sys::pidfd_exit_status)
+    }
+
     /// Whether the process still runs (a zombie has exited: it holds nothing but its pid).
     pub fn is_alive(&self, scan: &ProcScanner) -> bool {
         if let Some(fd) = &self.fd {
@@ -115,6 +126,43 @@ mod tests {
         child.wait().unwrap();
         assert!(!t.is_alive(&scan));
         assert!(!t.signal(&scan, libc::SIGKILL));
+    }
+
+    /// The kernel release as (major, minor).
+    fn kernel() -> (u32, u32) {
+        let r = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+        let mut it = r
+            .split(|c: char| !c.is_ascii_digit())
+            .map(|n| n.parse().unwrap_or(0));
+        (it.next().unwrap_or(0), it.next().unwrap_or(0))
+    }
+
+    #[test]
+    // The child is reaped by `sys::reap` below, after its zombie has been looked at.
+    #[allow(clippy::zombie_processes)]
+    fn how_a_process_ended_is_read_as_zombie_and_after_reaping() {
+        let scan = ProcScanner::system();
+        let child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let t = Tracked::open_pid(&scan, pid).unwrap();
+        assert_eq!(t.exit_status(), None, "it runs");
+        assert_eq!(scan.stat(pid).unwrap().exit_code, Some(0));
+        assert!(t.signal(&scan, libc::SIGKILL));
+        while t.is_alive(&scan) {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        // A zombie: /proc still says how it ended; the pidfd does not yet.
+        let st = scan.stat(pid).unwrap();
+        assert_eq!(st.state, 'Z');
+        assert_eq!(st.exit_code, Some(libc::SIGKILL));
+        assert_eq!(t.exit_status(), None);
+        assert!(matches!(sys::reap(pid), sys::Reaped::Exited(_, _)));
+        // Reaped: only PIDFD_INFO_EXIT (6.15+) still knows.
+        let expected = (kernel() >= (6, 15)).then_some(crate::ExitKind::Signal(libc::SIGKILL));
+        assert_eq!(t.exit_status(), expected, "kernel {:?}", kernel());
     }
 
     #[test]

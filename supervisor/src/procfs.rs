@@ -23,6 +23,9 @@ pub struct Stat {
     pub session: i32,
     /// Clock ticks since boot: with the pid, an identity that a recycled pid never repeats.
     pub starttime: u64,
+    /// Field 52, the wait status of a zombie (Linux 3.5+; None when the line stops earlier):
+    /// how a process ended while its parent has not reaped it yet.
+    pub exit_code: Option<i32>,
 }
 
 /// Parses a `stat` line: `pid (comm) S ppid pgrp session tty tpgid flags … starttime …`.
@@ -45,6 +48,8 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
         session: num(3) as i32,
         // Field 22 of stat; index 19 after the state (field 3).
         starttime: num(19).max(0) as u64,
+        // Field 52; index 49 after the state.
+        exit_code: rest.get(49).and_then(|s| s.parse().ok()),
     })
 }
 

@@ -35,6 +35,11 @@ pub enum Event {
     SpawnFailed { error: String },
     /// The leader exited.
     Exited { status: ExitKind },
+    /// A member of the tree (the leader included, sent before its `Exited`) ended before any
+    /// teardown began.
+    MemberExited {
+        exit: crate::member_exit::MemberExit,
+    },
     /// Processes of the tree seen so far (sent as new ones appear), so the supervisor can
     /// still reach them by pidfd if the shepherd is killed.
     Members { ids: Vec<crate::procfs::ProcId> },

@@ -27,11 +27,12 @@ use nix::sys::signal::{SigSet, SigmaskHow, Signal};
 use nix::sys::signalfd::{SfdFlags, SignalFd};
 
 use crate::cgroup::{Cgroup, CgroupMode};
+use crate::member_exit::MemberWatch;
 use crate::pidfd::Tracked;
 use crate::procfs::{ProcId, ProcScanner};
 use crate::protocol::{self, Decoder, Event, Request};
 use crate::teardown::{self, Graces, TeardownReport, LEFTOVER_EXIT_STATUS};
-use crate::tree::{Adoption, Tree, OWNERS_ENV, RUN_ID_ENV};
+use crate::tree::{Adoption, Tree, Why, OWNERS_ENV, RUN_ID_ENV};
 use crate::{sys, ExitKind, StopMode};
 
 /// Exit status of a shepherd that could not start the server.
@@ -327,6 +328,17 @@ pub fn run(cfg: ShepherdConfig) -> i32 {
     let mut leader_exit: Option<ExitKind> = None;
     let mut last_census = Instant::now();
     let mut reported = std::collections::HashSet::new();
+    // Every member's death is reported as it happens (docs/supervision.md), the leader's
+    // included: it is watched from the start, under the command it was given.
+    let mut deaths = MemberWatch::new(scan.clone());
+    if let Some(mut info) = scan.read(leader_pid) {
+        info.argv = cfg
+            .command
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        deaths.observe(&info, true);
+    }
 
     let (mode, graces, actor) = loop {
         let mut fds = Vec::new();
@@ -336,16 +348,34 @@ pub fn run(cfg: ShepherdConfig) -> i32 {
         if let Some(s) = &state.sigfd {
             fds.push(s.as_raw_fd());
         }
+        // A member's pidfd turns readable when it exits: the death wakes us at once.
+        fds.extend(deaths.fds(&tree));
         sys::poll_readable(&fds, Some(Duration::from_millis(500)));
         let wake = state.poll(&mut drains, &mut log);
-        if leader_exit.is_none() {
-            if let Some(kind) = sys::has_exited_unreaped(leader_pid) {
-                leader_exit = Some(kind);
-                log.say(format!("the server exited ({kind})"));
-                send(state.control.as_ref(), &Event::Exited { status: kind });
-            }
+        let leader_ended = if leader_exit.is_none() {
+            sys::has_exited_unreaped(leader_pid)
+        } else {
+            None
+        };
+        let reaped = tree.reap_zombies();
+        deaths.note_reaped(&reaped);
+        for exit in deaths.check(&tree) {
+            log.say(format!(
+                "member {} ({}) ended: {}{}",
+                exit.pid,
+                exit.name(),
+                exit.status
+                    .map(|k| k.to_string())
+                    .unwrap_or_else(|| "status unknown".into()),
+                if exit.oom_kill { " (OOM killer)" } else { "" }
+            ));
+            send(state.control.as_ref(), &Event::MemberExited { exit });
         }
-        tree.reap_zombies();
+        if let Some(kind) = leader_ended {
+            leader_exit = Some(kind);
+            log.say(format!("the server exited ({kind})"));
+            send(state.control.as_ref(), &Event::Exited { status: kind });
+        }
         if let Some(req) = wake.request {
             break req;
         }
@@ -363,8 +393,11 @@ pub fn run(cfg: ShepherdConfig) -> i32 {
             last_census = Instant::now();
             // Tell the supervisor every member we see, so it can still find them (by pidfd)
             // should this shepherd be killed.
-            let ids: Vec<ProcId> = tree
-                .census()
+            let members = tree.census();
+            for m in &members {
+                deaths.observe(&m.info, m.why == Why::Leader);
+            }
+            let ids: Vec<ProcId> = members
                 .iter()
                 .map(|m| m.info.id())
                 .filter(|id| reported.insert(*id))

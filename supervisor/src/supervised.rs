@@ -18,6 +18,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::cgroup::{Cgroup, CgroupMode};
+use crate::member_exit::MemberExit;
 use crate::output::{self, LineReceiver, PumpStats, Stream};
 use crate::pidfd::Tracked;
 use crate::procfs::{ProcId, ProcScanner};
@@ -138,6 +139,8 @@ struct State {
     report: Option<TeardownReport>,
     shepherd_exit: Option<std::process::ExitStatus>,
     members: Vec<ProcId>,
+    /// Members that ended before the teardown, in the order the shepherd saw them.
+    member_exits: Vec<MemberExit>,
     requested: Option<(StopMode, Graces)>,
     done: bool,
 }
@@ -148,6 +151,7 @@ struct Shared {
     notify: tokio::sync::Notify,
     force: AtomicBool,
     stats: Arc<PumpStats>,
+    exits_tx: tokio::sync::mpsc::UnboundedSender<MemberExit>,
 }
 
 impl Shared {
@@ -237,6 +241,7 @@ pub struct Supervised {
     control: Mutex<Option<OwnedFd>>,
     shared: Arc<Shared>,
     lines: Option<LineReceiver>,
+    member_exits: Option<tokio::sync::mpsc::UnboundedReceiver<MemberExit>>,
     control_thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -380,12 +385,14 @@ impl Supervised {
         };
 
         let stats = Arc::new(PumpStats::default());
+        let (exits_tx, exits_rx) = tokio::sync::mpsc::unbounded_channel();
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             cond: Condvar::new(),
             notify: tokio::sync::Notify::new(),
             force: AtomicBool::new(false),
             stats: stats.clone(),
+            exits_tx,
         });
         let raw = match &opts.raw_output {
             Some(p) => Some(Arc::new(Mutex::new(
@@ -430,6 +437,7 @@ impl Supervised {
             control: Mutex::new(Some(sup_sock)),
             shared,
             lines: Some(rx),
+            member_exits: Some(exits_rx),
             control_thread: Some(control_thread),
         })
     }
@@ -454,6 +462,23 @@ impl Supervised {
     /// The line stream (once; later calls return None).
     pub fn take_lines(&mut self) -> Option<LineReceiver> {
         self.lines.take()
+    }
+
+    /// The members' deaths as they are reported (once; later calls return None): each one
+    /// arrives before the leader's exit is visible through [`Supervised::exited`].
+    pub fn take_member_exits(
+        &mut self,
+    ) -> Option<tokio::sync::mpsc::UnboundedReceiver<MemberExit>> {
+        self.member_exits.take()
+    }
+
+    /// Every member that ended before the teardown, so far.
+    pub fn member_exits(&self) -> Vec<MemberExit> {
+        self.shared
+            .state
+            .lock()
+            .map(|s| s.member_exits.clone())
+            .unwrap_or_default()
     }
 
     /// Lines dropped because the consumer was behind.
@@ -603,6 +628,10 @@ fn control_loop(
     let handle = |ev: Event, shared: &Shared| match ev {
         Event::Exited { status } => shared.update(|s| s.exit = Some(status)),
         Event::Members { ids } => shared.update(|s| s.members.extend(ids)),
+        Event::MemberExited { exit } => {
+            shared.update(|s| s.member_exits.push(exit.clone()));
+            let _ = shared.exits_tx.send(exit);
+        }
         Event::TeardownDone { report } => shared.update(|s| s.report = Some(report)),
         _ => {}
     };

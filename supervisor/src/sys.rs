@@ -307,3 +307,47 @@ pub fn signal_name(sig: i32) -> String {
     };
     name.to_string()
 }
+
+/// `struct pidfd_info` of `<linux/pidfd.h>`, its first version (64 bytes, `exit_code` last).
+#[repr(C)]
+#[derive(Default)]
+struct PidfdInfo {
+    mask: u64,
+    cgroupid: u64,
+    pid: u32,
+    tgid: u32,
+    ppid: u32,
+    ruid: u32,
+    rgid: u32,
+    euid: u32,
+    egid: u32,
+    suid: u32,
+    sgid: u32,
+    fsuid: u32,
+    fsgid: u32,
+    exit_code: i32,
+}
+
+const PIDFD_INFO_EXIT: u64 = 1 << 3;
+/// `_IOWR(PIDFS_IOCTL_MAGIC = 0xFF, 11, struct pidfd_info)`; the kernel takes the struct's
+/// size from the request number, so the 64-byte first version works on every kernel that has
+/// the call.
+const PIDFD_GET_INFO: libc::c_ulong = (3 << 30) | (64 << 16) | (0xFF << 8) | 11;
+
+/// How the process behind a pidfd ended, from `PIDFD_GET_INFO` with `PIDFD_INFO_EXIT`: the
+/// kernel fills it in only once the process has been *reaped* (by any parent), and only on
+/// 6.15+ kernels; None otherwise (still running, a zombie, an older kernel).
+pub fn pidfd_exit_status(fd: RawFd) -> Option<crate::ExitKind> {
+    const _: () = assert!(std::mem::size_of::<PidfdInfo>() == 64);
+    let mut info = PidfdInfo {
+        mask: PIDFD_INFO_EXIT,
+        ..PidfdInfo::default()
+    };
+    // SAFETY: the ioctl writes at most size_of::<PidfdInfo>() bytes (encoded in the request)
+    // into `info`, which lives across the call; an unknown request fails with ENOTTY.
+    let r = unsafe { libc::ioctl(fd, PIDFD_GET_INFO as _, &mut info as *mut PidfdInfo) };
+    if r < 0 || info.mask & PIDFD_INFO_EXIT == 0 {
+        return None;
+    }
+    Some(crate::ExitKind::from_wait_status(info.exit_code))
+}

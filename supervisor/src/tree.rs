@@ -219,10 +219,13 @@ impl Tree {
         sent
     }
 
-    /// Reaps exited children that belong to us (never the leader while `leader_is_child`).
-    pub fn reap_zombies(&mut self) {
+    /// Reaps exited children that belong to us (never the leader while `leader_is_child`) and
+    /// returns how each ended (the census of deaths needs it: once reaped, only a 6.15+ kernel
+    /// could still tell).
+    pub fn reap_zombies(&mut self) -> Vec<(i32, crate::ExitKind)> {
+        let mut reaped = Vec::new();
         if matches!(self.adoption, Adoption::None) && !self.leader_is_child {
-            return;
+            return reaped;
         }
         let leader = self.leader_pid();
         for pid in self.scan.pids() {
@@ -241,9 +244,12 @@ impl Tree {
                 Adoption::Orphans { excluded } => !excluded(pid) && st.session != self.my_session,
             };
             if ours {
-                let _ = sys::reap(pid);
+                if let sys::Reaped::Exited(pid, kind) = sys::reap(pid) {
+                    reaped.push((pid, kind));
+                }
             }
         }
+        reaped
     }
 
     /// Reaps the leader (at the end of a teardown) and returns how it ended, if it was ours.

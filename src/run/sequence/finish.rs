@@ -52,6 +52,10 @@ impl Run {
                 "found outside the server's process group: pid={pid:<8} {cmd} (killing the group would miss it)"
             ));
         }
+        // From here on, what ends is the stop's doing, not a death.
+        if let Some(d) = &self.deaths {
+            d.stop();
+        }
         let mode = if self.interrupt.level() >= Level::Force {
             StopMode::Force
         } else {
@@ -177,6 +181,9 @@ impl Run {
         });
         self.record.report = outcome.report.as_ref().map(|p| p.display().to_string());
         self.record.timings = Some(outcome.timings);
+        if let Some(d) = &self.deaths {
+            self.record.deaths = d.deaths();
+        }
         if self.record.engine.is_none() {
             self.record.engine = self.engine.map(|e| e.key().to_string());
         }

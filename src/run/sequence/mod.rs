@@ -17,12 +17,14 @@ use crate::result::{CheckResult, Tripwire};
 use crate::series::Series;
 use crate::snapshot::{Scraper, Snapshot, SCRAPE_TIMEOUT};
 
+mod deaths;
 mod finish;
 mod gaps;
 mod serve;
 
 use finish::read_result;
 
+use super::deaths::{DeathWatch, Phase};
 use super::drive::{run_load, LoadSpec, Recorder};
 use super::folder::{self, RunRecord};
 use super::interrupt::{Interrupt, Level};
@@ -78,6 +80,10 @@ struct Run {
     no_report: bool,
     engine: Option<Engine>,
     server: Option<Started>,
+    /// The deaths in the server's tree, when the run started the server.
+    deaths: Option<DeathWatch>,
+    /// Whether a T7 has judged them (once per run).
+    deaths_judged: bool,
     scraper: Arc<Scraper>,
     facts: Option<BootFacts>,
     boot_text: Option<String>,
@@ -162,6 +168,8 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
         no_report: false,
         engine: None,
         server: None,
+        deaths: None,
+        deaths_judged: false,
         scraper: Arc::new(Scraper::new()),
         facts: None,
         boot_text: None,
@@ -196,6 +204,7 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
     run.record.gpus = gpus_json().await;
     run.save_record();
     run.steps().await;
+    run.record_deaths();
     run.stop_server().await;
     run.finish().await
 }
@@ -272,6 +281,12 @@ impl Run {
             .unwrap_or(Engine::Vllm)
     }
 
+    fn set_phase(&self, phase: Phase) {
+        if let Some(d) = &self.deaths {
+            d.set_phase(phase);
+        }
+    }
+
     fn interrupted(&mut self) -> bool {
         if self.interrupt.interrupted() {
             self.set_problem("interrupted");
@@ -333,10 +348,12 @@ impl Run {
             self.line(&format!("== probe: one request, then {n} at once"));
             let mut opts = self.inputs.probe_options.clone();
             opts.api_key = self.api_key.clone();
+            self.set_phase(Phase::Probe);
             let r = tokio::select! {
                 r = crate::probe::probe(&self.url, &opts) => Some(r),
                 _ = self.interrupt.reached(Level::Graceful) => None,
             };
+            self.set_phase(Phase::Ready);
             match r {
                 Some(r) => {
                     self.extra.push(r.clone());
@@ -349,6 +366,10 @@ impl Run {
             }
         }
         if self.interrupted() {
+            return;
+        }
+        // A server that broke after ready gets no load: it could not serve it.
+        if self.deaths.as_ref().is_some_and(|d| d.broken().is_some()) {
             return;
         }
 
@@ -603,6 +624,9 @@ impl Run {
         };
         let server_exit = self.server.as_ref().map(|s| s.proc.exit_watch());
         let server_events = self.server.as_mut().map(|s| &mut s.events);
+        if let Some(d) = &self.deaths {
+            d.set_phase(Phase::Load);
+        }
         let outcome = run_load(
             LoadSpec {
                 argv: &rewrite.argv,
@@ -615,10 +639,13 @@ impl Run {
                 shepherd,
                 server_exit,
                 server_events,
+                deaths: self.deaths.as_ref(),
             },
             &mut recorder,
         )
         .await;
+        self.set_phase(Phase::AfterLoad);
+        self.record_deaths();
         self.sink.clear_status();
         self.timings.load_s = outcome.seconds;
         // Whatever happened to the load: the after snapshot, then the recorder's end.
@@ -644,6 +671,10 @@ impl Run {
                 "the server exited with code {} during the load",
                 e.code()
             ));
+        }
+        if let Some(why) = outcome.server_broken.filter(|_| !outcome.interrupted) {
+            // Only without a death report (the shepherd itself was lost): said above otherwise.
+            self.set_problem(format!("the server could not serve the whole load: {why}"));
         }
         // 9. The result file.
         let path = self

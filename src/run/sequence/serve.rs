@@ -6,6 +6,7 @@ use std::time::Duration;
 use inferlint_supervisor::ProcScanner;
 use tokio::time::Instant;
 
+use super::super::deaths::{DeathWatch, Phase};
 use super::super::gate;
 use super::super::proc::{graces_within, Lines, Proc, ProcOptions};
 use super::super::reconcile::{reap_graces, reaped_line, reconcile};
@@ -85,6 +86,9 @@ impl Run {
         // know the run's own processes by it.
         self.run_id = ProcScanner::system().environ_var(proc.pid, inferlint_supervisor::RUN_ID_ENV);
         let lines = std::mem::replace(&mut proc.lines, Lines::closed());
+        self.deaths = proc
+            .take_member_exits()
+            .map(|rx| DeathWatch::start(rx, self.sink.clone()));
         let (events, log_task) = server::watch_log(lines, Some(self.engine()));
         self.server = Some(Started {
             proc,
@@ -105,6 +109,7 @@ impl Run {
         self.timings.boot_s = started.elapsed().as_secs_f64();
         match readiness {
             Readiness::Ready { without_line, .. } => {
+                self.set_phase(Phase::Ready);
                 if without_line {
                     self.line(&format!(
                         "note: the server answers {}/health but printed no '{}' line",
