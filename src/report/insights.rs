@@ -275,7 +275,7 @@ fn cache_sentence(ctx: &Context<'_>) -> Option<Insight> {
         if t8_failed {
             if let Some(p) = ctx.peak() {
                 parts.push(format!(
-                    "it ran at most {} at once and queued the rest",
+                    "ran at most {} at once and queued the rest",
                     g(p)
                 ));
             }
@@ -284,7 +284,8 @@ fn cache_sentence(ctx: &Context<'_>) -> Option<Insight> {
             parts.push(ctx.evicted_phrase(n));
         }
         if !parts.is_empty() {
-            text.push_str(&format!(" To make room, {}.", parts.join(", and ")));
+            // One subject for both clauses: "it ran at most 5 at once ..., and paused 13 ...".
+            text.push_str(&format!(" To make room, it {}.", parts.join(", and ")));
         }
         return Some(Insight::new(
             "cache",

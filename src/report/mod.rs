@@ -196,6 +196,11 @@ impl Report {
         let engine = engine_of(&inputs, &facts);
         let first = facts.first().map(|(_, f)| f);
         let mut results = boot_checks(&inputs.boot_logs, &facts);
+        // The live run's results (T2, T7, T15) go right after the boot-log checks and before
+        // the run checks, in the original's order: scripts read these lines in order
+        // (docs/reference.md, "report").
+        merge_extra(&mut results, &inputs.extra_results);
+        let live_end = results.len();
         results.extend(run_checks(
             inputs.before.as_ref(),
             inputs.after.as_ref(),
@@ -208,7 +213,6 @@ impl Report {
             inputs.untimed_requests,
             engine,
         ));
-        merge_extra(&mut results, &inputs.extra_results);
         let left_out: Vec<CheckResult> = crate::checks::gaps::complete(
             Vec::new(),
             &inputs.missing,
@@ -219,7 +223,12 @@ impl Report {
         .into_iter()
         .filter(|m| !results.iter().any(|r| r.tripwire == m.tripwire))
         .collect();
-        results.extend(left_out);
+        // A T15 that could not be checked keeps T15's place; the run checks follow in order.
+        let (t15_gap, run_gaps): (Vec<_>, Vec<_>) = left_out
+            .into_iter()
+            .partition(|m| m.tripwire == Tripwire::T15);
+        results.splice(live_end..live_end, t15_gap);
+        results.extend(run_gaps);
         let summary = summary::summarize(
             inputs.before.as_ref(),
             inputs.after.as_ref(),
