@@ -201,7 +201,7 @@ impl Report {
         // (docs/reference.md, "report").
         merge_extra(&mut results, &inputs.extra_results);
         let live_end = results.len();
-        results.extend(run_checks(
+        let run = run_checks(
             inputs.before.as_ref(),
             inputs.after.as_ref(),
             inputs.series.as_ref(),
@@ -212,23 +212,28 @@ impl Report {
             None,
             inputs.untimed_requests,
             engine,
-        ));
-        let left_out: Vec<CheckResult> = crate::checks::gaps::complete(
-            Vec::new(),
+        );
+        // The run checks a missing input left out become "can't tell" in their places; a T15
+        // that could not be checked keeps T15's place, after the live run's results.
+        let run = crate::checks::gaps::complete(
+            run,
             &inputs.missing,
             engine,
             inputs.requested,
             inputs.bench.is_some(),
-        )
-        .into_iter()
-        .filter(|m| !results.iter().any(|r| r.tripwire == m.tripwire))
-        .collect();
-        // A T15 that could not be checked keeps T15's place; the run checks follow in order.
-        let (t15_gap, run_gaps): (Vec<_>, Vec<_>) = left_out
-            .into_iter()
-            .partition(|m| m.tripwire == Tripwire::T15);
-        results.splice(live_end..live_end, t15_gap);
-        results.extend(run_gaps);
+        );
+        let mut t15_at = live_end;
+        for r in run {
+            if results.iter().any(|x| x.tripwire == r.tripwire) {
+                continue;
+            }
+            if r.tripwire == Tripwire::T15 {
+                results.insert(t15_at, r);
+                t15_at += 1;
+            } else {
+                results.push(r);
+            }
+        }
         let summary = summary::summarize(
             inputs.before.as_ref(),
             inputs.after.as_ref(),
