@@ -159,10 +159,29 @@ pub fn main_with(args: Vec<OsString>) -> i32 {
         Ok(code) => code,
         Err(e) => {
             let _ = std::io::stdout().flush();
-            eprintln!("inferlint: {e:#}");
+            eprintln!("inferlint: {}", error_line(&e));
             2
         }
     }
+}
+
+/// An error and its causes on one line, each cause said once. The library's errors name the
+/// file and carry the OS's reason in their own message and also as their `source()`, so that
+/// `{e}` alone is complete for a library user; `{e:#}` would then say the reason twice. A cause
+/// whose text the line already holds is left out.
+pub fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// `unknown command 'xrya'. Did you mean 'xray'? 'inferlint --help' lists them.`
