@@ -12,6 +12,7 @@ pub mod demo;
 pub mod explain;
 pub mod gpu_inspect;
 mod inputs;
+pub mod install;
 pub mod lint_script;
 pub mod preemption;
 pub mod probe;
@@ -27,7 +28,16 @@ pub mod teardown;
 pub mod watch;
 
 #[derive(Parser, Debug)]
-#[command(name = "inferlint", version, disable_help_subcommand = true)]
+#[command(
+    name = "inferlint",
+    version,
+    about = "Tells which of an inference benchmark's numbers hold",
+    long_about = "Supervises an LLM inference server (vLLM, SGLang, TensorRT-LLM) during a \
+                  benchmark, checks 15 tripwires (T1-T15) on its boot log, metrics and the load \
+                  tool's result, writes an offline HTML report, and makes sure that nothing it \
+                  started outlives it.",
+    disable_help_subcommand = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -68,6 +78,10 @@ enum Command {
     Reap(reap::Args),
     /// What each tripwire catches, why it matters, and how to check it.
     Explain(explain::Args),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(install::CompletionsArgs),
+    /// Print the man page (or write one page per command into a folder).
+    Man(install::ManArgs),
     #[command(hide = true)]
     Sim(sim::Args),
     #[command(hide = true)]
@@ -93,6 +107,8 @@ const COMMANDS: &[&str] = &[
     "teardown",
     "reap",
     "explain",
+    "completions",
+    "man",
 ];
 const HIDDEN_COMMANDS: &[&str] = &["sim", "shepherd", "help"];
 
@@ -152,6 +168,8 @@ pub fn main_with(args: Vec<OsString>) -> i32 {
         Command::Teardown(a) => teardown::run(a),
         Command::Reap(a) => reap::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Completions(a) => install::completions(a),
+        Command::Man(a) => install::man(a),
         Command::Sim(a) => sim::run(a),
         Command::Shepherd(a) => shepherd::run(a),
     };
@@ -296,6 +314,10 @@ The GPU:
 
 Learn:
   explain        what each tripwire catches, why it matters, how to check it
+
+Install:
+  completions    the shell completion script (bash, zsh, fish, elvish, powershell)
+  man            the man page (-o DIR: one page per command)
 
 Options:
   -h, --help     this text ('inferlint COMMAND --help' for a command's options)
