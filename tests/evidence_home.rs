@@ -109,3 +109,21 @@ fn missing_evidence_skips_unless_required() {
     assert!(ok, "{text}");
     assert!(!text.contains("skipping"), "{text}");
 }
+
+/// The test binaries were built from the tree they run in: cargo sets `CARGO_MANIFEST_DIR` when
+/// it runs a test, and it must be the folder the binary was compiled from (where the evidence
+/// helper looks). A build reused from another checkout (a shared target folder) would read that
+/// checkout's fixtures, and the fresh-clone step would prove nothing.
+#[test]
+fn the_tests_run_where_they_were_built() {
+    let Some(run_dir) = std::env::var_os("CARGO_MANIFEST_DIR") else {
+        eprintln!("skipping: not run by cargo");
+        return;
+    };
+    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    assert_eq!(
+        canon(Path::new(&run_dir)),
+        canon(Path::new(env!("CARGO_MANIFEST_DIR"))),
+        "these tests were built in another tree than the one they run in"
+    );
+}
