@@ -19,7 +19,8 @@ pub fn evidence_root() -> PathBuf {
 
 /// Whether a missing evidence folder must fail rather than skip.
 pub fn evidence_required() -> bool {
-    let set = |name: &str, yes: &[&str]| std::env::var(name).is_ok_and(|v| yes.contains(&v.as_str()));
+    let set =
+        |name: &str, yes: &[&str]| std::env::var(name).is_ok_and(|v| yes.contains(&v.as_str()));
     set("CI", &["true", "1"]) || set("INFERLINT_REQUIRE_EVIDENCE", &["1", "true", "yes"])
 }
 

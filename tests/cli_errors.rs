@@ -34,7 +34,10 @@ fn a_missing_file_is_named_once_with_its_reason_once() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["boot-facts", m], &boot),
         (vec!["check-log", m], &boot),
-        (vec!["series", series, "--boot-log", m, "--requested", "3"], &boot),
+        (
+            vec!["series", series, "--boot-log", m, "--requested", "3"],
+            &boot,
+        ),
         (vec!["preemption", m, m], &plain),
         (vec!["rate", m, m], &plain),
         (vec!["series", m], &plain),
@@ -42,7 +45,10 @@ fn a_missing_file_is_named_once_with_its_reason_once() {
         (vec!["report", "--boot-log", m, "-o", o], &plain),
         (vec!["report", "--before", m, "--after", m, "-o", o], &plain),
         (vec!["report", "--series", m, "-o", o], &plain),
-        (vec!["report", "--series", series, "--bench-result", m, "-o", o], &plain),
+        (
+            vec!["report", "--series", series, "--bench-result", m, "-o", o],
+            &plain,
+        ),
         (vec!["lint-script", m], &plain),
     ];
     for (args, want) in cases {

@@ -199,13 +199,22 @@ fn readme_links_the_docs_set_from_its_first_lines() {
     }
     for file in ["CONTRIBUTING.md", "SECURITY.md"] {
         assert!(root().join(file).is_file(), "{file} is missing");
-        assert!(readme.contains(&format!("]({file})")), "README does not link {file}");
+        assert!(
+            readme.contains(&format!("]({file})")),
+            "README does not link {file}"
+        );
     }
     // The recorded evidence's licence, said where the licence is.
-    let licence = readme.split("## License").nth(1).expect("a License section");
+    let licence = readme
+        .split("## License")
+        .nth(1)
+        .expect("a License section");
     assert!(licence.contains("tests/fixtures"), "{licence}");
     for f in ["LICENSE", "NOTICE"] {
-        assert!(root().join("tests/fixtures").join(f).is_file(), "tests/fixtures/{f}");
+        assert!(
+            root().join("tests/fixtures").join(f).is_file(),
+            "tests/fixtures/{f}"
+        );
     }
 }
 
@@ -256,7 +265,10 @@ fn readmes_try_it_command_prints_the_original_three_lines() {
     assert_eq!(words[0], "inferlint", "{command}");
     for w in &words[1..] {
         if w.starts_with("tests/") {
-            assert!(Path::new(w).is_relative() && root().join(w).is_file(), "{w}");
+            assert!(
+                Path::new(w).is_relative() && root().join(w).is_file(),
+                "{w}"
+            );
         }
     }
     let (_, console) = bs

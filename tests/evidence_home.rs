@@ -45,7 +45,13 @@ fn the_evidence_is_in_the_repository_with_its_licence() {
 fn every_fixture_is_committed() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new("git")
-        .args(["ls-files", "--others", "--exclude-standard", "--", "tests/fixtures"])
+        .args([
+            "ls-files",
+            "--others",
+            "--exclude-standard",
+            "--",
+            "tests/fixtures",
+        ])
         .current_dir(root)
         .output();
     let Some(out) = out.ok().filter(|o| o.status.success()) else {
@@ -58,7 +64,14 @@ fn every_fixture_is_committed() {
         "untracked fixtures (git add them):\n{untracked}"
     );
     let ignored = Command::new("git")
-        .args(["ls-files", "--others", "--ignored", "--exclude-standard", "--", "tests/fixtures"])
+        .args([
+            "ls-files",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--",
+            "tests/fixtures",
+        ])
         .current_dir(root)
         .output()
         .unwrap();
@@ -120,7 +133,8 @@ fn the_tests_run_where_they_were_built() {
         eprintln!("skipping: not run by cargo");
         return;
     };
-    let canon = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    let canon =
+        |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     assert_eq!(
         canon(Path::new(&run_dir)),
         canon(Path::new(env!("CARGO_MANIFEST_DIR"))),

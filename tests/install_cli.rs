@@ -66,7 +66,10 @@ fn bash_completes_commands_and_options() {
         assert!(all.contains(&c), "{c} not offered: {all:?}");
     }
     for hidden in ["sim", "shepherd"] {
-        assert!(!all.contains(&hidden.to_string()), "{hidden} offered: {all:?}");
+        assert!(
+            !all.contains(&hidden.to_string()),
+            "{hidden} offered: {all:?}"
+        );
     }
     let mut rep = bash_complete(&script, &["inferlint", "re"]);
     rep.sort();
@@ -85,7 +88,10 @@ fn zsh_and_fish_scripts_name_every_command() {
         for c in commands() {
             assert!(script.contains(&c), "{shell}: no {c}");
         }
-        assert!(!script.contains("shepherd"), "{shell} lists an internal command");
+        assert!(
+            !script.contains("shepherd"),
+            "{shell} lists an internal command"
+        );
     }
     let (code, _, err) = inferlint(&["completions", "tcsh"]);
     assert_eq!(code, 2);

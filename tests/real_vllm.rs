@@ -152,8 +152,9 @@ fn preempting_run_is_caught_with_the_servers_own_numbers() {
             );
             assert!(msg.starts_with(&head), "{msg}");
             assert!(
-                msg.contains(&format!("distinct readings is a multiple of 1/{usable}, and "))
-                    && msg.ends_with(&format!("is not a multiple of 1/{blocks}")),
+                msg.contains(&format!(
+                    "distinct readings is a multiple of 1/{usable}, and "
+                )) && msg.ends_with(&format!("is not a multiple of 1/{blocks}")),
                 "{msg}"
             );
         }

@@ -45,7 +45,10 @@ fn verdict_lines_come_in_the_original_order() {
         ("trtllm-1.3/qwen3-8b", WITH_RESULT_FILE),
         ("trtllm-1.3/no-iter-stats", WITH_RESULT_FILE),
         // No result file: no T15.
-        ("vllm-0.28/live", &["T12", "T5", "T6", "T1", "T10", "T14", "T9"]),
+        (
+            "vllm-0.28/live",
+            &["T12", "T5", "T6", "T1", "T10", "T14", "T9"],
+        ),
     ];
     for (rel, want) in cases {
         let Some((_tmp, dir)) = copy_run(rel) else {
@@ -117,7 +120,10 @@ fn a_tensorrt_llm_run_that_paused_says_it_paused() {
         return;
     };
     let (_, stdout, _) = report(&dir, false);
-    assert!(stdout.contains("The KV cache held the whole load."), "{stdout}");
+    assert!(
+        stdout.contains("The KV cache held the whole load."),
+        "{stdout}"
+    );
     assert!(!stdout.contains("To make room"), "{stdout}");
 
     let log = std::fs::read_to_string(dir.join("boot.log")).unwrap();
@@ -152,9 +158,7 @@ fn a_tensorrt_llm_run_that_paused_says_it_paused() {
         "{stdout}{err}"
     );
     assert!(
-        stdout.contains(
-            "so 18 fit at full length. To make room, it paused 13 running requests.\n"
-        ),
+        stdout.contains("so 18 fit at full length. To make room, it paused 13 running requests.\n"),
         "{stdout}{err}"
     );
 }

@@ -30,7 +30,12 @@ fn recording_from_log(log: &Path) -> Vec<(f64, f64, f64)> {
             )
         })
         .collect();
-    assert!(rows.len() >= 10, "{} stats lines in {}", rows.len(), log.display());
+    assert!(
+        rows.len() >= 10,
+        "{} stats lines in {}",
+        rows.len(),
+        log.display()
+    );
     rows
 }
 
@@ -100,7 +105,9 @@ fn four_readings_of_five_blocks_show_the_null_block() {
         .unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert!(
-        stdout.starts_with("[T14] PASS  gauge denominator is 4 = num_gpu_blocks (5) - 1 null block: "),
+        stdout.starts_with(
+            "[T14] PASS  gauge denominator is 4 = num_gpu_blocks (5) - 1 null block: "
+        ),
         "{stdout}"
     );
     assert!(stdout.contains("[ T9] "), "{stdout}");
@@ -113,7 +120,10 @@ fn a_reading_that_fits_five_blocks_only_is_no_pass() {
     let tmp = tempfile::tempdir().unwrap();
     // One reading changed from 1/4 to 2/5: a multiple of 1/5 and not of 1/4.
     let mut rows = recording_from_log(&log);
-    let i = rows.iter().position(|r| r.2 == 0.25).expect("a 25% reading");
+    let i = rows
+        .iter()
+        .position(|r| r.2 == 0.25)
+        .expect("a 25% reading");
     rows[i].2 = 0.4;
     let r = t14(&write_series(tmp.path(), &rows), &snap);
     assert_eq!(r["status"], "unknown", "{r}");
@@ -137,7 +147,10 @@ fn readings_that_do_not_fit_one_block_fewer_than_reported_are_no_pass() {
         let other = tmp.path().join(format!("blocks-{blocks}.prom"));
         std::fs::write(
             &other,
-            text.replace("num_gpu_blocks=\"5\"", &format!("num_gpu_blocks=\"{blocks}\"")),
+            text.replace(
+                "num_gpu_blocks=\"5\"",
+                &format!("num_gpu_blocks=\"{blocks}\""),
+            ),
         )
         .unwrap();
         let r = t14(&rec, &other);

@@ -1,8 +1,8 @@
 //! T14 null-block: vLLM's usage gauge counts out of `num_gpu_blocks − 1` (spec §2 T14).
 
 use crate::checks::blocks::{infer_blocks, limit_denominator, BlockInference, MAX_DENOMINATOR};
-use crate::fmt::g;
 use crate::engine::Engine;
+use crate::fmt::g;
 use crate::result::{CheckResult, Tripwire};
 use crate::series::Series;
 use crate::snapshot::Snapshot;

@@ -5,7 +5,6 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-
 use crate::bootlog::{self, BootFacts};
 use crate::checks::{t12, t4_t11, t5, t6};
 use crate::engine::{self, Engine, NamedEngine};
@@ -80,7 +79,10 @@ pub(crate) fn read_log(
             anyhow::bail!("{}", engine::refusal(n, &path.display().to_string(), own));
         }
         (None, None) => {
-            notes.insert(engine::read_as_vllm_note(&path.display().to_string(), false));
+            notes.insert(engine::read_as_vllm_note(
+                &path.display().to_string(),
+                false,
+            ));
         }
         _ => {}
     }

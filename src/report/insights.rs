@@ -274,10 +274,7 @@ fn cache_sentence(ctx: &Context<'_>) -> Option<Insight> {
         let mut parts = Vec::new();
         if t8_failed {
             if let Some(p) = ctx.peak() {
-                parts.push(format!(
-                    "ran at most {} at once and queued the rest",
-                    g(p)
-                ));
+                parts.push(format!("ran at most {} at once and queued the rest", g(p)));
             }
         }
         if let Some(n) = ctx.evictions().filter(|n| *n > 0.0) {
