@@ -15,7 +15,7 @@
 #
 # Corpora: fuzz/corpus/<target> (in the repository, small) is copied into a working corpus under
 # fuzz/target/corpus/<target> (or FUZZ_WORK/<target>), where new inputs go; the recorded evidence
-# (../shared/fixtures, or INFERLINT_EVIDENCE; FUZZ_EVIDENCE=0 leaves it out) is read as an extra
+# (tests/fixtures, or INFERLINT_EVIDENCE; FUZZ_EVIDENCE=0 leaves it out) is read as an extra
 # corpus when present, and never written. A crashing
 # input is saved under fuzz/artifacts/<target>/; minimize it with
 # `cargo fuzz tmin -s none <target> <file>` and keep it under fuzz/regressions/<target>/ with a
@@ -62,7 +62,7 @@ fi
 echo "built in $(( $(date +%s) - start )) s"
 bin_dir="$tdir/x86_64-unknown-linux-gnu/release"
 
-evidence="${INFERLINT_EVIDENCE:-$root/../shared/fixtures}"
+evidence="${INFERLINT_EVIDENCE:-$root/tests/fixtures}"
 [ "${FUZZ_EVIDENCE:-1}" != 0 ] || evidence=/nonexistent
 extra_root="$(mktemp -d)"
 trap 'rm -rf "$extra_root"' EXIT

@@ -5,7 +5,7 @@
 //! benchmark's own results. A test harness would call `raise_for_status` to fail on a finding.
 //!
 //! ```sh
-//! cargo run --example library -- ../shared/fixtures/vllm-0.28/live
+//! cargo run --example library -- tests/fixtures/vllm-0.28/live
 //! ```
 
 use std::path::PathBuf;

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Regenerates the fuzz corpora's seed files (fuzz/corpus/<target>/demo-*) from what inferlint's
 # own code writes: one `inferlint demo` run (the built-in simulated vLLM), sliced small. The
-# hand-written edge cases beside them are fuzz/corpus/<target>/hand-*. Recorded evidence
-# (../shared/fixtures) is never copied here; .ci/fuzz.sh reads it at run time as an extra,
-# read-only corpus.
+# hand-written edge cases beside them are fuzz/corpus/<target>/hand-*. The recorded evidence
+# (tests/fixtures) is not copied here; .ci/fuzz.sh reads it at run time as an extra, read-only
+# corpus.
 #
 #   fuzz/seeds.sh [path/to/inferlint]     (default: target/debug/inferlint, built if missing)
 set -euo pipefail

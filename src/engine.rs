@@ -243,10 +243,16 @@ pub fn refusal(named: &NamedEngine, what: &str, actual: Engine) -> String {
     )
 }
 
-/// The note when nothing says which engine an input came from.
-pub fn read_as_vllm_note(what: &str) -> String {
+/// The note when nothing says which engine an input came from. `what` is one file (`plural`
+/// false) or several (`the snapshots`, `the files`: `plural` true).
+pub fn read_as_vllm_note(what: &str, plural: bool) -> String {
+    let (says, it) = if plural {
+        ("do not say", "they")
+    } else {
+        ("does not say", "it")
+    };
     format!(
-        "note: {what} does not say which engine it came from; read as vLLM's (--engine or INFERLINT_ENGINE names it)"
+        "note: {what} {says} which engine {it} came from; read as vLLM's (--engine or INFERLINT_ENGINE names it)"
     )
 }
 

@@ -143,12 +143,16 @@ proptest! {
     }
 
     /// Below 5 distinct readings the count is never trusted, whatever fits, and the reason says
-    /// why; T14 then says it can't tell rather than guess.
+    /// why. T14 then says it can't tell rather than guess, unless the readings' denominators
+    /// come to exactly one block fewer than the server reports: that answers its one question
+    /// (R - 1 or R) without guessing (docs/tripwires.md, T14). Against any other count it is
+    /// never a pass.
     #[test]
     fn refuses_to_guess_below_five_distinct_readings(
         n in block_count(),
         picks in prop::collection::vec(any::<u64>(), 1..5),
         repeats in 0usize..10,
+        off_by in prop_oneof![Just(0i64), -3i64..=3],
     ) {
         let ks = distinct_numerators(n, &picks, MIN_DISTINCT_READINGS - 1);
         let d = ks.len();
@@ -165,9 +169,21 @@ proptest! {
         prop_assert_eq!(inf.reason.as_deref(), Some(reason.as_str()));
 
         let rows: Vec<(f64, f64)> = readings.iter().map(|&u| (u, 1.0)).collect();
-        let r = t14::check(&series_of(&rows), &cache_info_snapshot(n + 1), Engine::Vllm);
-        prop_assert_eq!(r.status, Status::Unknown);
-        prop_assert_eq!(r.message, format!("block count not inferable: {reason}"));
+        let reported = (n as i64 + 1 + off_by).max(0) as u64;
+        let r = t14::check(&series_of(&rows), &cache_info_snapshot(reported), Engine::Vllm);
+        if reported == n + 1 && inf.blocks == Some(n) && n >= 2 {
+            prop_assert_eq!(r.status, Status::Pass);
+            let head = format!(
+                "gauge denominator is {n} = num_gpu_blocks ({reported}) - 1 null block: each of \
+                 the {d} distinct readings is a multiple of 1/{n}, and "
+            );
+            prop_assert!(r.message.starts_with(&head), "{}", r.message);
+            let tail = format!(" is not a multiple of 1/{reported}");
+            prop_assert!(r.message.ends_with(&tail), "{}", r.message);
+        } else {
+            prop_assert_eq!(r.status, Status::Unknown);
+            prop_assert_eq!(r.message, format!("block count not inferable: {reason}"));
+        }
     }
 
     /// T14 on a recording of readings k/N and a snapshot reporting N + 1 blocks: PASS with N;

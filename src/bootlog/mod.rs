@@ -35,7 +35,7 @@ pub const TESTED_VLLM_VERSIONS: [&str; 3] = ["0.28", "0.29", "0.30"];
 
 /// A boot log that could not be read.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot read {path}: {source}")]
+#[error("cannot read the boot log {path}: {source}")]
 pub struct BootLogError {
     pub path: String,
     #[source]

@@ -1,7 +1,8 @@
 //! T14 null-block: vLLM's usage gauge counts out of `num_gpu_blocks − 1` (spec §2 T14).
 
-use crate::checks::blocks::{infer_blocks, BlockInference};
+use crate::checks::blocks::{infer_blocks, limit_denominator, BlockInference, MAX_DENOMINATOR};
 use crate::engine::Engine;
+use crate::fmt::g;
 use crate::result::{CheckResult, Tripwire};
 use crate::series::Series;
 use crate::snapshot::Snapshot;
@@ -37,7 +38,8 @@ pub fn check(series: &Series, snapshot: &Snapshot, engine: Engine) -> CheckResul
         .info_label(info, "num_gpu_blocks")
         .filter(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
         .and_then(|v| v.parse::<u64>().ok());
-    let inference = infer_blocks(&series.distinct_usage_readings());
+    let readings = series.distinct_usage_readings();
+    let inference = infer_blocks(&readings);
     let evidence = |r: CheckResult, inf: &BlockInference| {
         r.with("reported_num_gpu_blocks", reported)
             .with("inferred_usable_blocks", inf.blocks)
@@ -49,6 +51,9 @@ pub fn check(series: &Series, snapshot: &Snapshot, engine: Engine) -> CheckResul
             &inference,
         );
     };
+    if let Some(r) = reserved_block_shown(&readings, &inference, reported) {
+        return evidence(r, &inference);
+    }
     let (Some(n), true) = (inference.blocks, inference.trusted) else {
         let reason = inference
             .reason
@@ -77,6 +82,41 @@ pub fn check(series: &Series, snapshot: &Snapshot, engine: Engine) -> CheckResul
         )
     };
     evidence(r, &inference)
+}
+
+/// The PASS that fewer readings than the inference trusts can still give (docs/tripwires.md,
+/// T14). The 5-reading rule guards a denominator inferred blind, where a divisor of the true
+/// count can fit by luck; here the server's own `num_gpu_blocks` R leaves T14 one question,
+/// R - 1 or R. Readings whose denominators' least common multiple is exactly R - 1 (at least 2)
+/// answer it: R - 1 and R share no factor, so a reading k/(R - 1) below 1 is no multiple of 1/R,
+/// and no count of R or fewer blocks other than R - 1 is a multiple of R - 1. None otherwise
+/// (the usual rule decides).
+fn reserved_block_shown(
+    readings: &[f64],
+    inference: &BlockInference,
+    reported: u64,
+) -> Option<CheckResult> {
+    let n = inference.blocks?;
+    if inference.trusted || reported < 3 || n != reported - 1 {
+        return None;
+    }
+    // "A multiple of 1/R" in the inference's own terms: the reading's closest fraction has a
+    // denominator that divides R.
+    let of_reported = |u: f64| reported % limit_denominator(u, MAX_DENOMINATOR).1 == 0;
+    let witness = readings
+        .iter()
+        .copied()
+        .filter(|u| *u > 0.0 && *u <= 1.0)
+        .find(|u| !of_reported(*u))?;
+    Some(CheckResult::pass(
+        Tripwire::T14,
+        format!(
+            "gauge denominator is {n} = num_gpu_blocks ({reported}) - 1 null block: each of the \
+             {} distinct readings is a multiple of 1/{n}, and {} is not a multiple of 1/{reported}",
+            inference.distinct,
+            g(witness)
+        ),
+    ))
 }
 
 /// The usable block count a T14 PASS established (T9 computes its ceilings with it).

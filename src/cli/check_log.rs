@@ -5,8 +5,6 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use anyhow::Context;
-
 use crate::bootlog::{self, BootFacts};
 use crate::checks::{t12, t4_t11, t5, t6};
 use crate::engine::{self, Engine, NamedEngine};
@@ -74,14 +72,17 @@ pub(crate) fn read_log(
     notes: &mut BTreeSet<String>,
 ) -> anyhow::Result<BootFacts> {
     let hint = named.map(|n| n.engine).unwrap_or(Engine::Vllm);
-    let facts = bootlog::parse_file(path, Some(hint))
-        .with_context(|| format!("cannot read the boot log {}", path.display()))?;
+    // The error names the file and says it is the boot log.
+    let facts = bootlog::parse_file(path, Some(hint))?;
     match (named, facts.log_engine) {
         (Some(n), Some(own)) if own != n.engine => {
             anyhow::bail!("{}", engine::refusal(n, &path.display().to_string(), own));
         }
         (None, None) => {
-            notes.insert(engine::read_as_vllm_note(&path.display().to_string()));
+            notes.insert(engine::read_as_vllm_note(
+                &path.display().to_string(),
+                false,
+            ));
         }
         _ => {}
     }

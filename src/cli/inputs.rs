@@ -28,11 +28,12 @@ impl Input {
 
 /// The engine to read the inputs as: the named one (refusing, with exit status 2, any input
 /// that came from another), else the first input's that names one, else vLLM with a note on
-/// stderr saying so (`what` is the input the note is about).
+/// stderr saying so (`what` is the input the note is about, `plural` when it names several).
 pub(crate) fn choose_engine(
     named: Option<&NamedEngine>,
     inputs: &[Input],
     what: &str,
+    plural: bool,
 ) -> Result<Engine, i32> {
     if let Some(n) = named {
         if let Some(bad) = inputs
@@ -48,7 +49,7 @@ pub(crate) fn choose_engine(
     if let Some(e) = inputs.iter().find_map(|i| i.engine) {
         return Ok(e);
     }
-    eprintln!("{}", engine::read_as_vllm_note(what));
+    eprintln!("{}", engine::read_as_vllm_note(what, plural));
     Ok(Engine::Vllm)
 }
 

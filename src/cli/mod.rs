@@ -12,6 +12,7 @@ pub mod demo;
 pub mod explain;
 pub mod gpu_inspect;
 mod inputs;
+pub mod install;
 pub mod lint_script;
 pub mod preemption;
 pub mod probe;
@@ -27,7 +28,16 @@ pub mod teardown;
 pub mod watch;
 
 #[derive(Parser, Debug)]
-#[command(name = "inferlint", version, disable_help_subcommand = true)]
+#[command(
+    name = "inferlint",
+    version,
+    about = "Tells which of an inference benchmark's numbers hold",
+    long_about = "Supervises an LLM inference server (vLLM, SGLang, TensorRT-LLM) during a \
+                  benchmark, checks 15 tripwires (T1-T15) on its boot log, metrics and the load \
+                  tool's result, writes an offline HTML report, and makes sure that nothing it \
+                  started outlives it.",
+    disable_help_subcommand = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -68,6 +78,10 @@ enum Command {
     Reap(reap::Args),
     /// What each tripwire catches, why it matters, and how to check it.
     Explain(explain::Args),
+    /// Print the shell completion script for bash, zsh, fish, elvish or powershell.
+    Completions(install::CompletionsArgs),
+    /// Print the man page (or write one page per command into a folder).
+    Man(install::ManArgs),
     #[command(hide = true)]
     Sim(sim::Args),
     #[command(hide = true)]
@@ -93,6 +107,8 @@ const COMMANDS: &[&str] = &[
     "teardown",
     "reap",
     "explain",
+    "completions",
+    "man",
 ];
 const HIDDEN_COMMANDS: &[&str] = &["sim", "shepherd", "help"];
 
@@ -152,6 +168,8 @@ pub fn main_with(args: Vec<OsString>) -> i32 {
         Command::Teardown(a) => teardown::run(a),
         Command::Reap(a) => reap::run(a),
         Command::Explain(a) => explain::run(a),
+        Command::Completions(a) => install::completions(a),
+        Command::Man(a) => install::man(a),
         Command::Sim(a) => sim::run(a),
         Command::Shepherd(a) => shepherd::run(a),
     };
@@ -159,10 +177,29 @@ pub fn main_with(args: Vec<OsString>) -> i32 {
         Ok(code) => code,
         Err(e) => {
             let _ = std::io::stdout().flush();
-            eprintln!("inferlint: {e:#}");
+            eprintln!("inferlint: {}", error_line(&e));
             2
         }
     }
+}
+
+/// An error and its causes on one line, each cause said once. The library's errors name the
+/// file and carry the OS's reason in their own message and also as their `source()`, so that
+/// `{e}` alone is complete for a library user; `{e:#}` would then say the reason twice. A cause
+/// whose text the line already holds is left out.
+pub fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 /// `unknown command 'xrya'. Did you mean 'xray'? 'inferlint --help' lists them.`
@@ -277,6 +314,10 @@ The GPU:
 
 Learn:
   explain        what each tripwire catches, why it matters, how to check it
+
+Install:
+  completions    the shell completion script (bash, zsh, fish, elvish, powershell)
+  man            the man page (-o DIR: one page per command)
 
 Options:
   -h, --help     this text ('inferlint COMMAND --help' for a command's options)

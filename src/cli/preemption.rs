@@ -42,7 +42,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(p) = &args.boot_log {
         inputs.push(Input::new(p.display().to_string(), log_engine));
     }
-    let engine = match choose_engine(named.as_ref(), &inputs, "the snapshots") {
+    let engine = match choose_engine(named.as_ref(), &inputs, "the snapshots", true) {
         Ok(e) => e,
         Err(code) => return Ok(code),
     };

@@ -29,7 +29,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         "the snapshots",
         counters::snapshots_engine(&[&before, &after]),
     )];
-    let engine = match choose_engine(named.as_ref(), &inputs, "the snapshots") {
+    let engine = match choose_engine(named.as_ref(), &inputs, "the snapshots", true) {
         Ok(e) => e,
         Err(code) => return Ok(code),
     };

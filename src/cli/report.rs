@@ -93,12 +93,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             }
         }
         None if !discover::engine_known(&inputs) => {
-            let what = args
-                .run
-                .as_ref()
-                .map(|r| r.display().to_string())
-                .unwrap_or_else(|| "the files".into());
-            writeln!(err, "{}", engine::read_as_vllm_note(&what))?;
+            let note = match &args.run {
+                Some(r) => engine::read_as_vllm_note(&r.display().to_string(), false),
+                None => engine::read_as_vllm_note("the files", true),
+            };
+            writeln!(err, "{note}")?;
         }
         None => {}
     }

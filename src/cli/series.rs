@@ -39,7 +39,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(p) = &args.boot_log {
         inputs.push(Input::new(p.display().to_string(), log_engine));
     }
-    let engine = match choose_engine(named.as_ref(), &inputs, &rec) {
+    let engine = match choose_engine(named.as_ref(), &inputs, &rec, false) {
         Ok(e) => e,
         Err(code) => return Ok(code),
     };

@@ -274,17 +274,15 @@ fn cache_sentence(ctx: &Context<'_>) -> Option<Insight> {
         let mut parts = Vec::new();
         if t8_failed {
             if let Some(p) = ctx.peak() {
-                parts.push(format!(
-                    "it ran at most {} at once and queued the rest",
-                    g(p)
-                ));
+                parts.push(format!("ran at most {} at once and queued the rest", g(p)));
             }
         }
         if let Some(n) = ctx.evictions().filter(|n| *n > 0.0) {
             parts.push(ctx.evicted_phrase(n));
         }
         if !parts.is_empty() {
-            text.push_str(&format!(" To make room, {}.", parts.join(", and ")));
+            // One subject for both clauses: "it ran at most 5 at once ..., and paused 13 ...".
+            text.push_str(&format!(" To make room, it {}.", parts.join(", and ")));
         }
         return Some(Insight::new(
             "cache",

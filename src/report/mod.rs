@@ -196,7 +196,12 @@ impl Report {
         let engine = engine_of(&inputs, &facts);
         let first = facts.first().map(|(_, f)| f);
         let mut results = boot_checks(&inputs.boot_logs, &facts);
-        results.extend(run_checks(
+        // The live run's results (T2, T7, T15) go right after the boot-log checks and before
+        // the run checks, in the original's order: scripts read these lines in order
+        // (docs/reference.md, "report").
+        merge_extra(&mut results, &inputs.extra_results);
+        let live_end = results.len();
+        let run = run_checks(
             inputs.before.as_ref(),
             inputs.after.as_ref(),
             inputs.series.as_ref(),
@@ -207,19 +212,28 @@ impl Report {
             None,
             inputs.untimed_requests,
             engine,
-        ));
-        merge_extra(&mut results, &inputs.extra_results);
-        let left_out: Vec<CheckResult> = crate::checks::gaps::complete(
-            Vec::new(),
+        );
+        // The run checks a missing input left out become "can't tell" in their places; a T15
+        // that could not be checked keeps T15's place, after the live run's results.
+        let run = crate::checks::gaps::complete(
+            run,
             &inputs.missing,
             engine,
             inputs.requested,
             inputs.bench.is_some(),
-        )
-        .into_iter()
-        .filter(|m| !results.iter().any(|r| r.tripwire == m.tripwire))
-        .collect();
-        results.extend(left_out);
+        );
+        let mut t15_at = live_end;
+        for r in run {
+            if results.iter().any(|x| x.tripwire == r.tripwire) {
+                continue;
+            }
+            if r.tripwire == Tripwire::T15 {
+                results.insert(t15_at, r);
+                t15_at += 1;
+            } else {
+                results.push(r);
+            }
+        }
         let summary = summary::summarize(
             inputs.before.as_ref(),
             inputs.after.as_ref(),
