@@ -242,6 +242,7 @@ mod tests {
             generation_tokens: Some(tok),
             prompt_tokens: Some(0.0),
             paused: None,
+            engines: None,
         }
     }
 
