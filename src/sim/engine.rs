@@ -27,6 +27,42 @@ use super::sched::{NewRequest, Outputs, SchedConfig, Scheduler};
 
 /// The environment variable naming a worker's tensor-parallel rank.
 pub const RANK_ENV: &str = "INFERLINT_SIM_WORKER_RANK";
+/// The environment variable naming an engine's (and its workers') data-parallel rank.
+pub const DP_RANK_ENV: &str = "INFERLINT_SIM_DP_RANK";
+/// The environment variable that makes `sim worker` the data-parallel coordinator instead.
+pub const ROLE_ENV: &str = "INFERLINT_SIM_ROLE";
+/// [`ROLE_ENV`]'s value for the coordinator.
+pub const COORDINATOR: &str = "coordinator";
+
+/// This process's data-parallel rank (0 without data parallelism).
+fn dp_rank() -> u32 {
+    std::env::var(DP_RANK_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The engine's process title: `VLLM::EngineCore`, or `VLLM::EngineCore_DP{rank}` with data
+/// parallelism (node-sharing facts, docs/supervision.md).
+pub fn engine_title(cfg: &ServeConfig, rank: u32) -> String {
+    if cfg.dp > 1 {
+        format!("VLLM::EngineCore_DP{rank}")
+    } else {
+        "VLLM::EngineCore".to_string()
+    }
+}
+
+/// A worker's title: `Worker` plus `_DP{d}` and `_TP{r}` for the dimensions above 1.
+pub fn worker_title(cfg: &ServeConfig, dp: u32, tp: u32) -> String {
+    let mut t = "VLLM::Worker".to_string();
+    if cfg.dp > 1 {
+        t.push_str(&format!("_DP{dp}"));
+    }
+    if cfg.tp > 1 {
+        t.push_str(&format!("_TP{tp}"));
+    }
+    t
+}
 /// Steps run back to back before the engine reports and reads new requests.
 const MAX_STEPS_PER_BATCH: usize = 256;
 
@@ -130,11 +166,13 @@ pub fn run_engine() -> anyhow::Result<i32> {
         }
         None => {}
     }
-    os::rename("VLLM::EngineCore");
+    let rank = dp_rank();
+    let title = engine_title(&cfg, rank);
+    os::rename(&title);
     set_cloexec(fd);
     // SAFETY: the API server passed us this fd; nothing else in this process owns it.
     let mut sock = unsafe { UnixStream::from_raw_fd(fd) };
-    let log = Logger::new(cfg.release, "EngineCore");
+    let log = Logger::new(cfg.release, title.trim_start_matches("VLLM::"));
     let signals: &[i32] = if cfg.engine_ignores_sigterm {
         // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
         unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
@@ -161,8 +199,9 @@ pub fn run_engine() -> anyhow::Result<i32> {
         return Ok(1);
     }
     let gpu_dir = gpu::dir_from_env();
+    // One simulated GPU per worker; without workers (TP 1) the engine holds its own.
     let _holding = match (&gpu_dir, cfg.tp) {
-        (Some(dir), 1) => Some(gpu::hold(dir, cfg.gpu_mib, 0)?),
+        (Some(dir), 1) => Some(gpu::hold(dir, cfg.gpu_mib, cfg.gpu_index(rank, 0))?),
         _ => None,
     };
     let (death_read, death_write) = nix::unistd::pipe()?;
@@ -293,7 +332,7 @@ fn spawn_workers(cfg: &ServeConfig, death_read: &OwnedFd) -> anyhow::Result<Vec<
     for rank in 0..cfg.tp {
         let fd = death_read.as_fd().as_raw_fd();
         let mut cmd = Command::new("/proc/self/exe");
-        cmd.arg0(format!("VLLM::Worker_TP{rank}"))
+        cmd.arg0(worker_title(cfg, dp_rank(), rank))
             .args(["sim", "worker"])
             .env(RANK_ENV, rank.to_string())
             .env(CONFIG_ENV, cfg.to_env());
@@ -547,23 +586,30 @@ impl Engine {
     }
 }
 
-/// `inferlint sim worker`: a tensor-parallel worker. It holds its GPU's simulated memory and
-/// exits when its engine does (the death pipe on fd 3 reaches EOF) or on SIGTERM.
+/// `inferlint sim worker`: a tensor-parallel worker, or (with [`ROLE_ENV`]) the data-parallel
+/// coordinator. A worker holds its GPU's simulated memory; both exit when their parent does
+/// (the death pipe on fd 3 reaches EOF) or on SIGTERM.
 pub fn run_worker() -> anyhow::Result<i32> {
     let cfg = ServeConfig::from_env().map_err(anyhow::Error::msg)?;
     let rank: u32 = std::env::var(RANK_ENV)
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let title = format!("VLLM::Worker_TP{rank}");
+    let coordinator = std::env::var(ROLE_ENV).is_ok_and(|r| r == COORDINATOR);
+    let title = if coordinator {
+        "VLLM::DPCoordinator".to_string()
+    } else {
+        worker_title(&cfg, dp_rank(), rank)
+    };
     os::rename(&title);
-    let log = Logger::new(cfg.release, &format!("Worker_TP{rank}"));
+    let log = Logger::new(cfg.release, title.trim_start_matches("VLLM::"));
     let mut sigs = SignalPipe::new(&[libc::SIGTERM, libc::SIGINT])?;
-    // SAFETY: the engine passed the read end of its death pipe as fd 3.
+    // SAFETY: the parent passed the read end of its death pipe as fd 3.
     let death = unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) };
     set_cloexec(CHANNEL_FD);
-    let _holding = match gpu::dir_from_env() {
-        Some(dir) => Some(gpu::hold(&dir, cfg.gpu_mib, rank)?),
+    // The coordinator only balances load between the engines: it holds no GPU.
+    let _holding = match gpu::dir_from_env().filter(|_| !coordinator) {
+        Some(dir) => Some(gpu::hold(&dir, cfg.gpu_mib, cfg.gpu_index(dp_rank(), rank))?),
         None => None,
     };
     loop {
@@ -582,10 +628,12 @@ pub fn run_worker() -> anyhow::Result<i32> {
             return Ok(0);
         }
         if death_ready {
-            log.info(
-                sites(cfg.release).worker_parent_exit,
-                "Parent process exited, terminating worker queues",
-            );
+            if !coordinator {
+                log.info(
+                    sites(cfg.release).worker_parent_exit,
+                    "Parent process exited, terminating worker queues",
+                );
+            }
             return Ok(0);
         }
     }
