@@ -50,15 +50,24 @@ fn the_recorder_keeps_each_engine_and_the_sums() {
     assert_eq!(series.engine_ids(), ["0", "1"]);
     // Idle: the gauges have no sample at all (absent, not zero), on either engine.
     let idle = &series.samples[0];
-    assert_eq!((idle.running, idle.waiting, idle.kv_usage), (None, None, None));
+    assert_eq!(
+        (idle.running, idle.waiting, idle.kv_usage),
+        (None, None, None)
+    );
     assert_eq!(idle.per_engine().len(), 2);
     assert!(idle.per_engine().iter().all(|e| e.running.is_none()));
     // Under load: 4 running and 2 waiting on each engine, 0.8 of each pool.
     let busy = &series.samples[2];
     assert_eq!((busy.running, busy.waiting), (Some(8.0), Some(4.0)));
-    assert_eq!(busy.kv_usage, None, "two pools have no single usage reading");
+    assert_eq!(
+        busy.kv_usage, None,
+        "two pools have no single usage reading"
+    );
     for e in busy.per_engine() {
-        assert_eq!((e.running, e.waiting, e.kv_usage), (Some(4.0), Some(2.0), Some(0.8)));
+        assert_eq!(
+            (e.running, e.waiting, e.kv_usage),
+            (Some(4.0), Some(2.0), Some(0.8))
+        );
     }
     // Counters are summed over the engines, as before.
     let after = &series.samples[4];
@@ -83,7 +92,16 @@ fn old_readers_see_the_old_fields_and_old_files_load_unchanged() {
         let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
         assert_eq!(
             keys,
-            ["t_wall", "t_mono_ns", "running", "waiting", "kv_usage", "preemptions", "generation_tokens", "prompt_tokens"]
+            [
+                "t_wall",
+                "t_mono_ns",
+                "running",
+                "waiting",
+                "kv_usage",
+                "preemptions",
+                "generation_tokens",
+                "prompt_tokens"
+            ]
         );
     }
     // A recording made before per-engine fields (the 0.28 live one) loads exactly as before.
@@ -106,13 +124,19 @@ fn a_malformed_engines_entry_is_a_skipped_row() {
     let s = Series::from_text(&format!("{head}\n{ok}\n{bad}\n{worse}\n"), "t").unwrap();
     assert_eq!(s.samples.len(), 1);
     assert_eq!(s.skipped_lines, 2);
-    let ids: Vec<&str> = s.samples[0].per_engine().iter().map(|e| e.engine.as_str()).collect();
+    let ids: Vec<&str> = s.samples[0]
+        .per_engine()
+        .iter()
+        .map(|e| e.engine.as_str())
+        .collect();
     assert_eq!(ids, ["0", "1"], "engine order, whatever the file's");
 }
 
 #[test]
 fn t8_is_judged_on_the_sum_and_the_cap_is_per_engine() {
-    let (Some(texts), Some(facts)) = (real(), facts()) else { return };
+    let (Some(texts), Some(facts)) = (real(), facts()) else {
+        return;
+    };
     let (series, _) = recording_of(&texts);
     let r = t8::check(&series, 8, Some(&facts), Engine::Vllm);
     assert_eq!(r.status, Status::Pass, "{}", r.line());
@@ -137,7 +161,10 @@ fn t8_is_judged_on_the_sum_and_the_cap_is_per_engine() {
     let (mutated, _) = recording_of(&t);
     let r = t8::check(&mutated, 8, Some(&facts), Engine::Vllm);
     assert_eq!(r.status, Status::Fail);
-    assert_eq!(r.message, "requested 8 concurrent, server never ran more than 7");
+    assert_eq!(
+        r.message,
+        "requested 8 concurrent, server never ran more than 7"
+    );
 }
 
 #[test]
@@ -168,7 +195,10 @@ fn t9_is_judged_per_engine_pool_and_names_the_engine_that_differs() {
         "engine 1: ceiling moved between 3 and 5 as requests grew (one request held 20.0% to 30.0% of the cache); concurrency was not a constant of this run; engine 0: one request holds 20.0% of the cache; ceiling = floor(1/share) = 5 on every busy sample"
     );
     assert_eq!(r.evidence["engines"]["1"]["status"], "warn");
-    assert!(r.evidence.get("ceiling_min").is_none(), "the engines disagree");
+    assert!(
+        r.evidence.get("ceiling_min").is_none(),
+        "the engines disagree"
+    );
 }
 
 /// The real recording with more readings of engine `e`'s pool: 1, 3 and 5 of its 5 usable
@@ -216,15 +246,23 @@ fn t14_divides_the_summed_block_count_among_the_engines() {
     let r9 = t9::check(&series, t14::usable_blocks(&r), Engine::Vllm);
     assert_eq!(r9.evidence["usable_blocks"], 5);
     // One number of the real snapshot changed: a label of 14 means pools of 7, not 6.
-    let wrong = snapshot("after", &texts[4].replace("num_gpu_blocks=\"12\"", "num_gpu_blocks=\"14\""));
+    let wrong = snapshot(
+        "after",
+        &texts[4].replace("num_gpu_blocks=\"12\"", "num_gpu_blocks=\"14\""),
+    );
     let r = t14::check(&series, &wrong, Engine::Vllm);
     assert_eq!(r.status, Status::Fail);
     assert!(
-        r.message.starts_with("each of 2 engines: gauge denominator is 5, expected num_gpu_blocks - 1 = 6;"),
+        r.message.starts_with(
+            "each of 2 engines: gauge denominator is 5, expected num_gpu_blocks - 1 = 6;"
+        ),
         "{}",
         r.message
     );
-    let odd = snapshot("after", &texts[4].replace("num_gpu_blocks=\"12\"", "num_gpu_blocks=\"13\""));
+    let odd = snapshot(
+        "after",
+        &texts[4].replace("num_gpu_blocks=\"12\"", "num_gpu_blocks=\"13\""),
+    );
     let r = t14::check(&series, &odd, Engine::Vllm);
     assert_eq!(r.status, Status::Unknown);
     assert_eq!(
@@ -253,7 +291,13 @@ fn t1_sums_the_engines_preemption_counters() {
             "vllm:num_preemptions_total{engine=\"1\",model_name=\"smollm2-135m\"} 3.0",
             1,
         );
-    let r = t1::check(&before, &snapshot("after", &moved), None, None, Engine::Vllm);
+    let r = t1::check(
+        &before,
+        &snapshot("after", &moved),
+        None,
+        None,
+        Engine::Vllm,
+    );
     assert_eq!(r.status, Status::Fail);
     assert_eq!(r.message, "5 preemptions during the run");
 }

@@ -218,7 +218,10 @@ impl Monitor {
         let running = s.running.map_or("?".to_string(), g);
         // A data-parallel server: the server's total, then each engine's share in engine order.
         let each = |f: fn(&EngineGauges) -> Option<f64>, sep: &str| -> String {
-            let v: Vec<String> = per.iter().map(|e| f(e).map_or("?".to_string(), g)).collect();
+            let v: Vec<String> = per
+                .iter()
+                .map(|e| f(e).map_or("?".to_string(), g))
+                .collect();
             format!(" ({})", v.join(sep))
         };
         let (run_each, wait_each) = if per.is_empty() {
@@ -240,7 +243,10 @@ impl Monitor {
         } else if per.iter().any(|e| e.kv_usage.is_some()) {
             let v: Vec<String> = per
                 .iter()
-                .map(|e| e.kv_usage.map_or("?".to_string(), |u| format!("{:.0}%", 100.0 * u)))
+                .map(|e| {
+                    e.kv_usage
+                        .map_or("?".to_string(), |u| format!("{:.0}%", 100.0 * u))
+                })
                 .collect();
             parts.push(format!("KV {} per engine", v.join("/")));
         }
@@ -392,7 +398,10 @@ mod tests {
     #[test]
     fn a_data_parallel_status_line_shows_each_engine() {
         let mut m = Monitor::new(Engine::Vllm, Some(12));
-        let u = m.sample(&dp(&[(4.0, 2.0, 0.8), (3.0, 1.0, 0.6)], 0.0), Duration::ZERO);
+        let u = m.sample(
+            &dp(&[(4.0, 2.0, 0.8), (3.0, 1.0, 0.6)], 0.0),
+            Duration::ZERO,
+        );
         let status = u.status.unwrap();
         assert!(status.contains("running 7/12 (4+3)"), "{status}");
         assert!(status.contains("waiting 3 (2+1)"), "{status}");
@@ -414,13 +423,19 @@ mod tests {
             .sample(&s(10.0, 22.0, 0.5, 0.0, 0.0, 0.5), Duration::from_secs(2))
             .status
             .unwrap();
-        assert!(status.contains("running 10/12  waiting 22  KV 50%"), "{status}");
+        assert!(
+            status.contains("running 10/12  waiting 22  KV 50%"),
+            "{status}"
+        );
     }
 
     #[test]
     fn a_ceiling_fall_in_one_engine_names_it() {
         let mut m = Monitor::new(Engine::Vllm, None);
-        let u = m.sample(&dp(&[(4.0, 0.0, 0.9), (4.0, 0.0, 0.9)], 0.0), Duration::ZERO);
+        let u = m.sample(
+            &dp(&[(4.0, 0.0, 0.9), (4.0, 0.0, 0.9)], 0.0),
+            Duration::ZERO,
+        );
         assert!(u.alerts.is_empty());
         let u = m.sample(
             &dp(&[(4.0, 0.0, 0.9), (3.0, 1.0, 1.0)], 0.25),

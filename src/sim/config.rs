@@ -220,11 +220,7 @@ pub struct ServeArgs {
     pub tp: u32,
     /// Data-parallel size: one `VLLM::EngineCore_DP{i}` per rank, each with its own KV pool
     /// and scheduler (and GPU), a `VLLM::DPCoordinator`, and per-engine /metrics series.
-    #[arg(
-        long = "data-parallel-size",
-        visible_alias = "dp",
-        default_value_t = 1
-    )]
+    #[arg(long = "data-parallel-size", visible_alias = "dp", default_value_t = 1)]
     pub dp: u32,
 
     /// The vLLM release whose log lines and /metrics exposition to copy.

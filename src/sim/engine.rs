@@ -609,7 +609,11 @@ pub fn run_worker() -> anyhow::Result<i32> {
     set_cloexec(CHANNEL_FD);
     // The coordinator only balances load between the engines: it holds no GPU.
     let _holding = match gpu::dir_from_env().filter(|_| !coordinator) {
-        Some(dir) => Some(gpu::hold(&dir, cfg.gpu_mib, cfg.gpu_index(dp_rank(), rank))?),
+        Some(dir) => Some(gpu::hold(
+            &dir,
+            cfg.gpu_mib,
+            cfg.gpu_index(dp_rank(), rank),
+        )?),
         None => None,
     };
     loop {

@@ -248,18 +248,21 @@ impl Front {
             let sched = f.scheduled_ts.unwrap_or(f.queued_ts);
             let first = f.first_token_ts.unwrap_or(sched);
             let last = f.last_token_ts.unwrap_or(first);
-            st.reg.request_finished(e, &RequestStats {
-                finished_reason: f.reason.label(),
-                prompt_tokens: f.prompt_tokens,
-                generation_tokens: f.output_tokens,
-                max_tokens: p.max_tokens,
-                e2e_s: now - p.arrival,
-                queue_s: sched - f.queued_ts,
-                prefill_s: first - sched,
-                decode_s: last - first,
-                inference_s: last - sched,
-                num_preemptions: f.num_preemptions,
-            });
+            st.reg.request_finished(
+                e,
+                &RequestStats {
+                    finished_reason: f.reason.label(),
+                    prompt_tokens: f.prompt_tokens,
+                    generation_tokens: f.output_tokens,
+                    max_tokens: p.max_tokens,
+                    e2e_s: now - p.arrival,
+                    queue_s: sched - f.queued_ts,
+                    prefill_s: first - sched,
+                    decode_s: last - first,
+                    inference_s: last - sched,
+                    num_preemptions: f.num_preemptions,
+                },
+            );
         }
     }
 

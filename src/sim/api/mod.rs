@@ -399,12 +399,7 @@ async fn wait_gone(child: &mut Child, pid: u32, limit: Duration) -> bool {
 }
 
 /// vLLM's orderly stop on SIGTERM/SIGINT.
-async fn shutdown(
-    front: &Arc<Front>,
-    procs: &mut [EngineProc],
-    _sig: &str,
-    serving: bool,
-) -> i32 {
+async fn shutdown(front: &Arc<Front>, procs: &mut [EngineProc], _sig: &str, serving: bool) -> i32 {
     let log = &front.log;
     let s = sites(log.release);
     let timeout = front.cfg.shutdown_timeout;

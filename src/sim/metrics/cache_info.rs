@@ -124,7 +124,13 @@ pub fn family(cfg: &ServeConfig, now_unix: f64) -> Family {
         let id = e.to_string();
         let values: Vec<&str> = labels
             .iter()
-            .map(|(k, v)| if *k == "engine" { id.as_str() } else { v.as_str() })
+            .map(|(k, v)| {
+                if *k == "engine" {
+                    id.as_str()
+                } else {
+                    v.as_str()
+                }
+            })
             .collect();
         fam.child(&values, now_unix).value = 1.0;
     }

@@ -84,7 +84,10 @@ impl Registry {
     }
 
     fn label(&self, e: usize) -> String {
-        self.engines.get(e).cloned().unwrap_or_else(|| e.to_string())
+        self.engines
+            .get(e)
+            .cloned()
+            .unwrap_or_else(|| e.to_string())
     }
 
     /// Adds to engine `e`'s (model, engine) child of a counter or gauge.
@@ -181,7 +184,11 @@ impl Registry {
         self.observe(e, "vllm:request_inference_time_seconds", s.inference_s);
         self.observe(e, "vllm:request_decode_time_seconds", s.decode_s);
         self.observe(e, "vllm:request_prompt_tokens", s.prompt_tokens as f64);
-        self.observe(e, "vllm:request_generation_tokens", s.generation_tokens as f64);
+        self.observe(
+            e,
+            "vllm:request_generation_tokens",
+            s.generation_tokens as f64,
+        );
         self.observe(
             e,
             "vllm:request_max_num_generation_tokens",
