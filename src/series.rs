@@ -269,7 +269,7 @@ impl Series {
         let mut ids: Vec<String> = Vec::new();
         for s in &self.samples {
             for e in s.per_engine() {
-                if !ids.iter().any(|i| *i == e.engine) {
+                if !ids.contains(&e.engine) {
                     ids.push(e.engine.clone());
                 }
             }

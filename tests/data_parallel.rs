@@ -151,8 +151,8 @@ fn t8_is_judged_on_the_sum_and_the_cap_is_per_engine() {
     assert_eq!(r.evidence["peak_running_per_engine"]["1"], 4.0);
     // One engine that never ran more than 3: the server peaked at 7, T8 at 8 flips to FAIL.
     let mut t = texts.clone();
-    for i in 1..=3 {
-        t[i] = t[i].replacen(
+    for text in &mut t[1..=3] {
+        *text = text.replacen(
             "vllm:num_requests_running{engine=\"1\",model_name=\"smollm2-135m\"} 4.0",
             "vllm:num_requests_running{engine=\"1\",model_name=\"smollm2-135m\"} 3.0",
             1,
