@@ -9,7 +9,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::files::{args, json, result, wait_running};
+use super::files::{args, boot_log_tail, json, result, wait_running};
 use super::{assert_port_free, Install, Launch, Seen};
 
 /// A whole run: two boots' worth of processes on two cores.
@@ -115,7 +115,12 @@ fn tp3_run_is_supervised_to_the_end() {
         "timings tp3: {:.1} s in all",
         launch.started.elapsed().as_secs_f64()
     );
-    assert!(code == 0 || code == 1, "{}", launch.output());
+    assert!(
+        code == 0 || code == 1,
+        "{}\n{}",
+        launch.output(),
+        boot_log_tail(&launch, 40)
+    );
     for t in ["T8", "T9"] {
         let r = result(&results, t);
         assert_ne!(r["status"], "unknown", "{t} must decide on TP=3: {r}");
@@ -161,7 +166,12 @@ fn dp2_run_decides_t8_and_t9_per_engine() {
         "timings dp2: {:.1} s in all",
         launch.started.elapsed().as_secs_f64()
     );
-    assert!(code == 0 || code == 1, "{}", launch.output());
+    assert!(
+        code == 0 || code == 1,
+        "{}\n{}",
+        launch.output(),
+        boot_log_tail(&launch, 40)
+    );
     // The recording keeps both engines.
     let series = inferlint::series::Series::load(&out.join("run.series.jsonl")).unwrap();
     assert_eq!(series.engine_ids(), ["0", "1"], "{}", series.source);
@@ -269,11 +279,14 @@ fn tp3_sigkill_of_the_api_server_names_every_orphan() {
         launch.started.elapsed().as_secs_f64()
     );
     assert!((1..=3).contains(&code), "exit {code}:\n{stdout}");
+    // Named by pid, in whatever line (the death alert, the stop's), after the load began.
+    let after_load = &stdout[stdout.find("== load:").unwrap_or(0)..];
     for o in &orphans {
-        assert!(
-            stdout.contains(&format!("pid={}", o.pid)),
-            "orphan {o} not named:\n{stdout}"
-        );
+        let pid = o.pid.to_string();
+        let named = after_load
+            .split(|c: char| !c.is_ascii_digit())
+            .any(|w| w == pid);
+        assert!(named, "orphan {o} not named:\n{stdout}");
     }
     match launch.wait_nothing_left(Duration::from_secs(30)) {
         Ok(_) => {}
