@@ -231,8 +231,14 @@ async fn serve(
                 }
                 Some((_, Some(ToApi::Out(_)))) => {}
                 Some((_, None)) | None => {
-                    // One engine failed to start: vLLM stops the others and exits.
-                    stop_engines(&log, &mut procs, Duration::from_millis(50)).await;
+                    // An engine failed to start (it has exited): the others are stopped
+                    // quietly, and the API server prints its failure and exits.
+                    for p in &procs {
+                        let _ = kill(Pid::from_raw(p.pid as i32), Signal::SIGTERM);
+                    }
+                    for p in procs.iter_mut() {
+                        let _ = p.child.wait();
+                    }
                     failures::print_api_boot_failure(&log, cfg.fail_boot.unwrap_or(FailKind::RuntimeError));
                     return Ok(1);
                 }
