@@ -115,8 +115,10 @@ fn tp3_run_is_supervised_to_the_end() {
         "timings tp3: {:.1} s in all",
         launch.started.elapsed().as_secs_f64()
     );
+    // 0, 1 or 2 (a check that could not tell, e.g. T14 with few distinct readings), never a
+    // leftover (3) or a crash.
     assert!(
-        code == 0 || code == 1,
+        (0..=2).contains(&code),
         "{}\n{}",
         launch.output(),
         boot_log_tail(&launch, 40)
@@ -166,8 +168,10 @@ fn dp2_run_decides_t8_and_t9_per_engine() {
         "timings dp2: {:.1} s in all",
         launch.started.elapsed().as_secs_f64()
     );
+    // 0, 1 or 2 (a check that could not tell, e.g. T14 with few distinct readings), never a
+    // leftover (3) or a crash.
     assert!(
-        code == 0 || code == 1,
+        (0..=2).contains(&code),
         "{}\n{}",
         launch.output(),
         boot_log_tail(&launch, 40)

@@ -9,7 +9,8 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
 use super::super::config::{ServeConfig, CONFIG_ENV, FD_ENV};
-use super::super::engine::{engine_title, pass_as_fd3, COORDINATOR, DP_RANK_ENV, ROLE_ENV};
+use super::super::engine::pass_as_fd3;
+use super::super::worker::{engine_title, COORDINATOR, DP_RANK_ENV, ROLE_ENV};
 
 /// One engine process as the API server knows it.
 pub struct EngineProc {
