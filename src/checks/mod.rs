@@ -5,6 +5,7 @@
 pub mod blocks;
 pub mod counters;
 pub mod gaps;
+pub mod per_engine;
 pub mod t1;
 pub mod t10;
 pub mod t14;

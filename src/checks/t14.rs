@@ -29,7 +29,12 @@ pub fn applies_to(engine: Engine) -> bool {
 
 /// Compares the denominator inferred from the recording's usage readings with the snapshot's
 /// `num_gpu_blocks` label: a PASS says the gauge counts out of `num_gpu_blocks − 1`.
+///
+/// A data-parallel server's recording is judged per engine pool (docs/tripwires.md).
 pub fn check(series: &Series, snapshot: &Snapshot, engine: Engine) -> CheckResult {
+    if let Some(r) = crate::checks::per_engine::t14(series, snapshot, engine) {
+        return r;
+    }
     let Some(info) = engine.metrics().cache_info else {
         return not_applicable(engine);
     };

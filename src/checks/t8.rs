@@ -90,7 +90,29 @@ pub fn check(
     let queued_reqs = arg_u64(vllm_args, "max_num_queued_reqs");
     let queued_tokens = arg_u64(vllm_args, "max_num_queued_tokens");
     let limit = facts.and_then(|f| running_limit(f, engine));
+    // A data-parallel server runs its requests on several engines, each with its own running
+    // limit: the server's is their sum (docs/tripwires.md, "Data-parallel servers").
+    let ids = series.engine_ids();
+    let engines = ids.len().max(1) as u64;
     let evidence = |r: CheckResult| {
+        let r = if engines > 1 {
+            let per: serde_json::Map<String, Value> = ids
+                .iter()
+                .map(|id| {
+                    let peak = series
+                        .samples
+                        .iter()
+                        .filter_map(|s| s.per_engine().iter().find(|e| e.engine == *id)?.running)
+                        .filter(|x| !x.is_nan())
+                        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
+                    (id.clone(), crate::result::json_opt_f64(peak))
+                })
+                .collect();
+            r.with("engines", engines)
+                .with("peak_running_per_engine", Value::Object(per))
+        } else {
+            r
+        };
         r.with("requested", requested)
             .with("peak_running", peak)
             .with("peak_in_flight", peak_in_flight)
@@ -146,7 +168,17 @@ pub fn check(
         }
     }
     if let Some(limit) = limit.as_ref() {
-        if limit.value < requested && peak >= limit.value as f64 {
+        let server_cap = limit.value.saturating_mul(engines);
+        if engines > 1 && server_cap < requested && peak >= server_cap as f64 {
+            let v = limit.value;
+            let flag = match engine {
+                Engine::Vllm => "--max-num-seqs",
+                _ => "--max-running-requests",
+            };
+            msg.push_str(&format!(
+                "; the server runs at most {server_cap} at once ({flag} {v} on each of its {engines} engines)"
+            ));
+        } else if engines == 1 && limit.value < requested && peak >= limit.value as f64 {
             let v = limit.value;
             let text = match (engine, limit.lowered()) {
                 (Engine::Sglang, true) => format!(

@@ -24,6 +24,10 @@ pub fn check_at(
     engine: Engine,
     saturation: f64,
 ) -> CheckResult {
+    // A data-parallel server: each engine's pool on its own (docs/tripwires.md).
+    if let Some(r) = crate::checks::per_engine::t9(series, usable_blocks, engine, saturation) {
+        return r;
+    }
     // One pass per question, no copies: a day's recording is 345,600 samples, and the reader
     // has already spent most of the memory budget holding them.
     if series.busy().next().is_none() {
@@ -139,6 +143,7 @@ mod tests {
                 generation_tokens: Some(0.0),
                 prompt_tokens: Some(0.0),
                 paused: None,
+                engines: None,
             })
             .collect();
         Series::from_samples(

@@ -3,13 +3,13 @@
 //! the alerts worth interrupting the user for (a preemption, a falling concurrency ceiling, a
 //! server that stopped answering or restarted), each with its time into the load.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 use crate::checks::blocks::predicted_ceiling;
 use crate::engine::Engine;
 use crate::fmt::g;
-use crate::series::SeriesSample;
+use crate::series::{EngineGauges, SeriesSample};
 
 use super::live::elapsed;
 
@@ -21,6 +21,17 @@ const FAILED_SCRAPES_ALERT: usize = 3;
 const RATE_WINDOW_S: f64 = 2.0;
 /// After one eviction alert, the next waits this long (the ones between are summed into it).
 const EVICTION_ALERT_GAP: Duration = Duration::from_secs(2);
+
+/// How many requests of the current size fit, when the cache is what limits them (usage at
+/// or above the saturation threshold, something running).
+fn saturated_ceiling(usage: Option<f64>, running: Option<f64>) -> Option<u64> {
+    let (u, r) = (usage?, running?);
+    if u >= SATURATED && r > 0.0 {
+        predicted_ceiling(u, r, None).ok()
+    } else {
+        None
+    }
+}
 
 /// What the monitor makes of one event.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -37,6 +48,8 @@ pub struct Monitor {
     last_preemptions: Option<f64>,
     /// The lowest ceiling seen at a saturated sample: a fall is a new low.
     lowest_ceiling: Option<u64>,
+    /// The same for each engine of a data-parallel server.
+    lowest_per_engine: HashMap<String, u64>,
     /// When the last eviction alert was given, and evictions since then not yet alerted.
     last_eviction_alert: Option<Duration>,
     unalerted: f64,
@@ -59,6 +72,7 @@ impl Monitor {
             first_preemptions: None,
             last_preemptions: None,
             lowest_ceiling: None,
+            lowest_per_engine: HashMap::new(),
             last_eviction_alert: None,
             unalerted: 0.0,
             paused_seen: false,
@@ -153,18 +167,30 @@ impl Monitor {
                 ));
             }
         }
-        // The ceiling: how many requests of the current size fit, at saturated samples.
-        if let (Some(u), Some(r)) = (s.kv_usage, s.running) {
-            if u >= SATURATED && r > 0.0 {
-                if let Ok(c) = predicted_ceiling(u, r, None) {
-                    if let Some(low) = self.lowest_ceiling.filter(|&low| c < low) {
-                        alerts.push(format!(
-                            "{t} into the load: the concurrency ceiling fell from {low} to {c} (one request now holds {:.1}% of the cache)",
-                            100.0 * u / r
-                        ));
-                    }
-                    self.lowest_ceiling = Some(self.lowest_ceiling.map_or(c, |low| low.min(c)));
-                }
+        // The ceiling: how many requests of the current size fit, at saturated samples; for a
+        // data-parallel server, in each engine's own pool.
+        if let Some(c) = saturated_ceiling(s.kv_usage, s.running) {
+            if let Some(low) = self.lowest_ceiling.filter(|&low| c < low) {
+                alerts.push(format!(
+                    "{t} into the load: the concurrency ceiling fell from {low} to {c} (one request now holds {:.1}% of the cache)",
+                    100.0 * s.kv_usage.unwrap_or(0.0) / s.running.unwrap_or(1.0)
+                ));
+            }
+            self.lowest_ceiling = Some(self.lowest_ceiling.map_or(c, |low| low.min(c)));
+        }
+        for e in s.per_engine() {
+            let Some(c) = saturated_ceiling(e.kv_usage, e.running) else {
+                continue;
+            };
+            let lowest = self.lowest_per_engine.entry(e.engine.clone()).or_insert(c);
+            if c < *lowest {
+                alerts.push(format!(
+                    "{t} into the load: engine {}'s concurrency ceiling fell from {} to {c} (one request now holds {:.1}% of its cache)",
+                    e.engine,
+                    *lowest,
+                    100.0 * e.kv_usage.unwrap_or(0.0) / e.running.unwrap_or(1.0)
+                ));
+                *lowest = c;
             }
         }
         // Generated tokens/s over the last few seconds.
@@ -188,16 +214,41 @@ impl Monitor {
             _ => None,
         };
         let mut parts = vec![format!("load {t}")];
+        let per = s.per_engine();
         let running = s.running.map_or("?".to_string(), g);
+        // A data-parallel server: the server's total, then each engine's share in engine order.
+        let each = |f: fn(&EngineGauges) -> Option<f64>, sep: &str| -> String {
+            let v: Vec<String> = per
+                .iter()
+                .map(|e| f(e).map_or("?".to_string(), g))
+                .collect();
+            format!(" ({})", v.join(sep))
+        };
+        let (run_each, wait_each) = if per.is_empty() {
+            (String::new(), String::new())
+        } else {
+            (each(|e| e.running, "+"), each(|e| e.waiting, "+"))
+        };
         match self.requested {
-            Some(n) => parts.push(format!("running {running}/{n}")),
-            None => parts.push(format!("running {running}")),
+            Some(n) => parts.push(format!("running {running}/{n}{run_each}")),
+            None => parts.push(format!("running {running}{run_each}")),
         }
-        if let Some(w) = s.waiting {
-            parts.push(format!("waiting {}", g(w)));
+        match s.waiting {
+            Some(w) => parts.push(format!("waiting {}{wait_each}", g(w))),
+            None if !per.is_empty() => parts.push(format!("waiting ?{wait_each}")),
+            None => {}
         }
         if let Some(u) = s.kv_usage {
             parts.push(format!("KV {:.0}%", 100.0 * u));
+        } else if per.iter().any(|e| e.kv_usage.is_some()) {
+            let v: Vec<String> = per
+                .iter()
+                .map(|e| {
+                    e.kv_usage
+                        .map_or("?".to_string(), |u| format!("{:.0}%", 100.0 * u))
+                })
+                .collect();
+            parts.push(format!("KV {} per engine", v.join("/")));
         }
         if let Some(r) = rate {
             parts.push(format!("{r:.0} tok/s"));
@@ -242,6 +293,7 @@ mod tests {
             generation_tokens: Some(tok),
             prompt_tokens: Some(0.0),
             paused: None,
+            engines: None,
         }
     }
 
@@ -325,6 +377,79 @@ mod tests {
             .sample(&s(2.0, 0.0, 0.5, 0.0, 0.0, 0.75), Duration::from_secs(4))
             .alerts
             .is_empty());
+    }
+
+    fn dp(per: &[(f64, f64, f64)], t: f64) -> SeriesSample {
+        let mut row = s(0.0, 0.0, 0.0, 0.0, 100.0 * t, t);
+        row.set_engines(
+            per.iter()
+                .enumerate()
+                .map(|(i, &(running, waiting, usage))| EngineGauges {
+                    engine: i.to_string(),
+                    running: Some(running),
+                    waiting: Some(waiting),
+                    kv_usage: Some(usage),
+                })
+                .collect(),
+        );
+        row
+    }
+
+    #[test]
+    fn a_data_parallel_status_line_shows_each_engine() {
+        let mut m = Monitor::new(Engine::Vllm, Some(12));
+        let u = m.sample(
+            &dp(&[(4.0, 2.0, 0.8), (3.0, 1.0, 0.6)], 0.0),
+            Duration::ZERO,
+        );
+        let status = u.status.unwrap();
+        assert!(status.contains("running 7/12 (4+3)"), "{status}");
+        assert!(status.contains("waiting 3 (2+1)"), "{status}");
+        assert!(status.contains("KV 80%/60% per engine"), "{status}");
+        assert_eq!(m.peak_running, Some(7.0));
+        // An engine without its gauges yet: unknown, and so is the server's total.
+        let mut row = dp(&[(4.0, 2.0, 0.8), (0.0, 0.0, 0.0)], 0.25);
+        let mut per = row.per_engine().to_vec();
+        per[1] = EngineGauges {
+            engine: "1".into(),
+            ..EngineGauges::default()
+        };
+        row.set_engines(per);
+        let status = m.sample(&row, Duration::from_secs(1)).status.unwrap();
+        assert!(status.contains("running ?/12 (4+?)"), "{status}");
+        assert!(status.contains("KV 80%/? per engine"), "{status}");
+        // A one-engine server's line is unchanged.
+        let status = m
+            .sample(&s(10.0, 22.0, 0.5, 0.0, 0.0, 0.5), Duration::from_secs(2))
+            .status
+            .unwrap();
+        assert!(
+            status.contains("running 10/12  waiting 22  KV 50%"),
+            "{status}"
+        );
+    }
+
+    #[test]
+    fn a_ceiling_fall_in_one_engine_names_it() {
+        let mut m = Monitor::new(Engine::Vllm, None);
+        let u = m.sample(
+            &dp(&[(4.0, 0.0, 0.9), (4.0, 0.0, 0.9)], 0.0),
+            Duration::ZERO,
+        );
+        assert!(u.alerts.is_empty());
+        let u = m.sample(
+            &dp(&[(4.0, 0.0, 0.9), (3.0, 1.0, 1.0)], 0.25),
+            Duration::from_secs(1),
+        );
+        assert_eq!(
+            u.alerts,
+            vec!["1.0s into the load: engine 1's concurrency ceiling fell from 4 to 3 (one request now holds 33.3% of its cache)"]
+        );
+        let u = m.sample(
+            &dp(&[(4.0, 0.0, 0.9), (3.0, 1.0, 1.0)], 0.5),
+            Duration::from_secs(2),
+        );
+        assert!(u.alerts.is_empty(), "{:?}", u.alerts);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{Series, SeriesHeader, SeriesSample, SERIES_SCHEMA};
+use super::{EngineGauges, Series, SeriesHeader, SeriesSample, SERIES_SCHEMA};
 use crate::engine::Engine;
 use crate::snapshot::{parse_python_json, repr, ReadError};
 
@@ -374,7 +374,7 @@ fn read_row(obj: &Map<String, Value>) -> Option<SeriesSample> {
             Some(_) => Err(()),
         }
     };
-    Some(SeriesSample {
+    let mut s = SeriesSample {
         t_wall,
         t_mono_ns,
         running: num("running").ok()?,
@@ -384,7 +384,41 @@ fn read_row(obj: &Map<String, Value>) -> Option<SeriesSample> {
         generation_tokens: num("generation_tokens").ok()?,
         prompt_tokens: num("prompt_tokens").ok()?,
         paused: num("paused").ok()?,
-    })
+        engines: None,
+    };
+    match obj.get("engines") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(per)) => s.engines = Some(Box::new(read_engines(per)?)),
+        Some(_) => return None,
+    }
+    Some(s)
+}
+
+/// The per-engine gauges of a data-parallel row (`{"0": {"running": …}, …}`); None when an
+/// entry is not an object of numbers and nulls, which makes the row malformed. The file's
+/// aggregate `running`/`waiting` are kept as written: they are what older readers use.
+fn read_engines(per: &Map<String, Value>) -> Option<Vec<EngineGauges>> {
+    let mut out = Vec::with_capacity(per.len());
+    for (id, v) in per {
+        let Value::Object(g) = v else {
+            return None;
+        };
+        let num = |key: &str| -> Result<Option<f64>, ()> {
+            match g.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::Number(n)) => Ok(n.as_f64()),
+                Some(_) => Err(()),
+            }
+        };
+        out.push(EngineGauges {
+            engine: id.clone(),
+            running: num("running").ok()?,
+            waiting: num("waiting").ok()?,
+            kv_usage: num("kv_usage").ok()?,
+        });
+    }
+    out.sort_by(|a, b| super::engine_order(&a.engine, &b.engine));
+    Some(out)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{SeriesSample, SERIES_SCHEMA};
+use super::{EngineGauges, SeriesSample, SERIES_SCHEMA};
 use crate::engine::Engine;
 use crate::prom::Metrics;
 
@@ -61,6 +61,20 @@ pub fn python_json(v: &Value) -> String {
     let mut ser = serde_json::Serializer::with_formatter(&mut buf, PySeparators);
     serde::Serialize::serialize(v, &mut ser).expect("serializing to memory cannot fail");
     String::from_utf8(buf).expect("serde_json writes UTF-8")
+}
+
+/// The per-engine gauges of a data-parallel row: `{"0": {"running": …, "waiting": …,
+/// "kv_usage": …}, …}`, keyed by the `engine` label in engine order (docs/tripwires.md).
+fn engines_json(per: &[EngineGauges]) -> Value {
+    let mut out = Map::new();
+    for e in per {
+        let mut g = Map::new();
+        g.insert("running".into(), float(e.running));
+        g.insert("waiting".into(), float(e.waiting));
+        g.insert("kv_usage".into(), float(e.kv_usage));
+        out.insert(e.engine.clone(), Value::Object(g));
+    }
+    Value::Object(out)
 }
 
 /// Writes a recording: the header once (when the engine is known, or at the end), then one
@@ -158,6 +172,9 @@ impl<W: Write> SeriesWriter<W> {
         m.insert("prompt_tokens".into(), float(s.prompt_tokens));
         if trt {
             m.insert("paused".into(), float(s.paused));
+        }
+        if let Some(per) = s.engines.as_deref() {
+            m.insert("engines".into(), engines_json(per));
         }
         writeln!(self.out, "{}", python_json(&Value::Object(m)))?;
         self.out.flush()?;

@@ -218,6 +218,10 @@ pub struct ServeArgs {
         default_value_t = 1
     )]
     pub tp: u32,
+    /// Data-parallel size: one `VLLM::EngineCore_DP{i}` per rank, each with its own KV pool
+    /// and scheduler (and GPU), a `VLLM::DPCoordinator`, and per-engine /metrics series.
+    #[arg(long = "data-parallel-size", visible_alias = "dp", default_value_t = 1)]
+    pub dp: u32,
 
     /// The vLLM release whose log lines and /metrics exposition to copy.
     #[arg(long, value_enum, default_value = "0.28")]
@@ -300,6 +304,8 @@ pub struct ServeConfig {
     pub access_log: bool,
     pub log_stats: bool,
     pub tp: u32,
+    /// Engines (data-parallel ranks); each has `num_gpu_blocks` of its own.
+    pub dp: u32,
     pub tokens_per_s: f64,
     pub boot_secs: f64,
     pub hybrid: bool,
@@ -350,6 +356,9 @@ impl ServeConfig {
         if a.tp == 0 {
             return Err("--tp must be at least 1".into());
         }
+        if a.dp == 0 {
+            return Err("--data-parallel-size must be at least 1".into());
+        }
         let block_size = if a.hybrid {
             HYBRID_BLOCK_SIZE
         } else {
@@ -395,6 +404,7 @@ impl ServeConfig {
             access_log: !a.disable_uvicorn_access_log,
             log_stats: !a.disable_log_stats,
             tp: a.tp,
+            dp: a.dp,
             tokens_per_s: a.tokens_per_s,
             boot_secs: a.boot_secs,
             hybrid: a.hybrid,
@@ -417,6 +427,12 @@ impl ServeConfig {
     /// The name requests and metrics use (the first served name).
     pub fn model_name(&self) -> &str {
         &self.served_names[0]
+    }
+
+    /// The simulated GPU of data-parallel rank `dp_rank`'s tensor-parallel rank `tp_rank`: one
+    /// GPU per worker, numbered across the engines (`dp_rank · tp + tp_rank`).
+    pub fn gpu_index(&self, dp_rank: u32, tp_rank: u32) -> u32 {
+        dp_rank * self.tp + tp_rank
     }
 
     /// Blocks the requests can use: all but the reserved null block.

@@ -1,4 +1,5 @@
-//! The engine process (`VLLM::EngineCore`) and its tensor-parallel workers (`VLLM::Worker_TP{n}`).
+//! The engine process (`VLLM::EngineCore`, or `VLLM::EngineCore_DP{i}` with data parallelism);
+//! its workers and the data-parallel coordinator are in [`super::worker`].
 //!
 //! The API server starts this binary again with argv[0] `VLLM::EngineCore`; it renames itself
 //! as setproctitle does, prints the engine's boot lines, holds the simulated GPU memory, and
@@ -7,37 +8,34 @@
 //! single-threaded, like vLLM's busy loop.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command};
 use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use super::config::{
-    Escape, FailKind, ServeConfig, CHANNEL_FD, CONFIG_ENV, FD_ENV, PREEMPTION_LOG_ENV,
-};
+use super::config::{Escape, FailKind, ServeConfig, CHANNEL_FD, FD_ENV, PREEMPTION_LOG_ENV};
 use super::failures;
 use super::gpu;
 use super::logline::{sites, Logger};
 use super::os::{self, mono_now};
 use super::proto::{drain_lines, encode, Batch, ToApi, ToEngine};
 use super::sched::{NewRequest, Outputs, SchedConfig, Scheduler};
+use super::worker::{dp_rank, engine_title, spawn_workers, stop_workers};
+// `inferlint sim worker` has always been dispatched here (src/cli/sim.rs).
+pub use super::worker::run_worker;
 
-/// The environment variable naming a worker's tensor-parallel rank.
-pub const RANK_ENV: &str = "INFERLINT_SIM_WORKER_RANK";
 /// Steps run back to back before the engine reports and reads new requests.
 const MAX_STEPS_PER_BATCH: usize = 256;
 
 /// Self-pipes the signal handlers write to (one per signal, since a handler writes a fixed
 /// byte), so poll() wakes on SIGTERM/SIGINT.
-struct SignalPipe {
+pub(super) struct SignalPipe {
     pipes: Vec<(i32, UnixStream)>,
 }
 
 impl SignalPipe {
-    fn new(signals: &[i32]) -> std::io::Result<SignalPipe> {
+    pub(super) fn new(signals: &[i32]) -> std::io::Result<SignalPipe> {
         let mut pipes = Vec::new();
         for &sig in signals {
             let (read, write) = UnixStream::pair()?;
@@ -48,7 +46,7 @@ impl SignalPipe {
         Ok(SignalPipe { pipes })
     }
 
-    fn poll_fds(&self) -> Vec<PollFd<'_>> {
+    pub(super) fn poll_fds(&self) -> Vec<PollFd<'_>> {
         self.pipes
             .iter()
             .map(|(_, r)| PollFd::new(r.as_fd(), PollFlags::POLLIN))
@@ -56,7 +54,7 @@ impl SignalPipe {
     }
 
     /// The first signal received since the last call, if any.
-    fn take(&mut self) -> Option<i32> {
+    pub(super) fn take(&mut self) -> Option<i32> {
         let mut buf = [0u8; 64];
         let mut got = None;
         for (sig, r) in &mut self.pipes {
@@ -79,7 +77,7 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
-fn set_cloexec(fd: RawFd) {
+pub(super) fn set_cloexec(fd: RawFd) {
     // SAFETY: fcntl on an fd this process owns.
     unsafe {
         let flags = libc::fcntl(fd, libc::F_GETFD);
@@ -130,11 +128,13 @@ pub fn run_engine() -> anyhow::Result<i32> {
         }
         None => {}
     }
-    os::rename("VLLM::EngineCore");
+    let rank = dp_rank();
+    let title = engine_title(&cfg, rank);
+    os::rename(&title);
     set_cloexec(fd);
     // SAFETY: the API server passed us this fd; nothing else in this process owns it.
     let mut sock = unsafe { UnixStream::from_raw_fd(fd) };
-    let log = Logger::new(cfg.release, "EngineCore");
+    let log = Logger::new(cfg.release, title.trim_start_matches("VLLM::"));
     let signals: &[i32] = if cfg.engine_ignores_sigterm {
         // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
         unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
@@ -161,9 +161,10 @@ pub fn run_engine() -> anyhow::Result<i32> {
         return Ok(1);
     }
     let gpu_dir = gpu::dir_from_env();
+    // One simulated GPU per worker; without workers (TP 1) the engine holds its own.
     let _holding = match (&gpu_dir, cfg.tp) {
         (Some(dir), 1) => {
-            let card = gpu::my_card(dir, 0).map_err(anyhow::Error::msg)?;
+            let card = gpu::my_card(dir, cfg.gpu_index(rank, 0)).map_err(anyhow::Error::msg)?;
             Some(gpu::hold(dir, cfg.gpu_mib, card)?)
         }
         _ => None,
@@ -286,54 +287,6 @@ fn finish_boot_lines(log: &Logger, cfg: &ServeConfig, elapsed: f64) {
         format!("init engine (profile, create kv cache, warmup model) took {took:.2} s (compilation: 4.07 s)")
     };
     log.info(s.init_done, &msg);
-}
-
-fn spawn_workers(cfg: &ServeConfig, death_read: &OwnedFd) -> anyhow::Result<Vec<Child>> {
-    if cfg.tp <= 1 {
-        return Ok(Vec::new());
-    }
-    let mut out = Vec::new();
-    for rank in 0..cfg.tp {
-        let fd = death_read.as_fd().as_raw_fd();
-        let mut cmd = Command::new("/proc/self/exe");
-        cmd.arg0(format!("VLLM::Worker_TP{rank}"))
-            .args(["sim", "worker"])
-            .env(RANK_ENV, rank.to_string())
-            .env(CONFIG_ENV, cfg.to_env());
-        // SAFETY: the hook only calls dup2/fcntl.
-        unsafe {
-            cmd.pre_exec(move || pass_as_fd3(fd));
-        }
-        out.push(cmd.spawn()?);
-    }
-    Ok(out)
-}
-
-fn stop_workers(log: &Logger, workers: &mut [Child]) {
-    if workers.is_empty() {
-        return;
-    }
-    let s = sites(log.release);
-    log.info(
-        s.executor[0],
-        &format!(
-            "[shutdown] Executor: waiting for worker exit count={}",
-            workers.len()
-        ),
-    );
-    for w in workers.iter() {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(w.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-    }
-    for w in workers.iter_mut() {
-        let _ = w.wait();
-    }
-    log.info(
-        s.executor[1],
-        "[shutdown] Executor: all workers exited gracefully",
-    );
 }
 
 struct Engine {
@@ -558,52 +511,5 @@ impl Engine {
             s.engine_shutdown[3],
             "[shutdown] EngineCore: exiting busy loop",
         );
-    }
-}
-
-/// `inferlint sim worker`: a tensor-parallel worker. It holds its GPU's simulated memory and
-/// exits when its engine does (the death pipe on fd 3 reaches EOF) or on SIGTERM.
-pub fn run_worker() -> anyhow::Result<i32> {
-    let cfg = ServeConfig::from_env().map_err(anyhow::Error::msg)?;
-    let rank: u32 = std::env::var(RANK_ENV)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let title = format!("VLLM::Worker_TP{rank}");
-    os::rename(&title);
-    let log = Logger::new(cfg.release, &format!("Worker_TP{rank}"));
-    let mut sigs = SignalPipe::new(&[libc::SIGTERM, libc::SIGINT])?;
-    // SAFETY: the engine passed the read end of its death pipe as fd 3.
-    let death = unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) };
-    set_cloexec(CHANNEL_FD);
-    let _holding = match gpu::dir_from_env() {
-        Some(dir) => {
-            let card = gpu::my_card(&dir, rank).map_err(anyhow::Error::msg)?;
-            Some(gpu::hold(&dir, cfg.gpu_mib, card)?)
-        }
-        None => None,
-    };
-    loop {
-        let (death_ready, sig_ready) = {
-            let mut fds = vec![PollFd::new(death.as_fd(), PollFlags::POLLIN)];
-            fds.extend(sigs.poll_fds());
-            match poll(&mut fds, PollTimeout::NONE) {
-                Err(nix::errno::Errno::EINTR) => continue,
-                Err(_) => return Ok(1),
-                Ok(_) => {}
-            }
-            let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
-            (ready(&fds[0]), fds[1..].iter().any(ready))
-        };
-        if sig_ready && sigs.take().is_some() {
-            return Ok(0);
-        }
-        if death_ready {
-            log.info(
-                sites(cfg.release).worker_parent_exit,
-                "Parent process exited, terminating worker queues",
-            );
-            return Ok(0);
-        }
     }
 }

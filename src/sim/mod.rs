@@ -2,7 +2,9 @@
 //!
 //! It exists so that everything inferlint promises about a real server can be tested on a
 //! machine without a GPU: the same process tree (an API server and a `VLLM::EngineCore` child,
-//! `VLLM::Worker_TP{n}` grandchildren with `--tp`), the same boot-log lines and /metrics
+//! `VLLM::Worker_TP{n}` grandchildren with `--tensor-parallel-size`, one simulated GPU each; with
+//! `--data-parallel-size N` a `VLLM::DPCoordinator` and N `VLLM::EngineCore_DP{i}`, each with its
+//! own KV pool, GPU and `engine`-labelled series), the same boot-log lines and /metrics
 //! exposition of the chosen release (0.28, 0.30, 0.33), the same scheduling arithmetic (paged KV
 //! blocks, a reserved null block, silent preemption) and the same shutdown and orphan behaviour.
 //!
@@ -37,3 +39,4 @@ pub mod metrics;
 pub mod os;
 pub mod proto;
 pub mod sched;
+pub mod worker;

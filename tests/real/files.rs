@@ -138,16 +138,27 @@ pub fn wait_running(launch: &Launch, n: f64, limit: Duration) {
         }
         assert!(
             launch.exit_code().is_none(),
-            "inferlint ended before the load ran:\n{}",
-            launch.output()
+            "inferlint ended before the load ran:\n{}\n{}",
+            launch.output(),
+            boot_log_tail(launch, 40)
         );
         assert!(
             std::time::Instant::now() < deadline,
-            "never {n} running within {limit:?}:\n{}",
-            launch.output()
+            "never {n} running within {limit:?}:\n{}\n{}",
+            launch.output(),
+            boot_log_tail(launch, 40)
         );
         std::thread::sleep(Duration::from_millis(250));
     }
+}
+
+/// The last `n` lines of the server's log (`run/boot.log`), for a failure message: why vLLM
+/// stopped is there, and the run folder goes with the test.
+pub fn boot_log_tail(launch: &Launch, n: usize) -> String {
+    let text = std::fs::read_to_string(launch.out().join("boot.log")).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(n)..].join("\n");
+    format!("--- last {n} lines of boot.log ---\n{tail}")
 }
 
 /// The stop's T2 (N/A on a machine without NVIDIA GPUs: no GPU memory to free, no server

@@ -15,6 +15,7 @@
 
 pub mod files;
 pub mod install;
+pub mod multiproc;
 
 pub use install::{Install, SERVER_ENV};
 
@@ -36,7 +37,7 @@ pub fn turn() -> MutexGuard<'static, ()> {
 /// Fails the test when the port is taken (each test has its own, 8011 and up).
 pub fn assert_port_free(port: u16) {
     if let Err(e) = std::net::TcpListener::bind(("127.0.0.1", port)) {
-        panic!("port {port} is taken ({e}); the real-vLLM tests use 8011-8019");
+        panic!("port {port} is taken ({e}); the real-vLLM tests use 8011-8019 and 8021-8024");
     }
 }
 

@@ -25,6 +25,8 @@ pub enum Ev {
 
 #[derive(Debug)]
 struct Pending {
+    /// The engine (data-parallel rank) serving it.
+    engine: usize,
     tx: mpsc::UnboundedSender<Ev>,
     arrival: f64,
     prompt: u32,
@@ -42,21 +44,36 @@ pub struct Interval {
     pub prefix_queries: u64,
 }
 
+/// One engine's scheduler gauges, from its latest batch.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EngineState {
+    pub running: u32,
+    pub waiting: u32,
+    pub kv_usage: f64,
+    /// Requests sent to it and not finished (the load balancer's measure).
+    pub assigned: u32,
+}
+
 pub struct State {
     pub reg: Registry,
     pending: HashMap<u64, Pending>,
     pub in_flight: u32,
+    /// The server's totals: running and waiting summed over the engines, KV use their mean
+    /// (the pools are the same size).
     pub running: u32,
     pub waiting: u32,
     pub kv_usage: f64,
-    pub interval: Interval,
+    pub engines: Vec<EngineState>,
+    /// Counts for each engine's periodic stats line, in rank order.
+    pub interval: Vec<Interval>,
 }
 
 pub struct Front {
     pub cfg: ServeConfig,
     pub log: Logger,
     pub state: Mutex<State>,
-    pub to_engine: mpsc::UnboundedSender<ToEngine>,
+    /// One channel per engine, in rank order.
+    pub to_engine: Vec<mpsc::UnboundedSender<ToEngine>>,
     next_id: AtomicU64,
     /// `/metrics` answers given so far (`--metrics-fault-after` counts them).
     pub metrics_answers: AtomicU64,
@@ -74,9 +91,11 @@ impl Front {
     pub fn new(
         cfg: ServeConfig,
         log: Logger,
-        to_engine: mpsc::UnboundedSender<ToEngine>,
+        to_engine: Vec<mpsc::UnboundedSender<ToEngine>>,
         start_unix: f64,
     ) -> Arc<Front> {
+        let engines = vec![EngineState::default(); to_engine.len()];
+        let interval = vec![Interval::default(); to_engine.len()];
         let now = unix_now();
         let reg = Registry::new(&cfg, start_unix, now);
         Arc::new(Front {
@@ -89,7 +108,8 @@ impl Front {
                 running: 0,
                 waiting: 0,
                 kv_usage: 0.0,
-                interval: Interval::default(),
+                engines,
+                interval,
             }),
             to_engine,
             next_id: AtomicU64::new(1),
@@ -128,9 +148,15 @@ impl Front {
                 }
             }
             st.in_flight += 1;
+            // vLLM's data-parallel load balancing: the engine with the fewest requests.
+            let engine = (0..st.engines.len())
+                .min_by_key(|&i| st.engines[i].assigned)
+                .unwrap_or(0);
+            st.engines[engine].assigned += 1;
             st.pending.insert(
                 id,
                 Pending {
+                    engine,
                     tx,
                     arrival: mono_now(),
                     prompt,
@@ -141,7 +167,8 @@ impl Front {
             );
         }
         let eos_after = if ignore_eos { None } else { self.cfg.eos_after };
-        let _ = self.to_engine.send(ToEngine::Add {
+        let engine = self.lock().pending.get(&id).map_or(0, |p| p.engine);
+        let _ = self.to_engine[engine].send(ToEngine::Add {
             id,
             prompt,
             max_tokens,
@@ -155,18 +182,27 @@ impl Front {
         })
     }
 
-    /// Applies one engine batch: gauges, counters, histograms, and each request's tokens.
-    pub fn apply(&self, b: Batch) {
+    /// Applies one batch of engine `e`: gauges, counters, histograms, each request's tokens.
+    pub fn apply(&self, e: usize, b: Batch) {
         let now = mono_now();
         let mut st = self.lock();
         let st = &mut *st;
-        st.running = b.running;
-        st.waiting = b.waiting;
-        st.kv_usage = b.kv_usage;
-        st.reg.set_scheduler_state(b.running, b.waiting, b.kv_usage);
-        st.reg.add_preemptions(b.preemptions);
-        st.interval.preemptions += b.preemptions;
-        st.reg.observe_iteration_tokens(&b.iteration_tokens);
+        if let Some(es) = st.engines.get_mut(e) {
+            es.running = b.running;
+            es.waiting = b.waiting;
+            es.kv_usage = b.kv_usage;
+        }
+        st.running = st.engines.iter().map(|x| x.running).sum();
+        st.waiting = st.engines.iter().map(|x| x.waiting).sum();
+        st.kv_usage =
+            st.engines.iter().map(|x| x.kv_usage).sum::<f64>() / st.engines.len().max(1) as f64;
+        st.reg
+            .set_scheduler_state(e, b.running, b.waiting, b.kv_usage);
+        st.reg.add_preemptions(e, b.preemptions);
+        let iv = st.interval.len() - 1;
+        let iv = e.min(iv);
+        st.interval[iv].preemptions += b.preemptions;
+        st.reg.observe_iteration_tokens(e, &b.iteration_tokens);
         let finishing: HashMap<u64, Finish> = b.finished.iter().map(|f| (f.id, f.reason)).collect();
         for &(id, n) in &b.tokens {
             let Some(p) = st.pending.get_mut(&id) else {
@@ -188,18 +224,21 @@ impl Front {
                 finish: finishing.get(&id).copied(),
             });
             if let Some((prompt, ttft)) = first {
-                st.reg.first_token(prompt, ttft);
-                st.interval.prompt_tokens += prompt as u64;
-                st.interval.prefix_queries += prompt as u64;
+                st.reg.first_token(e, prompt, ttft);
+                st.interval[iv].prompt_tokens += prompt as u64;
+                st.interval[iv].prefix_queries += prompt as u64;
             }
-            st.reg.tokens(n, itl);
-            st.interval.generation_tokens += n as u64;
+            st.reg.tokens(e, n, itl);
+            st.interval[iv].generation_tokens += n as u64;
         }
         for f in &b.finished {
             let Some(p) = st.pending.remove(&f.id) else {
                 continue;
             };
             st.in_flight = st.in_flight.saturating_sub(1);
+            if let Some(es) = st.engines.get_mut(p.engine) {
+                es.assigned = es.assigned.saturating_sub(1);
+            }
             if !b.tokens.iter().any(|&(id, _)| id == f.id) {
                 let _ = p.tx.send(Ev::Tokens {
                     n: 0,
@@ -209,18 +248,21 @@ impl Front {
             let sched = f.scheduled_ts.unwrap_or(f.queued_ts);
             let first = f.first_token_ts.unwrap_or(sched);
             let last = f.last_token_ts.unwrap_or(first);
-            st.reg.request_finished(&RequestStats {
-                finished_reason: f.reason.label(),
-                prompt_tokens: f.prompt_tokens,
-                generation_tokens: f.output_tokens,
-                max_tokens: p.max_tokens,
-                e2e_s: now - p.arrival,
-                queue_s: sched - f.queued_ts,
-                prefill_s: first - sched,
-                decode_s: last - first,
-                inference_s: last - sched,
-                num_preemptions: f.num_preemptions,
-            });
+            st.reg.request_finished(
+                e,
+                &RequestStats {
+                    finished_reason: f.reason.label(),
+                    prompt_tokens: f.prompt_tokens,
+                    generation_tokens: f.output_tokens,
+                    max_tokens: p.max_tokens,
+                    e2e_s: now - p.arrival,
+                    queue_s: sched - f.queued_ts,
+                    prefill_s: first - sched,
+                    decode_s: last - first,
+                    inference_s: last - sched,
+                    num_preemptions: f.num_preemptions,
+                },
+            );
         }
     }
 
@@ -231,13 +273,16 @@ impl Front {
             let _ = p.tx.send(Ev::Failed(status, message.to_string()));
         }
         st.in_flight = 0;
+        for es in &mut st.engines {
+            es.assigned = 0;
+        }
     }
 
     fn abandon(&self, id: u64) {
         let st = self.lock();
-        if st.pending.contains_key(&id) {
+        if let Some(engine) = st.pending.get(&id).map(|p| p.engine) {
             drop(st);
-            let _ = self.to_engine.send(ToEngine::Abort { id });
+            let _ = self.to_engine[engine].send(ToEngine::Abort { id });
         }
     }
 }

@@ -4,16 +4,14 @@
 //! and SIGKILLs it (and its workers) if they are still alive after the grace period; when the
 //! engine dies under it, it fails the requests in flight, shuts down and exits 0.
 
+mod engines;
 mod front;
 mod hostile;
 mod http;
 mod openai;
 
 use std::net::SocketAddr;
-use std::os::fd::AsRawFd;
-use std::os::unix::net::UnixStream as StdUnixStream;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command};
+use std::process::Child;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,9 +23,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc;
 
-use self::front::Front;
-use super::config::{FailKind, Release, ServeArgs, ServeConfig, CONFIG_ENV, FD_ENV};
-use super::engine::pass_as_fd3;
+use self::engines::EngineProc;
+use self::front::{EngineState, Front, Interval};
+use super::config::{FailKind, Release, ServeArgs, ServeConfig};
 use super::failures;
 use super::logline::{logo, py_str, sites, Logger};
 use super::os::{self, unix_now};
@@ -82,24 +80,12 @@ pub fn run_serve(args: ServeArgs) -> anyhow::Result<i32> {
         }
     };
     let port = listener.local_addr()?.port();
-    let (api_end, engine_end) = StdUnixStream::pair()?;
-    let engine_fd = engine_end.as_raw_fd();
-    let mut cmd = Command::new("/proc/self/exe");
-    cmd.arg0("VLLM::EngineCore")
-        .args(["sim", "engine-core"])
-        .env(CONFIG_ENV, cfg.to_env())
-        .env(FD_ENV, "3");
-    // SAFETY: the hook only calls dup2/fcntl between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || pass_as_fd3(engine_fd));
-    }
-    let child = cmd.spawn()?;
-    drop(engine_end);
+    let started = engines::start(&cfg)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let code = rt.block_on(serve(cfg, log, listener, port, api_end, child, start_unix));
+    let code = rt.block_on(serve(cfg, log, listener, port, started, start_unix));
     rt.shutdown_timeout(Duration::from_millis(200));
     code
 }
@@ -141,6 +127,9 @@ fn non_default_args(a: &ServeArgs, cfg: &ServeConfig) -> String {
     if cfg.tp > 1 {
         parts.push(format!("'tensor_parallel_size': {}", cfg.tp));
     }
+    if cfg.dp > 1 {
+        parts.push(format!("'data_parallel_size': {}", cfg.dp));
+    }
     if let Some(n) = a.num_gpu_blocks_override {
         parts.push(format!("'num_gpu_blocks_override': {n}"));
     }
@@ -170,62 +159,92 @@ async fn serve(
     log: Logger,
     listener: std::net::TcpListener,
     port: u16,
-    api_end: StdUnixStream,
-    mut child: Child,
+    started: engines::Started,
     start_unix: f64,
 ) -> anyhow::Result<i32> {
-    api_end.set_nonblocking(true)?;
-    let sock = tokio::net::UnixStream::from_std(api_end)?;
-    let (read_half, mut write_half) = sock.into_split();
-    let (to_engine, mut to_engine_rx) = mpsc::unbounded_channel::<ToEngine>();
-    tokio::spawn(async move {
-        let mut buf = Vec::new();
-        while let Some(msg) = to_engine_rx.recv().await {
-            buf.clear();
-            buf.extend(encode(&msg));
-            while let Ok(more) = to_engine_rx.try_recv() {
-                buf.extend(encode(&more));
-            }
-            if write_half.write_all(&buf).await.is_err() {
-                break;
-            }
-        }
-    });
-    let (from_engine_tx, mut from_engine) = mpsc::unbounded_channel::<ToApi>();
-    tokio::spawn(async move {
-        let mut lines = BufReader::with_capacity(256 * 1024, read_half).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Ok(msg) = serde_json::from_str::<ToApi>(&line) {
-                if from_engine_tx.send(msg).is_err() {
+    let engines::Started {
+        engines: mut procs,
+        sockets,
+        coordinator,
+    } = started;
+    if let Some(c) = &coordinator {
+        log.info(
+            "utils.py:1245",
+            &format!("Started DP Coordinator process (PID: {})", c.child.id()),
+        );
+    }
+    // Every engine's messages arrive tagged with its rank; None when its socket closed.
+    let (from_engine_tx, mut from_engine) = mpsc::unbounded_channel::<(usize, Option<ToApi>)>();
+    let mut to_engines = Vec::new();
+    for (rank, api_end) in sockets.into_iter().enumerate() {
+        api_end.set_nonblocking(true)?;
+        let sock = tokio::net::UnixStream::from_std(api_end)?;
+        let (read_half, mut write_half) = sock.into_split();
+        let (to_engine, mut to_engine_rx) = mpsc::unbounded_channel::<ToEngine>();
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            while let Some(msg) = to_engine_rx.recv().await {
+                buf.clear();
+                buf.extend(encode(&msg));
+                while let Ok(more) = to_engine_rx.try_recv() {
+                    buf.extend(encode(&more));
+                }
+                if write_half.write_all(&buf).await.is_err() {
                     break;
                 }
             }
-        }
-    });
+        });
+        to_engines.push(to_engine);
+        let tx = from_engine_tx.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::with_capacity(256 * 1024, read_half).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Ok(msg) = serde_json::from_str::<ToApi>(&line) {
+                    if tx.send((rank, Some(msg))).is_err() {
+                        return;
+                    }
+                }
+            }
+            let _ = tx.send((rank, None));
+        });
+    }
+    drop(from_engine_tx);
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
-    let mut engine_pid = child.id();
-    let front = Front::new(cfg.clone(), log.clone(), to_engine, start_unix);
+    let front = Front::new(cfg.clone(), log.clone(), to_engines, start_unix);
 
-    // Boot: wait for the engine. With `--boot-never-ends` its handshake is never taken, and
-    // the API server says it is still waiting, again and again.
+    // Boot: wait for every engine. With `--boot-never-ends` their handshake is never taken,
+    // and the API server says it is still waiting, again and again.
     let mut still_waiting = tokio::time::interval(hostile::NEVER_ENDING_BOOT_LINE_EVERY);
+    let mut ready = vec![false; procs.len()];
     loop {
         tokio::select! {
             _ = still_waiting.tick(), if cfg.boot_never_ends => hostile::log_still_waiting(&log),
             msg = from_engine.recv() => match msg {
-                Some(ToApi::Hello { pid }) => engine_pid = pid,
-                Some(ToApi::Ready { .. }) if cfg.boot_never_ends => {}
-                Some(ToApi::Ready { .. }) => break,
-                Some(ToApi::Out(_)) => {}
-                None => {
-                    let _ = child.wait();
+                Some((rank, Some(ToApi::Hello { pid }))) => procs[rank].pid = pid,
+                Some((_, Some(ToApi::Ready { .. }))) if cfg.boot_never_ends => {}
+                Some((rank, Some(ToApi::Ready { .. }))) => {
+                    ready[rank] = true;
+                    if ready.iter().all(|r| *r) {
+                        break;
+                    }
+                }
+                Some((_, Some(ToApi::Out(_)))) => {}
+                Some((_, None)) | None => {
+                    // An engine failed to start (it has exited): the others are stopped
+                    // quietly, and the API server prints its failure and exits.
+                    for p in &procs {
+                        let _ = kill(Pid::from_raw(p.pid as i32), Signal::SIGTERM);
+                    }
+                    for p in procs.iter_mut() {
+                        let _ = p.child.wait();
+                    }
                     failures::print_api_boot_failure(&log, cfg.fail_boot.unwrap_or(FailKind::RuntimeError));
                     return Ok(1);
                 }
             },
-            _ = sigterm.recv() => return Ok(shutdown(&front, &mut child, engine_pid, "SIGTERM", false).await),
-            _ = sigint.recv() => return Ok(shutdown(&front, &mut child, engine_pid, "SIGINT", false).await),
+            _ = sigterm.recv() => return Ok(shutdown(&front, &mut procs, "SIGTERM", false).await),
+            _ = sigint.recv() => return Ok(shutdown(&front, &mut procs, "SIGINT", false).await),
         }
     }
     front.lock().reg.engine_initialized(&cfg, unix_now());
@@ -267,9 +286,9 @@ async fn serve(
     let end = loop {
         tokio::select! {
             msg = from_engine.recv() => match msg {
-                Some(ToApi::Out(batch)) => front.apply(batch),
-                Some(_) => {}
-                None => break End::EngineDied,
+                Some((rank, Some(ToApi::Out(batch)))) => front.apply(rank, batch),
+                Some((_, Some(_))) => {}
+                Some((_, None)) | None => break End::EngineDied,
             },
             _ = sigterm.recv() => break End::Signal("SIGTERM"),
             _ = sigint.recv() => break End::Signal("SIGINT"),
@@ -277,9 +296,10 @@ async fn serve(
     };
     stats.abort();
     let code = match end {
-        End::Signal(sig) => shutdown(&front, &mut child, engine_pid, sig, true).await,
-        End::EngineDied => engine_died(&front, &mut child, engine_pid).await,
+        End::Signal(sig) => shutdown(&front, &mut procs, sig, true).await,
+        End::EngineDied => engine_died(&front, &mut procs).await,
     };
+    drop(coordinator);
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
     log.uvicorn("Waiting for application shutdown.");
@@ -290,22 +310,65 @@ async fn serve(
     Ok(code)
 }
 
-/// SIGKILLs the engine if it is still alive, logging as vLLM's process manager does.
-fn force_kill_engine(log: &Logger, pid: u32) {
+/// SIGKILLs the engines still alive, logging as vLLM's process manager does.
+fn force_kill_engines(log: &Logger, procs: &[EngineProc]) {
     let s = sites(log.release);
-    if os::is_alive(pid) {
-        log.warn(
-            s.procman[1],
-            "[shutdown] Process manager: force killing remaining processes count=1",
-        );
+    let alive: Vec<&EngineProc> = procs.iter().filter(|p| os::is_alive(p.pid)).collect();
+    if alive.is_empty() {
+        return;
+    }
+    log.warn(
+        s.procman[1],
+        &format!(
+            "[shutdown] Process manager: force killing remaining processes count={}",
+            alive.len()
+        ),
+    );
+    for p in alive {
         log.warn(
             s.procman[2],
             &format!(
-                "[shutdown] Process manager: force killing remaining process EngineCore pid {pid}"
+                "[shutdown] Process manager: force killing remaining process {} pid {}",
+                p.name, p.pid
             ),
         );
-        let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        let _ = kill(Pid::from_raw(p.pid as i32), Signal::SIGKILL);
     }
+}
+
+/// SIGTERM to every engine, then SIGKILL for those still alive after `grace`, then their
+/// children (workers) that outlived them. Returns once they are gone (or 5 s more passed).
+async fn stop_engines(log: &Logger, procs: &mut [EngineProc], grace: Duration) {
+    let s = sites(log.release);
+    let kids: Vec<u32> = procs.iter().flat_map(|p| os::children_of(p.pid)).collect();
+    for p in procs.iter() {
+        log.info(
+            s.procman[0],
+            &format!(
+                "[shutdown] Process manager: send sigterm to process {}",
+                p.name
+            ),
+        );
+        let _ = kill(Pid::from_raw(p.pid as i32), Signal::SIGTERM);
+    }
+    if !wait_all_gone(procs, grace).await {
+        force_kill_engines(log, procs);
+        wait_all_gone(procs, Duration::from_secs(5)).await;
+    }
+    // Workers follow their engine through its death pipe; kill any that did not.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    force_kill_subprocesses(log, &kids);
+}
+
+async fn wait_all_gone(procs: &mut [EngineProc], limit: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    for p in procs.iter_mut() {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if !wait_gone(&mut p.child, p.pid, left).await {
+            return false;
+        }
+    }
+    true
 }
 
 /// SIGKILLs the engine's children (TP workers) that outlived it.
@@ -342,13 +405,7 @@ async fn wait_gone(child: &mut Child, pid: u32, limit: Duration) -> bool {
 }
 
 /// vLLM's orderly stop on SIGTERM/SIGINT.
-async fn shutdown(
-    front: &Arc<Front>,
-    child: &mut Child,
-    engine_pid: u32,
-    _sig: &str,
-    serving: bool,
-) -> i32 {
+async fn shutdown(front: &Arc<Front>, procs: &mut [EngineProc], _sig: &str, serving: bool) -> i32 {
     let log = &front.log;
     let s = sites(log.release);
     let timeout = front.cfg.shutdown_timeout;
@@ -367,20 +424,8 @@ async fn shutdown(
         &format!("[shutdown] MPClient: start timeout={timeout}s"),
     );
     log.info(s.client[1], "[shutdown] MPClient: stopping engine manager");
-    let kids = os::children_of(engine_pid);
-    log.info(
-        s.procman[0],
-        "[shutdown] Process manager: send sigterm to process EngineCore",
-    );
-    let _ = kill(Pid::from_raw(engine_pid as i32), Signal::SIGTERM);
     let grace = Duration::from_secs(timeout as u64).max(Duration::from_millis(50));
-    if !wait_gone(child, engine_pid, grace).await {
-        force_kill_engine(log, engine_pid);
-        wait_gone(child, engine_pid, Duration::from_secs(5)).await;
-    }
-    // Workers follow their engine through its death pipe; kill any that did not.
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    force_kill_subprocesses(log, &kids);
+    stop_engines(log, procs, grace).await;
     log.info(s.client[2], "[shutdown] MPClient: engine manager stopped");
     log.info(
         s.client[3],
@@ -406,28 +451,19 @@ async fn shutdown(
     0
 }
 
-/// The engine process is gone while serving (killed, or a fatal error).
-async fn engine_died(front: &Arc<Front>, child: &mut Child, engine_pid: u32) -> i32 {
+/// An engine process is gone while serving (killed, or a fatal error): the others are
+/// stopped with it, as vLLM's engine manager does.
+async fn engine_died(front: &Arc<Front>, procs: &mut [EngineProc]) -> i32 {
     let log = &front.log;
     let s = sites(log.release);
     front.engine_dead.store(true, Ordering::SeqCst);
-    let kids = os::children_of(engine_pid);
-    log.info(
-        s.procman[0],
-        "[shutdown] Process manager: send sigterm to process EngineCore",
-    );
-    let _ = kill(Pid::from_raw(engine_pid as i32), Signal::SIGTERM);
     log.warn(
         s.client_unexpected,
         "[shutdown] MPClient: engine core exited unexpectedly; starting cleanup",
     );
     log.info(s.client[0], "[shutdown] MPClient: start timeout=default");
     log.info(s.client[1], "[shutdown] MPClient: stopping engine manager");
-    if !wait_gone(child, engine_pid, Duration::from_millis(200)).await {
-        force_kill_engine(log, engine_pid);
-    }
-    tokio::time::sleep(Duration::from_millis(20)).await;
-    force_kill_subprocesses(log, &kids);
+    stop_engines(log, procs, Duration::from_millis(200)).await;
     log.info(s.client[2], "[shutdown] MPClient: engine manager stopped");
     log.info(
         s.client[3],
@@ -442,7 +478,9 @@ async fn engine_died(front: &Arc<Front>, child: &mut Child, engine_pid: u32) -> 
     // /health answers 503 for a moment before the server goes, as vLLM's does.
     tokio::time::sleep(Duration::from_millis(500)).await;
     log.uvicorn("Shutting down");
-    let _ = child.try_wait();
+    for p in procs.iter_mut() {
+        let _ = p.child.try_wait();
+    }
     0
 }
 
@@ -456,43 +494,51 @@ async fn stats_loop(front: Arc<Front>) {
         .and_then(|v| v.parse().ok())
         .filter(|v: &f64| *v > 0.0)
         .unwrap_or(10.0);
-    let mut last_busy = false;
+    let mut last_busy = vec![false; front.to_engine.len()];
     let mut tick = tokio::time::interval(Duration::from_secs_f64(every));
     tick.tick().await;
     loop {
         tick.tick().await;
-        let (iv, running, waiting, usage) = {
+        let per: Vec<(Interval, EngineState)> = {
             let mut st = front.lock();
-            let iv = std::mem::take(&mut st.interval);
-            (iv, st.running, st.waiting, st.kv_usage)
+            let engines = st.engines.clone();
+            st.interval
+                .iter_mut()
+                .map(std::mem::take)
+                .zip(engines)
+                .collect()
         };
-        let busy = iv.prompt_tokens > 0 || iv.generation_tokens > 0;
-        if !(busy || last_busy) {
-            continue;
+        // One line per engine, `Engine 000:`, `Engine 001:`, … as vLLM's logging stat logger.
+        for (e, (iv, es)) in per.into_iter().enumerate() {
+            let busy = iv.prompt_tokens > 0 || iv.generation_tokens > 0;
+            if !(busy || last_busy[e]) {
+                continue;
+            }
+            last_busy[e] = busy;
+            let mut parts = vec![
+                format!(
+                    "Avg prompt throughput: {:.1} tokens/s",
+                    iv.prompt_tokens as f64 / every
+                ),
+                format!(
+                    "Avg generation throughput: {:.1} tokens/s",
+                    iv.generation_tokens as f64 / every
+                ),
+                format!("Running: {} reqs", es.running),
+                format!("Waiting: {} reqs", es.waiting),
+            ];
+            let r = front.cfg.release;
+            if r == Release::V033 && iv.preemptions > 0 {
+                parts.push(format!("Preemptions: {}", iv.preemptions));
+            }
+            parts.push(format!("GPU KV cache usage: {:.1}%", es.kv_usage * 100.0));
+            if r != Release::V033 || iv.prefix_queries > 0 {
+                parts.push("Prefix cache hit rate: 0.0%".into());
+            }
+            front.log.info(
+                sites(r).stats,
+                &format!("Engine {e:03}: {}", parts.join(", ")),
+            );
         }
-        last_busy = busy;
-        let mut parts = vec![
-            format!(
-                "Avg prompt throughput: {:.1} tokens/s",
-                iv.prompt_tokens as f64 / every
-            ),
-            format!(
-                "Avg generation throughput: {:.1} tokens/s",
-                iv.generation_tokens as f64 / every
-            ),
-            format!("Running: {running} reqs"),
-            format!("Waiting: {waiting} reqs"),
-        ];
-        let r = front.cfg.release;
-        if r == Release::V033 && iv.preemptions > 0 {
-            parts.push(format!("Preemptions: {}", iv.preemptions));
-        }
-        parts.push(format!("GPU KV cache usage: {:.1}%", usage * 100.0));
-        if r != Release::V033 || iv.prefix_queries > 0 {
-            parts.push("Prefix cache hit rate: 0.0%".into());
-        }
-        front
-            .log
-            .info(sites(r).stats, &format!("Engine 000: {}", parts.join(", ")));
     }
 }

@@ -80,7 +80,12 @@ pub fn family(cfg: &ServeConfig, now_unix: f64) -> Family {
         },
     ));
     labels.push(("num_cpu_blocks", none()));
-    labels.push(("num_gpu_blocks", cfg.num_gpu_blocks.to_string()));
+    // With data parallelism vLLM's label is the sum over the engines, on each engine's series
+    // (`vllm-0.32-cpu/dp2`: 12 for two pools of 6).
+    labels.push((
+        "num_gpu_blocks",
+        (cfg.num_gpu_blocks * cfg.dp.max(1)).to_string(),
+    ));
     labels.push(("num_gpu_blocks_override", opt(cfg.num_gpu_blocks_override)));
     if r != Release::V028 {
         labels.push(("prefix_cache_retention_interval", "0".into()));
@@ -109,13 +114,25 @@ pub fn family(cfg: &ServeConfig, now_unix: f64) -> Family {
     }
     labels.push(("engine", "0".into()));
     let names: Vec<&str> = labels.iter().map(|(k, _)| *k).collect();
-    let values: Vec<&str> = labels.iter().map(|(_, v)| v.as_str()).collect();
     let mut fam = Family::new(
         "vllm:cache_config_info",
         "Information of the LLMEngine CacheConfig",
         Kind::Gauge,
         &names,
     );
-    fam.child(&values, now_unix).value = 1.0;
+    for e in 0..cfg.dp.max(1) {
+        let id = e.to_string();
+        let values: Vec<&str> = labels
+            .iter()
+            .map(|(k, v)| {
+                if *k == "engine" {
+                    id.as_str()
+                } else {
+                    v.as_str()
+                }
+            })
+            .collect();
+        fam.child(&values, now_unix).value = 1.0;
+    }
     fam
 }

@@ -240,12 +240,23 @@ pub fn vllm(cfg: &ServeConfig) -> Vec<Family> {
         &tok,
     ));
 
-    precreate_children(&mut v, r, cfg.model_name());
+    precreate_children(&mut v, r, cfg.model_name(), cfg.dp.max(1));
     v
 }
 
-/// Children vLLM creates at registration, so zero series exist before any request.
-fn precreate_children(families: &mut [Family], release: Release, m: &str) {
+/// The per-engine gauges a multiprocess exposition has no sample of until the engine's first
+/// step (`vllm-0.32-cpu/dp2/idle.prom`: TYPE and HELP lines only).
+const SET_AT_FIRST_STEP: &[&str] = &[
+    "vllm:num_requests_running",
+    "vllm:num_requests_waiting",
+    "vllm:num_requests_waiting_by_reason",
+    "vllm:kv_cache_usage_perc",
+];
+
+/// Children vLLM creates at registration, so zero series exist before any request: one set
+/// per engine (the `engine` label), interleaved as the recorded data-parallel scrapes show.
+fn precreate_children(families: &mut [Family], release: Release, m: &str, engines: u32) {
+    let ids: Vec<String> = (0..engines).map(|e| e.to_string()).collect();
     let sleep: &[&str] = match release {
         Release::V033 => &["discard_all", "weights_offloaded", "awake"],
         _ => &["awake", "weights_offloaded", "discard_all"],
@@ -270,13 +281,19 @@ fn precreate_children(families: &mut [Family], release: Release, m: &str) {
             for e in extra {
                 fam.child(&[m, e], unix_now());
             }
+        } else if engines > 1 && SET_AT_FIRST_STEP.contains(&n.as_str()) {
+            // Multiprocess mode: nothing until the engine sets it.
         } else if extra.is_empty() {
-            fam.child(&[m, "0"], unix_now());
+            for id in &ids {
+                fam.child(&[m, id], unix_now());
+            }
         } else {
             for e in extra {
-                let c = fam.child(&[m, "0", e], unix_now());
-                if n == "vllm:engine_sleep_state" && e == "awake" {
-                    c.value = 1.0;
+                for id in &ids {
+                    let c = fam.child(&[m, id, e], unix_now());
+                    if n == "vllm:engine_sleep_state" && e == "awake" {
+                        c.value = 1.0;
+                    }
                 }
             }
         }

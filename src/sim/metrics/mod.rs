@@ -50,6 +50,13 @@ pub struct HttpRequest {
 
 pub struct Registry {
     model: String,
+    /// The `engine` label of each engine (data-parallel rank), `"0"` alone without DP.
+    engines: Vec<String>,
+    /// Several engines: vLLM's API servers then run prometheus_client in multiprocess mode
+    /// (the recorded `vllm-0.32-cpu/dp2` scrapes): no `_created` series, no Python and process
+    /// collectors, families grouped counters, histograms, gauges, and each engine's scheduler
+    /// gauges absent until its first step.
+    multiprocess: bool,
     start_unix: f64,
     families: Vec<Family>,
     cache_info: Option<Family>,
@@ -62,6 +69,8 @@ impl Registry {
     pub fn new(cfg: &ServeConfig, start_unix: f64, now_unix: f64) -> Registry {
         Registry {
             model: cfg.model_name().to_string(),
+            engines: (0..cfg.dp.max(1)).map(|e| e.to_string()).collect(),
+            multiprocess: cfg.dp > 1,
             start_unix,
             families: families::vllm(cfg),
             cache_info: None,
@@ -74,25 +83,32 @@ impl Registry {
         self.families.iter_mut().find(|f| f.name == name)
     }
 
-    /// Adds to the (model, engine) child of a counter or gauge.
-    fn add(&mut self, name: &str, x: f64) {
-        let m = self.model.clone();
+    fn label(&self, e: usize) -> String {
+        self.engines
+            .get(e)
+            .cloned()
+            .unwrap_or_else(|| e.to_string())
+    }
+
+    /// Adds to engine `e`'s (model, engine) child of a counter or gauge.
+    fn add(&mut self, e: usize, name: &str, x: f64) {
+        let (m, l) = (self.model.clone(), self.label(e));
         if let Some(f) = self.fam(name) {
-            f.child(&[&m, "0"], 0.0).value += x;
+            f.child(&[&m, &l], 0.0).value += x;
         }
     }
 
-    fn set(&mut self, name: &str, x: f64) {
-        let m = self.model.clone();
+    fn set(&mut self, e: usize, name: &str, x: f64) {
+        let (m, l) = (self.model.clone(), self.label(e));
         if let Some(f) = self.fam(name) {
-            f.child(&[&m, "0"], 0.0).value = x;
+            f.child(&[&m, &l], 0.0).value = x;
         }
     }
 
-    fn observe(&mut self, name: &str, x: f64) {
-        let m = self.model.clone();
+    fn observe(&mut self, e: usize, name: &str, x: f64) {
+        let (m, l) = (self.model.clone(), self.label(e));
         if let Some(f) = self.fam(name) {
-            f.observe(&[&m, "0"], x, 0.0);
+            f.observe(&[&m, &l], x, 0.0);
         }
     }
 
@@ -108,80 +124,88 @@ impl Registry {
         self.cache_info = Some(cache_info::family(cfg, now_unix));
     }
 
-    /// The scheduler gauges of the engine's latest step.
-    pub fn set_scheduler_state(&mut self, running: u32, waiting: u32, kv_usage: f64) {
-        self.set("vllm:num_requests_running", running as f64);
-        self.set("vllm:num_requests_waiting", waiting as f64);
-        let m = self.model.clone();
+    /// The scheduler gauges of engine `e`'s latest step.
+    pub fn set_scheduler_state(&mut self, e: usize, running: u32, waiting: u32, kv_usage: f64) {
+        self.set(e, "vllm:num_requests_running", running as f64);
+        self.set(e, "vllm:num_requests_waiting", waiting as f64);
+        let (m, l) = (self.model.clone(), self.label(e));
         if let Some(f) = self.fam("vllm:num_requests_waiting_by_reason") {
-            f.child(&[&m, "0", "capacity"], 0.0).value = waiting as f64;
+            f.child(&[&m, &l, "capacity"], 0.0).value = waiting as f64;
+            f.child(&[&m, &l, "deferred"], 0.0);
         }
-        self.set("vllm:kv_cache_usage_perc", kv_usage);
+        self.set(e, "vllm:kv_cache_usage_perc", kv_usage);
     }
 
-    pub fn add_preemptions(&mut self, n: u64) {
+    pub fn add_preemptions(&mut self, e: usize, n: u64) {
         if n > 0 {
-            self.add("vllm:num_preemptions", n as f64);
+            self.add(e, "vllm:num_preemptions", n as f64);
         }
     }
 
-    pub fn observe_iteration_tokens(&mut self, tokens: &[u32]) {
+    pub fn observe_iteration_tokens(&mut self, e: usize, tokens: &[u32]) {
         for &t in tokens {
-            self.observe("vllm:iteration_tokens_total", t as f64);
+            self.observe(e, "vllm:iteration_tokens_total", t as f64);
         }
     }
 
     /// A request's first token reached the frontend: its prompt is counted once, here.
-    pub fn first_token(&mut self, prompt_tokens: u32, ttft_s: f64) {
+    pub fn first_token(&mut self, e: usize, prompt_tokens: u32, ttft_s: f64) {
         let p = prompt_tokens as f64;
-        self.add("vllm:prompt_tokens", p);
-        self.add("vllm:prefix_cache_queries", p);
-        let m = self.model.clone();
+        self.add(e, "vllm:prompt_tokens", p);
+        self.add(e, "vllm:prefix_cache_queries", p);
+        let (m, l) = (self.model.clone(), self.label(e));
         if let Some(f) = self.fam("vllm:prompt_tokens_by_source") {
-            f.child(&[&m, "0", "local_compute"], 0.0).value += p;
+            f.child(&[&m, &l, "local_compute"], 0.0).value += p;
         }
-        self.observe("vllm:time_to_first_token_seconds", ttft_s);
+        self.observe(e, "vllm:time_to_first_token_seconds", ttft_s);
     }
 
     /// New tokens of one request; `itl_s` is one inter-token latency per token after the first.
-    pub fn tokens(&mut self, n: u32, itl_s: Option<(u32, f64)>) {
-        self.add("vllm:generation_tokens", n as f64);
+    pub fn tokens(&mut self, e: usize, n: u32, itl_s: Option<(u32, f64)>) {
+        self.add(e, "vllm:generation_tokens", n as f64);
         if let Some((count, each)) = itl_s {
             for _ in 0..count {
-                self.observe("vllm:inter_token_latency_seconds", each);
+                self.observe(e, "vllm:inter_token_latency_seconds", each);
             }
         }
     }
 
-    pub fn request_finished(&mut self, s: &RequestStats) {
-        let m = self.model.clone();
+    pub fn request_finished(&mut self, e: usize, s: &RequestStats) {
+        let (m, l) = (self.model.clone(), self.label(e));
         if let Some(f) = self.fam("vllm:request_success") {
-            f.child(&[&m, "0", s.finished_reason], 0.0).value += 1.0;
+            f.child(&[&m, &l, s.finished_reason], 0.0).value += 1.0;
         }
         if s.finished_reason == "abort" && s.generation_tokens == 0 {
             return;
         }
-        self.observe("vllm:e2e_request_latency_seconds", s.e2e_s);
-        self.observe("vllm:request_queue_time_seconds", s.queue_s);
-        self.observe("vllm:request_prefill_time_seconds", s.prefill_s);
-        self.observe("vllm:request_inference_time_seconds", s.inference_s);
-        self.observe("vllm:request_decode_time_seconds", s.decode_s);
-        self.observe("vllm:request_prompt_tokens", s.prompt_tokens as f64);
-        self.observe("vllm:request_generation_tokens", s.generation_tokens as f64);
+        self.observe(e, "vllm:e2e_request_latency_seconds", s.e2e_s);
+        self.observe(e, "vllm:request_queue_time_seconds", s.queue_s);
+        self.observe(e, "vllm:request_prefill_time_seconds", s.prefill_s);
+        self.observe(e, "vllm:request_inference_time_seconds", s.inference_s);
+        self.observe(e, "vllm:request_decode_time_seconds", s.decode_s);
+        self.observe(e, "vllm:request_prompt_tokens", s.prompt_tokens as f64);
         self.observe(
+            e,
+            "vllm:request_generation_tokens",
+            s.generation_tokens as f64,
+        );
+        self.observe(
+            e,
             "vllm:request_max_num_generation_tokens",
             s.max_tokens as f64,
         );
-        self.observe("vllm:request_params_n", 1.0);
-        self.observe("vllm:request_params_max_tokens", s.max_tokens as f64);
+        self.observe(e, "vllm:request_params_n", 1.0);
+        self.observe(e, "vllm:request_params_max_tokens", s.max_tokens as f64);
         if s.generation_tokens > 1 {
             self.observe(
+                e,
                 "vllm:request_time_per_output_token_seconds",
                 s.decode_s / (s.generation_tokens - 1) as f64,
             );
         }
-        self.observe("vllm:request_num_preemptions", s.num_preemptions as f64);
+        self.observe(e, "vllm:request_num_preemptions", s.num_preemptions as f64);
         self.observe(
+            e,
             "vllm:request_prefill_kv_computed_tokens",
             s.prompt_tokens as f64,
         );
@@ -215,6 +239,10 @@ impl Registry {
     pub fn render(&mut self) -> String {
         self.scrapes += 1;
         let mut out = String::with_capacity(64 * 1024);
+        if self.multiprocess {
+            self.render_multiprocess(&mut out);
+            return out;
+        }
         collectors::render(&mut out, self.start_unix, self.scrapes);
         for fam in &self.families {
             fam.render(&mut out, true);
@@ -226,6 +254,27 @@ impl Registry {
             fam.render(&mut out, true);
         }
         out
+    }
+
+    /// prometheus_client's multiprocess collector: every family read back from the processes'
+    /// files, grouped by kind (counters and summaries, histograms, gauges), no `_created`.
+    fn render_multiprocess(&self, out: &mut String) {
+        use super::expo::Kind;
+        let rank = |f: &Family| match f.kind {
+            Kind::Counter | Kind::Summary => 0,
+            Kind::Histogram(_) => 1,
+            Kind::Gauge => 2,
+        };
+        let mut all: Vec<&Family> = self
+            .families
+            .iter()
+            .chain(&self.http)
+            .chain(self.cache_info.as_ref())
+            .collect();
+        all.sort_by_key(|f| rank(f));
+        for fam in all {
+            fam.render(out, false);
+        }
     }
 }
 

@@ -1,0 +1,97 @@
+//! The API server's engine processes: one `VLLM::EngineCore`, or with `--data-parallel-size N`
+//! one `VLLM::EngineCore_DP{i}` per rank plus a `VLLM::DPCoordinator`, as `vllm serve` starts
+//! them (its children, in its process group). Each engine talks to the API server over a
+//! socket pair of its own, passed as fd 3.
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream as StdUnixStream;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+
+use super::super::config::{ServeConfig, CONFIG_ENV, FD_ENV};
+use super::super::engine::pass_as_fd3;
+use super::super::worker::{engine_title, COORDINATOR, DP_RANK_ENV, ROLE_ENV};
+
+/// One engine process as the API server knows it.
+pub struct EngineProc {
+    pub child: Child,
+    /// The engine's own pid (its Hello; it differs from the child's with double-fork).
+    pub pid: u32,
+    /// `EngineCore` or `EngineCore_DP{i}`, as the process manager's lines name it.
+    pub name: String,
+}
+
+/// The engines, the API server's ends of their sockets, and the coordinator.
+pub struct Started {
+    pub engines: Vec<EngineProc>,
+    pub sockets: Vec<StdUnixStream>,
+    pub coordinator: Option<Coordinator>,
+}
+
+/// The data-parallel coordinator and the write end of its death pipe (it exits when the API
+/// server does, however the API server ends).
+pub struct Coordinator {
+    pub child: Child,
+    _death: OwnedFd,
+}
+
+/// Starts the coordinator (data parallel only) and every engine.
+pub fn start(cfg: &ServeConfig) -> std::io::Result<Started> {
+    let coordinator = if cfg.dp > 1 {
+        Some(start_coordinator(cfg)?)
+    } else {
+        None
+    };
+    let mut engines = Vec::new();
+    let mut sockets = Vec::new();
+    for rank in 0..cfg.dp {
+        let (api_end, engine_end) = StdUnixStream::pair()?;
+        let engine_fd = engine_end.as_raw_fd();
+        let title = engine_title(cfg, rank);
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.arg0(&title)
+            .args(["sim", "engine-core"])
+            .env(CONFIG_ENV, cfg.to_env())
+            .env(FD_ENV, "3")
+            .env(DP_RANK_ENV, rank.to_string());
+        // SAFETY: the hook only calls dup2/fcntl between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || pass_as_fd3(engine_fd));
+        }
+        let child = cmd.spawn()?;
+        drop(engine_end);
+        engines.push(EngineProc {
+            pid: child.id(),
+            child,
+            name: title.trim_start_matches("VLLM::").to_string(),
+        });
+        sockets.push(api_end);
+    }
+    Ok(Started {
+        engines,
+        sockets,
+        coordinator,
+    })
+}
+
+fn start_coordinator(cfg: &ServeConfig) -> std::io::Result<Coordinator> {
+    // Both ends close on exec: the read end reaches the coordinator as its fd 3 (dup2 clears
+    // the flag there), and no child may hold the write end, or the coordinator never sees EOF.
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    let fd = read.as_raw_fd();
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg0("VLLM::DPCoordinator")
+        .args(["sim", "worker"])
+        .env(CONFIG_ENV, cfg.to_env())
+        .env(ROLE_ENV, COORDINATOR);
+    // SAFETY: the hook only calls dup2/fcntl between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || pass_as_fd3(fd));
+    }
+    let child = cmd.spawn()?;
+    drop(read);
+    Ok(Coordinator {
+        child,
+        _death: write,
+    })
+}
