@@ -1,6 +1,8 @@
 //! GPU readings (spec §5.3–§5.4): the cards and their memory, from NVML when
 //! `libnvidia-ml.so.1` loads, else from `nvidia-smi`, or from the simulated GPU
-//! (`INFERLINT_GPU=sim:<dir>`); and the "N consecutive clear readings" waiter.
+//! (`INFERLINT_GPU=sim:<dir>`); and the "N consecutive clear readings" waiter. Which cards a
+//! run judges and who holds memory on them: [`scope`] (docs/supervision.md, "Which GPUs a run
+//! judges").
 //!
 //! `INFERLINT_GPU` chooses the source: `sim:<dir>`, `nvml`, `nvidia-smi`; unset means NVML when
 //! it loads, else `nvidia-smi`. The kill guarantee never depends on any of this: GPU readings
@@ -15,8 +17,18 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{json, Value};
 
+mod holders;
+pub mod nvml;
+mod read;
 pub mod scope;
-pub use scope::{read_scope, GpuHolder, GpuId, GpuScope, ScopeError, ScopeOrigin, ScopeReading};
+mod sim;
+
+pub use holders::{command_of, parse_nspid};
+pub use read::{compute_apps_on_cards, parse_list_gpus, read_node_in, MigInstance, RawProc};
+pub use scope::{
+    parse_cuda_visible, read_node, read_scope, read_scope_in, GpuHolder, GpuId, GpuScope,
+    NodeReading, ResolvedScope, ScopeError, ScopeOrigin, ScopeReading, ScopeView, Selection,
+};
 
 /// The default limit of a clear reading.
 pub const DEFAULT_MAX_USED_MIB: u64 = 800;
@@ -88,6 +100,12 @@ pub enum GpuError {
     Failed { tool: String, detail: String },
     #[error("nvidia-smi line {line}: {text:?} is not a GPU row")]
     Parse { line: usize, text: String },
+    #[error("{} line {line}: {detail}", path.display())]
+    BadFile {
+        path: PathBuf,
+        line: usize,
+        detail: String,
+    },
 }
 
 /// The query `gpu-inspect` and the readings use (§5.4).
@@ -109,44 +127,84 @@ fn mib(s: &str) -> Option<u64> {
         .or_else(|| v.parse::<f64>().ok().map(|f| f.round() as u64))
 }
 
+/// The query the scope readings use: §5.4's fields plus the card's UUID.
+pub const QUERY_GPU_UUID: &str =
+    "index,uuid,name,memory.total,memory.used,memory.free,driver_version,compute_cap";
+
 /// Parses `--query-gpu=index,name,memory.total,memory.used,memory.free,driver_version[,compute_cap]
 /// --format=csv,noheader,nounits`. A comma inside the name is kept: the name is everything
 /// between the index and the fixed trailing fields. A header line is skipped.
 pub fn parse_query_gpu(text: &str, with_compute_cap: bool) -> Result<Vec<Gpu>, GpuError> {
-    let trailing = if with_compute_cap { 5 } else { 4 };
+    let fields = if with_compute_cap {
+        QUERY_GPU
+    } else {
+        QUERY_GPU.trim_end_matches(",compute_cap")
+    };
+    parse_query_gpu_fields(text, &fields.split(',').collect::<Vec<_>>())
+}
+
+/// Parses `--query-gpu=FIELDS` output (any order of `index`, `uuid`, `name`, `memory.total`,
+/// `memory.used`, `memory.free`, `driver_version`, `compute_cap`; others are ignored). A header
+/// line (`index, uuid, memory.used [MiB], …`) replaces `fields` for the rows after it, so
+/// output with or without `noheader,nounits` reads alike. `index` is required; a comma inside
+/// the name is kept (the name takes the columns the other fields leave).
+pub fn parse_query_gpu_fields(text: &str, fields: &[&str]) -> Result<Vec<Gpu>, GpuError> {
+    let mut cols: Vec<String> = fields.iter().map(|f| f.trim().to_string()).collect();
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
-        if line.is_empty() || line.starts_with("index") {
+        if line.is_empty() {
             continue;
         }
         let parts: Vec<&str> = line.split(',').collect();
+        if parts[0].trim() == "index" {
+            cols = parts
+                .iter()
+                .map(|p| {
+                    let p = p.trim();
+                    p.split(" [").next().unwrap_or(p).to_string()
+                })
+                .collect();
+            continue;
+        }
         let bad = || GpuError::Parse {
             line: i + 1,
             text: line.to_string(),
         };
-        if parts.len() < trailing + 2 {
+        let name_at = cols.iter().position(|c| c == "name");
+        let extra = parts.len().checked_sub(cols.len()).ok_or_else(bad)?;
+        if extra > 0 && name_at.is_none() {
             return Err(bad());
         }
-        let index: u32 = parts[0].trim().parse().map_err(|_| bad())?;
-        let tail = &parts[parts.len() - trailing..];
-        let name = parts[1..parts.len() - trailing]
-            .join(",")
-            .trim()
-            .to_string();
+        let get = |key: &str| -> Option<String> {
+            let k = cols.iter().position(|c| c == key)?;
+            match name_at {
+                Some(n) if k == n => Some(parts[n..=n + extra].join(",").trim().to_string()),
+                Some(n) if k > n => Some(parts[k + extra].to_string()),
+                _ => Some(parts[k].to_string()),
+            }
+        };
+        let index: u32 = get("index")
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(bad)?;
+        // A row of another query (a stand-in that ignores the fields) must not lend its
+        // name to the UUID.
+        let uuid = get("uuid").as_deref().and_then(value);
+        if uuid.as_deref().is_some_and(|u| {
+            let l = u.to_ascii_lowercase();
+            !(l.starts_with("gpu-") || l.starts_with("mig-"))
+        }) {
+            return Err(bad());
+        }
         out.push(Gpu {
             index,
-            uuid: None,
-            name,
-            memory_total_mib: mib(tail[0]),
-            memory_used_mib: mib(tail[1]),
-            memory_free_mib: mib(tail[2]),
-            driver: value(tail[3]),
-            compute_cap: if with_compute_cap {
-                value(tail[4])
-            } else {
-                None
-            },
+            uuid,
+            name: get("name").unwrap_or_default(),
+            memory_total_mib: get("memory.total").as_deref().and_then(mib),
+            memory_used_mib: get("memory.used").as_deref().and_then(mib),
+            memory_free_mib: get("memory.free").as_deref().and_then(mib),
+            driver: get("driver_version").as_deref().and_then(value),
+            compute_cap: get("compute_cap").as_deref().and_then(value),
         });
     }
     Ok(out)
@@ -306,8 +364,8 @@ pub fn run_smi(exe: &Path, args: &[&str], timeout: Duration) -> Result<String, G
     Ok(out)
 }
 
-/// The cards via nvidia-smi: asks with `compute_cap`, and again without it when an old driver
-/// rejects that field.
+/// The cards via nvidia-smi: asks with `uuid` and `compute_cap`, and again with fewer fields
+/// when an old driver rejects one (§5.4's query, then without `compute_cap`).
 pub fn read_gpus_smi(exe: &Path) -> Result<Vec<Gpu>, GpuError> {
     let q = |fields: &str| {
         run_smi(
@@ -318,20 +376,17 @@ pub fn read_gpus_smi(exe: &Path) -> Result<Vec<Gpu>, GpuError> {
             ],
             SMI_TIMEOUT,
         )
+        .and_then(|text| parse_query_gpu_fields(&text, &fields.split(',').collect::<Vec<_>>()))
     };
-    match q(QUERY_GPU) {
-        Ok(text) => parse_query_gpu(&text, true),
-        Err(_) => {
-            let fields = QUERY_GPU.trim_end_matches(",compute_cap");
-            parse_query_gpu(&q(fields)?, false)
-        }
-    }
+    q(QUERY_GPU_UUID)
+        .or_else(|_| q(QUERY_GPU))
+        .or_else(|_| q(QUERY_GPU.trim_end_matches(",compute_cap")))
 }
 
 /// The cards from the chosen source.
 pub fn read_gpus(source: &GpuSource) -> Result<Vec<Gpu>, GpuError> {
     match source {
-        GpuSource::Sim(dir) => Ok(sim::gpus(dir)),
+        GpuSource::Sim(dir) => sim::gpus(dir),
         GpuSource::Nvml => nvml::gpus(),
         GpuSource::NvidiaSmi(exe) => read_gpus_smi(exe),
         GpuSource::None => Err(GpuError::NoTool),
@@ -376,104 +431,6 @@ pub fn mib_by_pid(source: &GpuSource) -> BTreeMap<u32, u64> {
         *out.entry(pid).or_insert(0) += m;
     }
     out
-}
-
-/// The simulated GPU: the simulator's holdings (`crate::sim::gpu`), summed per card.
-mod sim {
-    use super::Gpu;
-    use std::path::Path;
-
-    /// A simulated card's size: an 80 GB-class GPU.
-    pub const SIM_TOTAL_MIB: u64 = 81_559;
-
-    pub fn gpus(dir: &Path) -> Vec<Gpu> {
-        let holdings = crate::sim::gpu::sim_gpu_holdings(dir);
-        let cards = holdings.iter().map(|h| h.gpu).max().map_or(1, |m| m + 1);
-        (0..cards)
-            .map(|i| {
-                let used: u64 = holdings.iter().filter(|h| h.gpu == i).map(|h| h.mib).sum();
-                Gpu {
-                    index: i,
-                    uuid: Some(format!("GPU-sim-{i}")),
-                    name: "Simulated GPU".into(),
-                    memory_total_mib: Some(SIM_TOTAL_MIB),
-                    memory_used_mib: Some(used),
-                    memory_free_mib: Some(SIM_TOTAL_MIB.saturating_sub(used)),
-                    driver: Some("sim".into()),
-                    compute_cap: None,
-                }
-            })
-            .collect()
-    }
-}
-
-/// NVML through nvml-wrapper: the library is loaded at run time, so a machine without the
-/// driver builds and runs fine (the load fails with an error, once).
-pub mod nvml {
-    use std::sync::OnceLock;
-
-    use nvml_wrapper::enums::device::UsedGpuMemory;
-    use nvml_wrapper::Nvml;
-
-    use super::{Gpu, GpuError};
-
-    fn handle() -> Option<&'static Nvml> {
-        static NVML: OnceLock<Option<Nvml>> = OnceLock::new();
-        NVML.get_or_init(|| Nvml::init().ok()).as_ref()
-    }
-
-    /// Whether `libnvidia-ml` loaded and initialised.
-    pub fn available() -> bool {
-        handle().is_some()
-    }
-
-    fn err(e: impl std::fmt::Display) -> GpuError {
-        GpuError::Failed {
-            tool: "NVML".into(),
-            detail: e.to_string(),
-        }
-    }
-
-    pub fn gpus() -> Result<Vec<Gpu>, GpuError> {
-        let nvml = handle().ok_or_else(|| err("libnvidia-ml.so.1 did not load"))?;
-        let driver = nvml.sys_driver_version().ok();
-        let n = nvml.device_count().map_err(err)?;
-        let mib = |b: u64| b / (1024 * 1024);
-        (0..n)
-            .map(|i| {
-                let d = nvml.device_by_index(i).map_err(err)?;
-                let mem = d.memory_info().ok();
-                Ok(Gpu {
-                    index: d.index().unwrap_or(i),
-                    uuid: d.uuid().ok(),
-                    name: d.name().unwrap_or_default(),
-                    memory_total_mib: mem.as_ref().map(|m| mib(m.total)),
-                    memory_used_mib: mem.as_ref().map(|m| mib(m.used)),
-                    memory_free_mib: mem.as_ref().map(|m| mib(m.free)),
-                    driver: driver.clone(),
-                    compute_cap: d
-                        .cuda_compute_capability()
-                        .ok()
-                        .map(|c| format!("{}.{}", c.major, c.minor)),
-                })
-            })
-            .collect()
-    }
-
-    /// `(pid, MiB)` of every compute process on every card.
-    pub fn compute_apps() -> Result<Vec<(u32, u64)>, GpuError> {
-        let nvml = handle().ok_or_else(|| err("libnvidia-ml.so.1 did not load"))?;
-        let mut out = Vec::new();
-        for i in 0..nvml.device_count().map_err(err)? {
-            let d = nvml.device_by_index(i).map_err(err)?;
-            for p in d.running_compute_processes().map_err(err)? {
-                if let UsedGpuMemory::Used(b) = p.used_gpu_memory {
-                    out.push((p.pid, b / (1024 * 1024)));
-                }
-            }
-        }
-        Ok(out)
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,12 +1,14 @@
 //! `inferlint gpu-inspect`: the cards, then T2 — is the GPU free? No server process alive and
-//! every card's memory released, for N consecutive readings.
+//! every card's memory released, for N consecutive readings. With `--gpus LIST` only those cards
+//! are shown and judged, each with the processes holding memory on it (docs/supervision.md,
+//! "Which GPUs a run judges").
 
 use std::io::Write;
 use std::path::PathBuf;
 
 use crate::fmt::thousands;
-use crate::gpu::{self, ClearOptions, Gpu};
-use crate::procs::{self, RealSystem};
+use crate::gpu::{self, ClearOptions, Gpu, GpuScope, GpuSource, ScopeView};
+use crate::procs::{self, ProcInfo, RealSystem, System, Target};
 use crate::result::CheckResult;
 
 #[derive(clap::Args, Debug)]
@@ -23,6 +25,10 @@ pub struct Args {
     /// Print the result as JSON (with the cards in its evidence).
     #[arg(long)]
     pub json: bool,
+    /// Only these GPUs (ordinals as nvidia-smi numbers them, GPU-/MIG- UUIDs or unique
+    /// prefixes, or `all`), each listed with the processes holding memory on it.
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
     /// Another /proc root (tests).
     #[arg(long, hide = true, default_value = "/proc")]
     pub proc_root: PathBuf,
@@ -54,6 +60,66 @@ pub fn gpu_lines(g: &Gpu) -> Vec<String> {
     lines
 }
 
+/// The lines of a card's holders: one per process, or why there is none to show.
+pub fn holder_lines(view: &ScopeView, card: u32) -> Vec<String> {
+    match &view.reading.holders {
+        None => vec!["        holders: unknown (this GPU source lists no processes)".to_string()],
+        Some(hs) => {
+            let on: Vec<String> = hs
+                .iter()
+                .filter(|h| h.gpu == card)
+                .map(|h| format!("        held by {}", h.describe()))
+                .collect();
+            if on.is_empty() {
+                vec!["        held by no process".to_string()]
+            } else {
+                on
+            }
+        }
+    }
+}
+
+/// The real system, with the GPU reading limited to the scope's cards.
+struct ScopedSystem {
+    real: RealSystem,
+    scope: GpuScope,
+}
+
+impl System for ScopedSystem {
+    fn processes(&mut self) -> Option<Vec<ProcInfo>> {
+        self.real.processes()
+    }
+    fn signal(&mut self, target: &Target, sig: i32) -> bool {
+        self.real.signal(target, sig)
+    }
+    fn gpu_used_mib(&mut self) -> Option<u64> {
+        gpu::read_scope(&self.real.gpu, &self.scope)
+            .ok()?
+            .max_used_mib()
+    }
+    fn now(&self) -> f64 {
+        self.real.now()
+    }
+    fn sleep(&mut self, secs: f64) {
+        self.real.sleep(secs)
+    }
+}
+
+/// The scope's view of the node, the resolution notes first.
+fn scoped_view(source: &GpuSource, list: &str) -> anyhow::Result<(GpuScope, Option<ScopeView>)> {
+    let resolved = GpuScope::resolve_noted(Some(list), &|_| None)?;
+    let view = gpu::read_node(source, &resolved.scope)
+        .ok()
+        .map(|node| node.scoped(&resolved.scope))
+        .map(|mut v| {
+            let mut notes = resolved.notes.clone();
+            notes.append(&mut v.notes);
+            v.notes = notes;
+            v
+        });
+    Ok((resolved.scope, view))
+}
+
 pub fn run(args: Args) -> anyhow::Result<i32> {
     if args.consecutive < 1 {
         anyhow::bail!(
@@ -63,29 +129,67 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let mut out = std::io::stdout().lock();
     let source = gpu::source_from_env();
-    let gpus = gpu::read_gpus(&source).ok().filter(|g| !g.is_empty());
+    let scoped = match args.gpus.as_deref() {
+        Some(list) => Some(scoped_view(&source, list)?),
+        None => None,
+    };
+    let gpus = match &scoped {
+        Some((_, view)) => view.as_ref().map(|v| v.reading.gpus.clone()),
+        None => gpu::read_gpus(&source).ok(),
+    }
+    .filter(|g| !g.is_empty());
     let print = |out: &mut dyn Write, results: &[CheckResult]| {
         let _ = crate::output::print_results(out, results, args.json);
     };
     if !args.json {
+        let view = scoped.as_ref().and_then(|(_, v)| v.as_ref());
         match &gpus {
             Some(gs) => {
                 for g in gs {
                     for l in gpu_lines(g) {
                         let _ = writeln!(out, "{l}");
                     }
+                    if let Some(v) = view {
+                        for l in holder_lines(v, g.index) {
+                            let _ = writeln!(out, "{l}");
+                        }
+                    }
                 }
             }
-            None => {
-                let _ = writeln!(out, "no NVIDIA GPU found: nvidia-smi is missing or failed");
+            None => match &scoped {
+                Some((scope, Some(_))) => {
+                    let _ = writeln!(out, "no GPU of {} found here", scope.describe());
+                }
+                _ => {
+                    let _ = writeln!(out, "no NVIDIA GPU found: nvidia-smi is missing or failed");
+                }
+            },
+        }
+        if let Some(v) = view {
+            for n in &v.notes {
+                let _ = writeln!(out, "note: {n}");
+            }
+            if let Some(busy) = v.busy_outside(args.max_used_mib) {
+                let _ = writeln!(out, "note: {busy}");
             }
         }
     }
     let gpus_json: Vec<serde_json::Value> = gpus.iter().flatten().map(Gpu::to_json).collect();
+    // With --gpus the evidence also says which cards and who held them.
+    let with_scope = |r: crate::result::CheckResult| match &scoped {
+        Some((scope, view)) => r
+            .with("scope", scope.describe())
+            .with("holders", view.as_ref().map(|v| v.reading.holders.clone()))
+            .with(
+                "notes",
+                view.as_ref().map_or(Vec::new(), |v| v.notes.clone()),
+            ),
+        None => r,
+    };
     if !args.proc_root.is_dir() {
         let r =
             super::teardown::needs_linux("Checking that the GPU is free").with("gpus", &gpus_json);
-        print(&mut out, &[r]);
+        print(&mut out, &[with_scope(r)]);
         return Ok(2);
     }
     let opts = ClearOptions {
@@ -95,7 +199,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         interval_s: 2.0,
         require_gpu: true,
     };
-    let mut system = RealSystem::new(&args.proc_root, source);
+    let real = RealSystem::new(&args.proc_root, source);
     let self_pid = std::process::id() as i32;
     if gpus.is_none() {
         // Nothing to read: one look at the processes, and no verdict on the card.
@@ -115,13 +219,23 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         let r = super::teardown::t2_result(&clear, "")
             .with("readings", clear.readings_json())
             .with("gpus", &gpus_json);
-        print(&mut out, &[r]);
+        print(&mut out, &[with_scope(r)]);
         return Ok(2);
     }
-    let clear = procs::wait_clear(&mut system, self_pid, &opts)?;
+    let clear = match &scoped {
+        Some((scope, _)) => {
+            let mut system = ScopedSystem {
+                real,
+                scope: scope.clone(),
+            };
+            procs::wait_clear(&mut system, self_pid, &opts)?
+        }
+        None => procs::wait_clear(&mut { real }, self_pid, &opts)?,
+    };
     let r = super::teardown::t2_result(&clear, "card not clear; refusing to boot. ")
         .with("readings", clear.readings_json())
         .with("gpus", &gpus_json);
+    let r = with_scope(r);
     print(&mut out, std::slice::from_ref(&r));
     Ok(match r.status {
         crate::result::Status::Pass => 0,

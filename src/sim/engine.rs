@@ -162,7 +162,10 @@ pub fn run_engine() -> anyhow::Result<i32> {
     }
     let gpu_dir = gpu::dir_from_env();
     let _holding = match (&gpu_dir, cfg.tp) {
-        (Some(dir), 1) => Some(gpu::hold(dir, cfg.gpu_mib, 0)?),
+        (Some(dir), 1) => {
+            let card = gpu::my_card(dir, 0).map_err(anyhow::Error::msg)?;
+            Some(gpu::hold(dir, cfg.gpu_mib, card)?)
+        }
         _ => None,
     };
     let (death_read, death_write) = nix::unistd::pipe()?;
@@ -563,7 +566,10 @@ pub fn run_worker() -> anyhow::Result<i32> {
     let death = unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) };
     set_cloexec(CHANNEL_FD);
     let _holding = match gpu::dir_from_env() {
-        Some(dir) => Some(gpu::hold(&dir, cfg.gpu_mib, rank)?),
+        Some(dir) => {
+            let card = gpu::my_card(&dir, rank).map_err(anyhow::Error::msg)?;
+            Some(gpu::hold(&dir, cfg.gpu_mib, card)?)
+        }
         None => None,
     };
     loop {

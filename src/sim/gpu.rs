@@ -4,6 +4,13 @@
 //! that very process is alive — the pid exists, is not a zombie and has the same start time —
 //! so the memory is freed exactly when the holder dies, however it dies (SIGKILL included), and
 //! a recycled pid does not inherit it. SIGKILL of the API server frees nothing.
+//!
+//! **Several cards.** `<dir>/cards` holds the number of simulated cards (one integer; written
+//! by [`set_cards`]); without it the node has as many cards as the highest held index needs,
+//! at least one. Card `i` has the fixed UUID [`sim_uuid`]`(i)`. A holder picks its card as CUDA
+//! would ([`visible_card`]): the `rank`-th entry of its CUDA_VISIBLE_DEVICES (ordinals or the
+//! simulated UUIDs, renumbered in list order, parsing stopped at the first invalid entry), or
+//! card `rank` when the variable is unset.
 
 use std::path::{Path, PathBuf};
 
@@ -20,6 +27,102 @@ pub struct Holding {
     pub mib: u64,
     /// The simulated GPU's index.
     pub gpu: u32,
+}
+
+/// The file in a simulated GPU folder that holds its number of cards.
+pub const CARDS_FILE: &str = "cards";
+
+/// A `cards` file that does not hold a number of cards.
+#[derive(Debug, thiserror::Error)]
+#[error("{} line 1: {text:?} is not a number of simulated GPUs (1 or more)", path.display())]
+pub struct BadCards {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// The number of cards `<dir>/cards` declares; None without the file.
+pub fn card_count(dir: &Path) -> Result<Option<u32>, BadCards> {
+    let path = dir.join(CARDS_FILE);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    match text.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(BadCards {
+            path,
+            text: text.trim().to_string(),
+        }),
+    }
+}
+
+/// Declares that the simulated node has `n` cards.
+pub fn set_cards(dir: &Path, n: u32) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join(CARDS_FILE), format!("{n}\n"))
+}
+
+/// The fixed UUID of simulated card `i`, shaped like NVML's (`GPU-` + 8-4-4-4-12 hex, ending
+/// in `51a` for "simulated"): the card number leads, so `GPU-00000002` is a unique prefix, and
+/// one card's UUID is never a prefix of another's.
+pub fn sim_uuid(i: u32) -> String {
+    format!("GPU-{i:08x}-0000-0000-0000-00000000051a")
+}
+
+/// The card a holder of tensor-parallel `rank` uses, as CUDA would pick it from
+/// `cuda_visible_devices` (see the module docs). Without a `cards` file any ordinal below 64
+/// exists.
+pub fn visible_card(
+    dir: &Path,
+    rank: u32,
+    cuda_visible_devices: Option<&str>,
+) -> Result<u32, String> {
+    let Some(value) = cuda_visible_devices else {
+        return Ok(rank);
+    };
+    let cards = card_count(dir).map_err(|e| e.to_string())?.unwrap_or(64);
+    let node: Vec<crate::gpu::Gpu> = (0..cards)
+        .map(|i| crate::gpu::Gpu {
+            index: i,
+            uuid: Some(sim_uuid(i)),
+            name: "Simulated GPU".into(),
+            memory_total_mib: None,
+            memory_used_mib: None,
+            memory_free_mib: None,
+            driver: None,
+            compute_cap: None,
+        })
+        .collect();
+    let scope = crate::gpu::GpuScope {
+        ids: Some(crate::gpu::parse_cuda_visible(value).0),
+        origin: crate::gpu::ScopeOrigin::CudaVisibleDevices,
+    };
+    // In CUDA's order (`2,1` makes card 2 device 0), up to the first entry naming no card.
+    let mut visible = Vec::new();
+    for id in scope.ids.iter().flatten() {
+        let one = crate::gpu::GpuScope {
+            ids: Some(vec![id.clone()]),
+            origin: scope.origin,
+        };
+        match one.select(&node, &[]).cards.as_slice() {
+            [card] if !visible.contains(card) => visible.push(*card),
+            _ => break,
+        }
+    }
+    visible.get(rank as usize).copied().ok_or_else(|| {
+        format!(
+            "CUDA_VISIBLE_DEVICES={value} shows {} simulated GPU(s); rank {rank} has none",
+            visible.len()
+        )
+    })
+}
+
+/// [`visible_card`] with this process's CUDA_VISIBLE_DEVICES.
+pub fn my_card(dir: &Path, rank: u32) -> Result<u32, String> {
+    visible_card(
+        dir,
+        rank,
+        std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref(),
+    )
 }
 
 /// The folder named by `INFERLINT_GPU=sim:<dir>`, if set that way.
