@@ -545,3 +545,102 @@ fn a_held_card_is_refused_and_its_holder_named_and_left_alone() {
         "{run}"
     );
 }
+
+/// Another process holds GPU 0 of a two-card node: a run on GPU 1 (`--gpus 1`) starts, its
+/// server is given that card and holds it, and T2 passes; the same run judging every GPU is
+/// refused, with the hint that GPU 1 is free.
+#[test]
+fn a_card_busy_elsewhere_is_not_a_refusal() {
+    for pinned in [true, false] {
+        let w = World::new();
+        let gpu = w.dir.path().join("gpu");
+        inferlint::sim::gpu::set_cards(&gpu, 2).unwrap();
+        let _held = inferlint::sim::gpu::hold(&gpu, 20_000, 0).unwrap();
+        let serve = w.sim_serve("0.3", HEALTHY);
+        let args: &[&str] = if pinned { &["--gpus", "1"] } else { &[] };
+        let mut cmd = w.command(&serve, args, &short_load(&w, 6));
+        cmd.env_remove("CUDA_VISIBLE_DEVICES")
+            .env_remove("SLURM_STEP_GPUS")
+            .env_remove("SLURM_JOB_GPUS");
+        let out = run_with_limit(cmd, LIMIT);
+        let stdout = text(&out.stdout);
+        let run = w.run_json();
+        if pinned {
+            assert_eq!(run["exit_reason"], "completed", "{stdout}");
+            assert_eq!(run["gpu_scope"]["cards"], serde_json::json!([1]), "{run}");
+            assert_eq!(
+                run["gpu_scope"]["server_cuda_visible_devices"], "1",
+                "{run}"
+            );
+            let t2: Vec<Value> = w
+                .results()
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|r| r["tripwire"] == "T2")
+                .cloned()
+                .collect();
+            assert_eq!(t2.len(), 2, "{stdout}");
+            assert!(t2.iter().all(|r| r["status"] == "pass"), "{t2:?}");
+            // The gate said which GPUs it judged.
+            assert!(stdout.contains("note: judging GPU"), "{stdout}");
+        } else {
+            assert_eq!(out.status.code(), Some(1), "{stdout}");
+            assert!(stdout.contains("refusing to start a server"), "{stdout}");
+            assert!(
+                stdout.contains("note: GPU 1 is free; name the run's GPUs with --gpus"),
+                "{stdout}"
+            );
+        }
+        assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
+    }
+}
+
+/// Two runs side by side on one two-card simulated node, one per card (`--gpus 0`, `--gpus
+/// 1`): each judges only its card, so neither refuses for the other's server, and both
+/// complete with T2 passed at the gate and the stop.
+#[test]
+fn two_runs_on_one_node_one_card_each() {
+    let a = World::new();
+    let b = World::new();
+    let gpu = a.dir.path().join("gpu");
+    inferlint::sim::gpu::set_cards(&gpu, 2).unwrap();
+    let mut runs = Vec::new();
+    for (i, w) in [&a, &b].into_iter().enumerate() {
+        let serve = w.sim_serve("0.5", HEALTHY);
+        let card = i.to_string();
+        let mut cmd = w.command(&serve, &["--gpus", &card], &short_load(w, 12));
+        cmd.env("INFERLINT_GPU", a.gpu_env())
+            .env_remove("CUDA_VISIBLE_DEVICES")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .stdin(Stdio::null());
+        runs.push(cmd.spawn().unwrap());
+    }
+    let outputs: Vec<(Option<i32>, String)> = runs
+        .into_iter()
+        .map(|c| {
+            let o = c.wait_with_output().unwrap();
+            (o.status.code(), text(&o.stdout))
+        })
+        .collect();
+    for (i, w) in [&a, &b].into_iter().enumerate() {
+        let (code, stdout) = &outputs[i];
+        assert!(matches!(*code, Some(0 | 2)), "run {i}:\n{stdout}");
+        let run = w.run_json();
+        assert_eq!(run["exit_reason"], "completed", "run {i}:\n{stdout}");
+        assert_eq!(run["gpu_scope"]["cards"], serde_json::json!([i]), "{run}");
+        let bench = json_file(&w.out().join("bench.json"));
+        assert_eq!(bench["failed"], 0, "run {i}: {bench}");
+        let t2: Vec<Value> = w
+            .results()
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["tripwire"] == "T2")
+            .cloned()
+            .collect();
+        assert!(t2.iter().all(|r| r["status"] == "pass"), "run {i}: {t2:?}");
+    }
+    assert!(a.live_processes().is_empty(), "{:?}", a.live_processes());
+}
