@@ -328,10 +328,9 @@ fn server_dying_on_its_first_request() {
         .map(|r| r["message"].as_str().unwrap())
         .collect();
     assert!(t7[0].starts_with("first request failed: "), "{t7:?}");
+    // The engine's death (or, had it been too short-lived to be watched, its server's).
     assert!(
-        message_of(&results, "T7")
-            .unwrap()
-            .contains("VLLM::EngineCore (pid "),
+        message_of(&results, "T7").unwrap().contains(" (pid "),
         "{t7:?}\n{stdout}"
     );
     assert!(w.live_processes().is_empty());

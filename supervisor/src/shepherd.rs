@@ -327,6 +327,7 @@ pub fn run(cfg: ShepherdConfig) -> i32 {
     };
     let mut leader_exit: Option<ExitKind> = None;
     let mut last_census = Instant::now();
+    let started = last_census;
     let mut reported = std::collections::HashSet::new();
     // Every member's death is reported as it happens (docs/supervision.md), the leader's
     // included: it is watched from the start, under the command it was given.
@@ -350,7 +351,15 @@ pub fn run(cfg: ShepherdConfig) -> i32 {
         }
         // A member's pidfd turns readable when it exits: the death wakes us at once.
         fds.extend(deaths.fds(&tree));
-        sys::poll_readable(&fds, Some(Duration::from_millis(500)));
+        // A census every 100 ms while the tree is young (a server starts its engine and
+        // workers then, and one that dies soon after must still have been seen to be
+        // watched), every 500 ms after that.
+        let every = if started.elapsed() < Duration::from_secs(10) {
+            Duration::from_millis(100)
+        } else {
+            Duration::from_millis(500)
+        };
+        sys::poll_readable(&fds, Some(every));
         let wake = state.poll(&mut drains, &mut log);
         let leader_ended = if leader_exit.is_none() {
             sys::has_exited_unreaped(leader_pid)
@@ -389,7 +398,7 @@ pub fn run(cfg: ShepherdConfig) -> i32 {
         if leader_exit.is_some() {
             break (StopMode::Graceful, cfg.graces, "shepherd".to_string());
         }
-        if last_census.elapsed() >= Duration::from_millis(500) {
+        if last_census.elapsed() >= every {
             last_census = Instant::now();
             // Tell the supervisor every member we see, so it can still find them (by pidfd)
             // should this shepherd be killed.
