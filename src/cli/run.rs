@@ -134,7 +134,9 @@ pub fn inputs(args: &Args) -> anyhow::Result<RunInputs> {
     };
     i.junit = args.junit.clone();
     i.stop_grace = secs(args.stop_grace, "--stop-grace")?;
-    i.gpu_scope = crate::gpu::GpuScope::from_env(args.gpus.as_deref())?;
+    let resolved = crate::gpu::GpuScope::from_env_noted(args.gpus.as_deref())?;
+    i.gpu_scope = resolved.scope;
+    i.gpu_scope_notes = resolved.notes;
     i.pin_server_gpus = args.gpus.is_some();
     if args.gpus.is_some() && i.serve.is_none() {
         anyhow::bail!("--gpus names the GPUs to start the server on; it needs --serve");

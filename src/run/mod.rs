@@ -79,6 +79,9 @@ pub struct RunInputs {
     pub teardown_timeout: Duration,
     /// The GPUs the run judges (docs/supervision.md, "Sharing the node").
     pub gpu_scope: crate::gpu::GpuScope,
+    /// What resolving the scope noticed (the ordinal caveat, where CUDA stops parsing),
+    /// printed at the gate.
+    pub gpu_scope_notes: Vec<String>,
     /// Whether the scope came from `--gpus`: the server is then given those GPUs as
     /// CUDA_VISIBLE_DEVICES (integer ordinals, with CUDA_DEVICE_ORDER=PCI_BUS_ID).
     pub pin_server_gpus: bool,
@@ -111,6 +114,7 @@ impl RunInputs {
             gate_timeout: Duration::from_secs(10),
             teardown_timeout: Duration::from_secs(120),
             gpu_scope: crate::gpu::GpuScope::all(),
+            gpu_scope_notes: Vec::new(),
             pin_server_gpus: false,
             probe_options: crate::probe::ProbeOptions::default(),
             shepherd: None,

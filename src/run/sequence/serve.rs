@@ -25,6 +25,9 @@ impl Run {
         self.reconcile().await;
         if self.inputs.gpu_check != GpuCheck::Off {
             self.line("== is the GPU free?");
+            for n in self.inputs.gpu_scope_notes.clone() {
+                self.line(&format!("note: {n}"));
+            }
             let t = Instant::now();
             let j = gate::before_start(
                 self.inputs.gate_timeout,
