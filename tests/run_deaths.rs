@@ -446,3 +446,43 @@ fn a_death_during_the_boot_is_printed_but_is_not_t7s() {
     );
     assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
 }
+
+/// The API server SIGKILLed mid-load, its engine left orphaned (`--orphan-engine`, as vLLM's
+/// engine outlives a killed API server): the death is printed, and the stop names the orphan by
+/// pid before it clears it. Without the leader's death no such line is printed (the healthy
+/// test above asserts the other direction).
+#[test]
+fn the_api_servers_orphans_are_named_before_the_stop_clears_them() {
+    let w = World::new();
+    let mut live = Live::spawn(w.command("--orphan-engine", &[]));
+    live.wait_line("== load:", Duration::from_secs(40))
+        .expect("the load starts");
+    std::thread::sleep(Duration::from_millis(1000));
+    let procs = w.live_processes();
+    let api = procs
+        .iter()
+        .find(|(_, cmd)| cmd.contains(" sim serve "))
+        .map(|(pid, _)| *pid)
+        .unwrap_or_else(|| panic!("the run's API server runs: {procs:?}"));
+    let engine = w.engine_pid().expect("the run's engine runs");
+    // SAFETY: a pid this test's run started (found by its marker), checked just above.
+    assert_eq!(unsafe { libc::kill(api, libc::SIGKILL) }, 0);
+    let r = live.finish(BOUND);
+    assert_eq!(r.code, 1, "{}", r.all());
+    let named =
+        format!("left by the server's exit (killed by SIGKILL): pid={engine:<8} VLLM::EngineCore");
+    assert!(r.stdout.contains(&named), "no `{named}`\n{}", r.all());
+    assert!(
+        w.live_processes().is_empty(),
+        "left alive: {:?}\n{}",
+        w.live_processes(),
+        r.all()
+    );
+    let healthy = World::new();
+    let r = Live::spawn(healthy.command("", &[])).finish(BOUND);
+    assert!(
+        !r.stdout.contains("left by the server's exit"),
+        "a healthy run names no orphan\n{}",
+        r.all()
+    );
+}

@@ -184,6 +184,25 @@ impl Proc {
     /// or double-fork escapee such as an engine that left its API server's group): found by
     /// the run's marker, cgroup or pidfds, they are what `kill -- -PGID` would miss.
     pub fn outside_group(&self) -> Vec<(i32, String)> {
+        self.census()
+            .into_iter()
+            .filter(|(_, pgrp, _)| *pgrp != self.pgid)
+            .map(|(pid, _, cmd)| (pid, cmd))
+            .collect()
+    }
+
+    /// Every live process of this run's tree (by marker, cgroup, group and pidfds), the
+    /// shepherd left out: after the leader's death, these are its orphans.
+    pub fn members(&self) -> Vec<(i32, String)> {
+        self.census()
+            .into_iter()
+            .filter(|(pid, _, _)| *pid != self.pid)
+            .map(|(pid, _, cmd)| (pid, cmd))
+            .collect()
+    }
+
+    /// `(pid, process group, command line)` of the tree's live, non-zombie members.
+    fn census(&self) -> Vec<(i32, i32, String)> {
         let mut tree = Tree::new(ProcScanner::system());
         tree.run_id = Some(self.sup.run_id().to_string());
         tree.pgid = Some(self.pgid);
@@ -191,8 +210,8 @@ impl Proc {
         tree.protect.insert(self.sup.shepherd_pid());
         tree.census()
             .into_iter()
-            .filter(|m| m.info.pgrp != self.pgid && !m.info.is_zombie())
-            .map(|m| (m.info.pid, m.info.cmdline()))
+            .filter(|m| !m.info.is_zombie())
+            .map(|m| (m.info.pid, m.info.pgrp, m.info.cmdline()))
             .collect()
     }
 

@@ -83,7 +83,10 @@ fn start(name: &str, serve: &str, load: &[String], flags: &[&str]) -> Launch {
 
 /// (d) TP=3 under `run`: the three workers are the run's, the checks decide, the stop leaves
 /// nothing.
+// Seven minutes on a busy two-core machine for what the orphan test below also shows (the TP=3
+// tree booted, served and stopped): run by hand with `-- --ignored`, not in every CI run.
 #[test]
+#[ignore = "long; TP=3 runs in CI through tp3_sigkill_of_the_api_server_names_every_orphan"]
 fn tp3_run_is_supervised_to_the_end() {
     let _t = super::turn();
     let Some(inst) = Install::find("tp3_run_is_supervised_to_the_end") else {

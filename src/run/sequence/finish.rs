@@ -46,6 +46,17 @@ impl Run {
                 ));
             }
         }
+        // The API server died before the stop (killed, crashed): what it left behind is named
+        // one by one, since these orphans are what holds the GPU afterwards.
+        if let Some(e) = server.proc.exited() {
+            for (pid, cmd) in server.proc.members() {
+                let cmd: String = cmd.chars().take(100).collect();
+                self.sink.line(&format!(
+                    "left by the server's exit ({}): pid={pid:<8} {cmd} (stopping it)",
+                    exit_words(e)
+                ));
+            }
+        }
         for (pid, cmd) in server.proc.outside_group() {
             let cmd: String = cmd.chars().take(100).collect();
             self.sink.line(&format!(
@@ -282,4 +293,14 @@ pub(super) fn read_result(
         }
     }
     crate::bench::load(path).map_err(|e| e.to_string())
+}
+
+/// `exit code 1`, `killed by SIGKILL`.
+fn exit_words(e: super::super::proc::Exit) -> String {
+    match e {
+        super::super::proc::Exit::Code(c) => format!("exit code {c}"),
+        super::super::proc::Exit::Signal(s) => {
+            format!("killed by {}", inferlint_supervisor::sys::signal_name(s))
+        }
+    }
 }
