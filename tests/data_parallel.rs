@@ -224,14 +224,25 @@ fn with_more_readings(texts: &[String]) -> Vec<String> {
 fn t14_divides_the_summed_block_count_among_the_engines() {
     let Some(texts) = real() else { return };
     let after = snapshot("after", &texts[4]);
-    // The real five scrapes: two distinct readings per engine, not enough to trust.
+    // The real five scrapes: two distinct readings per engine, fewer than the 5 that prove a
+    // count by themselves, but their denominators come to exactly 12 / 2 - 1 = 5 in each pool,
+    // which T14's rule for few readings accepts (docs/tripwires.md, T14).
     let (series, _) = recording_of(&texts);
     let r = t14::check(&series, &after, Engine::Vllm);
-    assert_eq!(r.status, Status::Unknown);
-    assert_eq!(
-        r.message,
-        "each of 2 engines: block count not inferable: only 2 distinct readings; a divisor of N could fit by luck"
+    assert_eq!(r.status, Status::Pass, "{}", r.line());
+    assert!(
+        r.message.starts_with("each of 2 engines: "),
+        "{}",
+        r.message
     );
+    assert!(r.message.contains("5"), "{}", r.message);
+    // The same readings against a label of 14 (7 blocks an engine, 6 usable): no longer a fit.
+    let wrong = snapshot(
+        "after",
+        &texts[4].replace("num_gpu_blocks=\"12\"", "num_gpu_blocks=\"14\""),
+    );
+    let r = t14::check(&series, &wrong, Engine::Vllm);
+    assert_ne!(r.status, Status::Pass, "{}", r.line());
     // With five fifths: each pool counts out of 5 = 12 / 2 - 1.
     let (series, _) = recording_of(&with_more_readings(&texts));
     let r = t14::check(&series, &after, Engine::Vllm);

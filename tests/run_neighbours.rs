@@ -382,9 +382,9 @@ fn four_runs_side_by_side() {
 }
 
 /// Attach mode: the run names the server listening on the URL's port (the simulated server this
-/// test started, with its engine below it) and leaves it running.
+/// test started, with its engine below it) and stops it, and only it, when the run ends.
 #[test]
-fn attach_mode_names_the_listener_and_leaves_it_running() {
+fn attach_mode_names_the_listener_and_stops_it() {
     let w = World::new();
     let serve = shlex::split(&w.sim_serve("0.2", HEALTHY)).unwrap();
     let mut server = Command::new(&serve[0])
@@ -415,15 +415,28 @@ fn attach_mode_names_the_listener_and_leaves_it_running() {
         .find(|l| l.starts_with(&head))
         .unwrap_or_else(|| panic!("no {head:?} line:\n{stdout}"));
     assert!(
-        line.contains("(and 1 processes below it; not started by this run, left running)"),
+        line.contains("(and 1 processes below it; the run stops them when it ends)"),
         "{line}"
     );
     let attached = w.run_json()["attached_server"].clone();
     assert_eq!(attached[0], server.id(), "{attached}");
     assert_eq!(attached.as_array().unwrap().len(), 2, "{attached}");
     assert!(
-        server.try_wait().unwrap().is_none(),
-        "the attached server was stopped"
+        stdout.contains("== stop the attached server")
+            && stdout.contains(&format!("target  pid={:<8}", server.id())),
+        "{stdout}"
+    );
+    // The listener and its engine are stopped by the run (the listener is this test's child:
+    // reaping it here is what ends it as a process).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut exited = server.try_wait().unwrap();
+    while exited.is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        exited = server.try_wait().unwrap();
+    }
+    assert!(
+        exited.is_some(),
+        "the attached server still runs:\n{stdout}"
     );
     // SAFETY: the pid of the server this test started.
     unsafe {

@@ -23,6 +23,7 @@ impl Run {
     /// start are listed, never signalled (docs/supervision.md, "Sharing the node").
     pub(super) async fn stop_server(&mut self) {
         let Some(server) = self.server.as_mut() else {
+            self.stop_attached().await;
             return;
         };
         self.sink.clear_status();

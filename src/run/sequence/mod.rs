@@ -17,6 +17,7 @@ use crate::result::{CheckResult, Tripwire};
 use crate::series::Series;
 use crate::snapshot::{Scraper, Snapshot, SCRAPE_TIMEOUT};
 
+mod attached;
 mod deaths;
 mod finish;
 mod gaps;
@@ -387,7 +388,7 @@ impl Run {
     }
 
     /// Attach mode: which processes serve the URL (the listener on its port and everything
-    /// below it), said once. The run never stops a server it did not start (spec §4 step 12).
+    /// below it), said once; the stop ends those processes (`attached.rs`).
     async fn name_attached_server(&mut self) {
         let url = self.url.clone();
         let found =
@@ -398,7 +399,7 @@ impl Run {
                 let cmd: String = t[0].cmdline().chars().take(100).collect();
                 self.record.attached_server = t.iter().map(|p| p.pid).collect();
                 format!(
-                    "== the server at {}: pid={} {cmd} (and {} processes below it; not started by this run, left running)",
+                    "== the server at {}: pid={} {cmd} (and {} processes below it; the run stops them when it ends)",
                     self.url,
                     t[0].pid,
                     t.len() - 1
@@ -406,7 +407,7 @@ impl Run {
             }
             Ok(super::listener::Found::NotFound(why)) => {
                 format!(
-                    "note: cannot tell which processes serve {}: {why}",
+                    "note: cannot tell which processes serve {}: {why}; the run will stop nothing",
                     self.url
                 )
             }
