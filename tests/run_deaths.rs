@@ -461,7 +461,11 @@ fn the_api_servers_orphans_are_named_before_the_stop_clears_them() {
     let procs = w.live_processes();
     let api = procs
         .iter()
-        .find(|(_, cmd)| cmd.contains(" sim serve "))
+        // `BIN sim serve …`, not the `BIN run --serve "BIN sim serve …"` that started it.
+        .find(|(_, cmd)| {
+            let mut words = cmd.split_whitespace().skip(1);
+            words.next() == Some("sim") && words.next() == Some("serve")
+        })
         .map(|(pid, _)| *pid)
         .unwrap_or_else(|| panic!("the run's API server runs: {procs:?}"));
     let engine = w.engine_pid().expect("the run's engine runs");

@@ -436,7 +436,7 @@ fn a_boot_log_that_never_ends() {
 }
 
 /// Attach mode (`--url`, a server the user started): the same fault mid-run gives the same
-/// verdicts; the run stops only what it started (the load), and leaves the server running.
+/// verdicts, and the run's stop ends the server listening on the URL's port.
 #[test]
 fn attach_mode_metrics_answering_500_mid_run() {
     let sim = sim_support::Sim::builder()
@@ -471,8 +471,21 @@ fn attach_mode_metrics_answering_500_mid_run() {
     }
     assert_run_checks_unknown(&r, "/metrics answered HTTP 500");
     assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
+    // The server listening on the URL's port is the one the run measured, so its stop ends it
+    // (docs/supervision.md, "Attach mode").
     assert!(
-        sim_support::alive(sim.api_pid),
-        "the user's server was stopped"
+        r.stdout
+            .contains(&format!("target  pid={:<8}", sim.api_pid)),
+        "{}",
+        r.all()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while sim_support::alive(sim.api_pid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        !sim_support::alive(sim.api_pid),
+        "the attached server still runs\n{}",
+        r.all()
     );
 }

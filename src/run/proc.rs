@@ -191,16 +191,6 @@ impl Proc {
             .collect()
     }
 
-    /// Every live process of this run's tree (by marker, cgroup, group and pidfds), the
-    /// shepherd left out: after the leader's death, these are its orphans.
-    pub fn members(&self) -> Vec<(i32, String)> {
-        self.census()
-            .into_iter()
-            .filter(|(pid, _, _)| *pid != self.pid)
-            .map(|(pid, _, cmd)| (pid, cmd))
-            .collect()
-    }
-
     /// `(pid, process group, command line)` of the tree's live, non-zombie members.
     fn census(&self) -> Vec<(i32, i32, String)> {
         let mut tree = Tree::new(ProcScanner::system());

@@ -606,6 +606,7 @@ fn no_report(info: &SpawnedInfo) -> TeardownReport {
         backend: info.backend(),
         stages: Vec::new(),
         signalled: Vec::new(),
+        found: Vec::new(),
         leftovers: Vec::new(),
         elapsed_ms: 0,
         cgroup_removed: None,

@@ -123,6 +123,10 @@ pub struct TeardownReport {
     pub stages: Vec<StageRecord>,
     /// Every pid signalled, ascending.
     pub signalled: Vec<i32>,
+    /// The tree's live members when the teardown began (pid and command line): after a
+    /// leader that died by itself, these are its orphans, named before they are gone.
+    #[serde(default)]
+    pub found: Vec<Leftover>,
     pub leftovers: Vec<Leftover>,
     pub elapsed_ms: u64,
     /// Whether the run's cgroup was removed (None without a cgroup).
@@ -191,6 +195,16 @@ pub fn teardown(
         (None, None) => "marker scan".to_string(),
     };
     let mut forced = mode == StopMode::Force;
+    let found: Vec<Leftover> = tree
+        .census()
+        .into_iter()
+        .filter(|m| !m.info.is_zombie())
+        .map(|m| Leftover {
+            pid: m.info.pid,
+            cmdline: m.info.cmdline(),
+            gpu_mib: None,
+        })
+        .collect();
 
     if !forced {
         // Stage 1: polite.
@@ -320,6 +334,7 @@ pub fn teardown(
         backend,
         stages,
         signalled,
+        found,
         leftovers: left
             .into_iter()
             .map(|m| Leftover {

@@ -66,6 +66,14 @@ fn stop(url: &str, started: &[i32], grace: Duration) -> Vec<String> {
     };
     let all = scan.all();
     let protected = ancestors_in(&all, std::process::id() as i32);
+    // A listener that is inferlint's own ancestor (a test harness, a wrapper serving the port)
+    // has inferlint, and whatever else it started, below it: nothing of that tree is stopped.
+    if protected.contains(&tree[0].pid) {
+        return vec![format!(
+            "nothing stopped: the server at {url} (pid {}) is inferlint's own ancestor",
+            tree[0].pid
+        )];
+    }
     let targets = targets(&tree, started, &protected);
     if targets.is_empty() {
         return vec![format!(

@@ -47,17 +47,7 @@ impl Run {
                 ));
             }
         }
-        // The API server died before the stop (killed, crashed): what it left behind is named
-        // one by one, since these orphans are what holds the GPU afterwards.
-        if let Some(e) = server.proc.exited() {
-            for (pid, cmd) in server.proc.members() {
-                let cmd: String = cmd.chars().take(100).collect();
-                self.sink.line(&format!(
-                    "left by the server's exit ({}): pid={pid:<8} {cmd} (stopping it)",
-                    exit_words(e)
-                ));
-            }
-        }
+        let leader_died = server.proc.exited();
         for (pid, cmd) in server.proc.outside_group() {
             let cmd: String = cmd.chars().take(100).collect();
             self.sink.line(&format!(
@@ -103,6 +93,18 @@ impl Run {
             report.backend,
             report.elapsed_ms as f64 / 1000.0
         ));
+        // The API server died before the stop (killed, crashed): what it left behind is named
+        // one by one, since these orphans are what holds the GPU afterwards.
+        if let Some(e) = leader_died {
+            for o in report.found.iter().filter(|o| o.pid != server.proc.pid) {
+                let cmd: String = o.cmdline.chars().take(100).collect();
+                self.sink.line(&format!(
+                    "left by the server's exit ({}): pid={:<8} {cmd} (stopped)",
+                    exit_words(e),
+                    o.pid
+                ));
+            }
+        }
         for l in report.leftover_lines() {
             self.sink.line(&l);
         }
