@@ -569,14 +569,9 @@ pub fn wait_until_clear(
             });
         }
         if clock.now() - start >= opts.timeout_s {
-            let used = r.used.map_or("?".to_string(), |u| u.to_string());
             return Ok(ClearResult {
                 clear: false,
-                reason: format!(
-                    "not clear after {}s: last reading {used} MiB used, {} server processes alive",
-                    crate::fmt::g(opts.timeout_s),
-                    r.n_live
-                ),
+                reason: not_clear_reason(opts.timeout_s, &r),
                 readings,
                 gpu_unreadable: !opts.require_gpu,
             });
@@ -584,4 +579,15 @@ pub fn wait_until_clear(
         let left = opts.timeout_s - (clock.now() - start);
         clock.sleep(opts.interval_s.min(left.max(0.0)));
     }
+}
+
+/// T2's FAIL reason once the wait ran out: `not clear after 10s: last reading 21768 MiB used, 1
+/// server processes alive` (the spec's wording, which scripts read).
+pub fn not_clear_reason(timeout_s: f64, last: &Reading) -> String {
+    let used = last.used.map_or("?".to_string(), |u| u.to_string());
+    format!(
+        "not clear after {}s: last reading {used} MiB used, {} server processes alive",
+        crate::fmt::g(timeout_s),
+        last.n_live
+    )
 }

@@ -336,14 +336,9 @@ pub fn wait_clear(
             return Ok(done(c, seen, settled));
         }
         if node.now() - start >= opts.timeout_s {
-            let used = r.used.map_or("?".to_string(), |u| u.to_string());
             let c = ClearResult {
                 clear: false,
-                reason: format!(
-                    "not clear after {}s: last reading {used} MiB used, {} server processes alive",
-                    crate::fmt::g(opts.timeout_s),
-                    r.n_live
-                ),
+                reason: crate::gpu::not_clear_reason(opts.timeout_s, &r),
                 readings,
                 gpu_unreadable: !opts.require_gpu,
             };
