@@ -286,14 +286,21 @@ fn tp3_sigkill_of_the_api_server_names_every_orphan() {
         launch.started.elapsed().as_secs_f64()
     );
     assert!((1..=3).contains(&code), "exit {code}:\n{stdout}");
-    // Named by pid, in whatever line (the death alert, the stop's), after the load began.
-    let after_load = &stdout[stdout.find("== load:").unwrap_or(0)..];
+    // Each orphan is named by the stop, with a pid and its title. The lane runs inferlint in a
+    // PID namespace of its own, so the pid printed is that namespace's, not the one seen here:
+    // the title (argv[0], one per process of the tree) is what both sides share.
+    let named: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("left by the server's exit (killed by SIGKILL): pid="))
+        .collect();
     for o in &orphans {
-        let pid = o.pid.to_string();
-        let named = after_load
-            .split(|c: char| !c.is_ascii_digit())
-            .any(|w| w == pid);
-        assert!(named, "orphan {o} not named:\n{stdout}");
+        let title = o.cmdline.split_whitespace().next().unwrap_or("");
+        assert!(
+            named
+                .iter()
+                .any(|l| l.contains(&format!(" {title} (stopped)"))),
+            "orphan {o} not named:\n{stdout}"
+        );
     }
     match launch.wait_nothing_left(Duration::from_secs(30)) {
         Ok(_) => {}
