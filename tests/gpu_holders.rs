@@ -4,6 +4,7 @@
 //! simulated GPU with several cards and real holder processes of this test.
 
 mod sim_support;
+mod smi_support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -19,18 +20,8 @@ fn h200_sections() -> Option<[(String, String); 2]> {
     let text = inferlint::testkit::evidence_text(H200)?;
     let (before, after) = text.split_once("## After").unwrap();
     let blocks = |part: &str| {
-        let gpu: String = part
-            .lines()
-            .skip_while(|l| !l.starts_with("index, uuid"))
-            .take_while(|l| !l.trim().is_empty())
-            .map(|l| format!("{l}\n"))
-            .collect();
-        let apps: String = part
-            .lines()
-            .skip_while(|l| !l.starts_with("gpu_uuid, pid"))
-            .take_while(|l| !l.trim().is_empty())
-            .map(|l| format!("{l}\n"))
-            .collect();
+        let gpu = smi_support::block(part, "index, uuid");
+        let apps = smi_support::block(part, "gpu_uuid, pid");
         (gpu, apps)
     };
     Some([blocks(before), blocks(after)])

@@ -2,6 +2,8 @@
 //! processes holding memory on it; memory on other cards is a note. On the simulated GPU
 //! (held by this test) and on the recorded H200 node through a stand-in nvidia-smi.
 
+mod smi_support;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -112,18 +114,8 @@ fn a_bad_list_or_a_card_that_is_not_there() {
 
 /// A stand-in nvidia-smi printing the recorded blocks of one section.
 fn fake_smi(dir: &Path, section: &str) {
-    let gpu: String = section
-        .lines()
-        .skip_while(|l| !l.starts_with("index, uuid"))
-        .take_while(|l| !l.trim().is_empty())
-        .map(|l| format!("{l}\n"))
-        .collect();
-    let apps: String = section
-        .lines()
-        .skip_while(|l| !l.starts_with("gpu_uuid, pid"))
-        .take_while(|l| !l.trim().is_empty())
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let gpu = smi_support::block(section, "index, uuid");
+    let apps = smi_support::block(section, "gpu_uuid, pid");
     std::fs::write(dir.join("gpu.txt"), gpu).unwrap();
     std::fs::write(dir.join("apps.txt"), apps).unwrap();
     let exe = dir.join("nvidia-smi");
