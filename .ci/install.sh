@@ -10,6 +10,7 @@ command -v munged >/dev/null 2>&1 || need+=(munge)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "== installing: ${need[*]}"
@@ -33,4 +34,15 @@ if [ ! -d tests/browser/node_modules/playwright-core ]; then
   fi
   rm -rf tests/browser/node_modules
   ln -s "$node_cache/node_modules" tests/browser/node_modules
+fi
+
+# The Python package's build and test tools (maturin, pytest), in a venv in the cache folder,
+# installed once; .ci/python.sh builds the wheel with them. pip's downloads are cached there too.
+py_tools="${INFERLINT_CACHE:-/var/cache/inferlint}/py-tools"
+if ! "$py_tools/bin/python" -c 'import maturin, pytest' >/dev/null 2>&1; then
+  echo "== pip install maturin pytest (into $py_tools)"
+  rm -rf "$py_tools"
+  python3 -m venv "$py_tools"
+  PIP_CACHE_DIR="${INFERLINT_CACHE:-/var/cache/inferlint}/pip" \
+    "$py_tools/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.7,<2" pytest
 fi

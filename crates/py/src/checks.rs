@@ -1,0 +1,268 @@
+//! The tripwires, called with the Rust readers' values. Each returns
+//! `(tripwire, status, message, evidence JSON)` for Python's `CheckResult`.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::core::{
+    blocks, counters, t1, t10, t12, t14, t15, t4_t11, t5, t6, t8, t9, BenchResult, BootFacts,
+    CheckResult, Engine, Series, Snapshot,
+};
+use crate::facts::{engine_arg, facts_from_json};
+use crate::series::PySeries;
+use crate::snapshot::PySnapshot;
+
+pub type Checked = (String, &'static str, String, String);
+
+pub fn out(r: CheckResult) -> Checked {
+    let ev = serde_json::Value::Object(r.evidence).to_string();
+    (r.tripwire.code(), r.status.key(), r.message, ev)
+}
+
+/// A result from Python (`with_timer_comparison`'s argument), by its JSON.
+fn result_from_json(doc: &str) -> PyResult<CheckResult> {
+    serde_json::from_str(doc).map_err(|e| PyValueError::new_err(format!("not a check result: {e}")))
+}
+
+/// The engine of snapshots, by their metric names; vLLM when they name none (as 0.3.1).
+fn engine_of(snaps: &[&Snapshot]) -> Engine {
+    counters::snapshots_engine(snaps).unwrap_or(Engine::Vllm)
+}
+
+/// The engine a recording's header names; vLLM when it names none.
+fn series_engine(s: &Series) -> Engine {
+    s.engine().unwrap_or(Engine::Vllm)
+}
+
+fn facts_opt(doc: Option<&str>) -> PyResult<Option<BootFacts>> {
+    doc.map(facts_from_json).transpose()
+}
+
+/// A Python `BenchResult`'s fields, read by attribute.
+pub fn bench_of(obj: &Bound<'_, PyAny>) -> PyResult<BenchResult> {
+    let f = |k: &str| -> PyResult<Option<f64>> { obj.getattr(k)?.extract() };
+    Ok(BenchResult {
+        completed: f("completed")?,
+        failed: f("failed")?,
+        total_input_tokens: f("input_tokens")?,
+        total_output_tokens: f("output_tokens")?,
+        duration: f("duration_s")?,
+        output_throughput: f("output_throughput")?,
+        max_concurrency: f("max_concurrency")?,
+        num_prompts: f("num_prompts")?,
+        backend: obj.getattr("backend")?.extract()?,
+        mean_ttft_ms: f("mean_ttft_ms")?,
+        median_ttft_ms: f("median_ttft_ms")?,
+        p99_ttft_ms: f("p99_ttft_ms")?,
+        mean_tpot_ms: f("mean_tpot_ms")?,
+        path: obj.getattr("path")?.extract()?,
+    })
+}
+
+#[pyfunction]
+#[pyo3(signature = (before, after, series=None, facts=None))]
+pub fn check_no_preemption(
+    before: &PySnapshot,
+    after: &PySnapshot,
+    series: Option<&PySeries>,
+    facts: Option<&str>,
+) -> PyResult<Checked> {
+    let facts = facts_opt(facts)?;
+    let engine = engine_of(&[&before.inner, &after.inner]);
+    Ok(out(t1::check(
+        &before.inner,
+        &after.inner,
+        series.map(|s| &s.inner),
+        facts.as_ref(),
+        engine,
+    )))
+}
+
+/// T4 or T11 over labelled boots.
+fn labelled(facts: Vec<String>, labels: Vec<String>) -> PyResult<Vec<(String, BootFacts)>> {
+    if facts.len() != labels.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} boot facts but {} labels",
+            facts.len(),
+            labels.len()
+        )));
+    }
+    labels
+        .into_iter()
+        .zip(facts)
+        .map(|(l, f)| Ok((l, facts_from_json(&f)?)))
+        .collect()
+}
+
+#[pyfunction]
+pub fn check_same_pool(facts: Vec<String>, labels: Vec<String>) -> PyResult<Vec<Checked>> {
+    let owned = labelled(facts, labels)?;
+    let refs: Vec<(String, &BootFacts)> = owned.iter().map(|(l, f)| (l.clone(), f)).collect();
+    Ok(t4_t11::check_t4(&refs).into_iter().map(out).collect())
+}
+
+#[pyfunction]
+pub fn check_kv_memory_stable(facts: Vec<String>, labels: Vec<String>) -> PyResult<Vec<Checked>> {
+    let owned = labelled(facts, labels)?;
+    let refs: Vec<(String, &BootFacts)> = owned.iter().map(|(l, f)| (l.clone(), f)).collect();
+    Ok(t4_t11::check_t11(&refs).into_iter().map(out).collect())
+}
+
+#[pyfunction]
+#[pyo3(signature = (facts, default=16))]
+pub fn check_block_size(facts: &str, default: u64) -> PyResult<Checked> {
+    Ok(out(t5::check_with_default(
+        &facts_from_json(facts)?,
+        default,
+    )))
+}
+
+#[pyfunction]
+pub fn check_backend_honoured(facts: &str) -> PyResult<Checked> {
+    Ok(out(t6::check(&facts_from_json(facts)?)))
+}
+
+#[pyfunction]
+pub fn check_boot_failure(py: Python<'_>, log_text: &str) -> Checked {
+    out(py
+        .allow_threads(|| t12::verdict(crate::core::bootlog::classify_failure(log_text).as_ref())))
+}
+
+#[pyfunction]
+#[pyo3(signature = (series, requested, facts=None))]
+pub fn check_concurrency_reached(
+    series: &PySeries,
+    requested: u64,
+    facts: Option<&str>,
+) -> PyResult<Checked> {
+    let facts = facts_opt(facts)?;
+    let engine = series_engine(&series.inner);
+    Ok(out(t8::check(
+        &series.inner,
+        requested,
+        facts.as_ref(),
+        engine,
+    )))
+}
+
+/// The server's own running limit and the sentence that says how it was set.
+#[pyfunction]
+#[pyo3(signature = (facts, engine=None))]
+pub fn running_cap(facts: &str, engine: Option<&str>) -> PyResult<Option<(u64, String)>> {
+    let f = facts_from_json(facts)?;
+    let engine = engine_arg(engine)?.or(f.engine).unwrap_or(Engine::Vllm);
+    Ok(t8::running_limit(&f, engine).map(|l| {
+        let why = if l.lowered() {
+            format!(
+                "{} lowered its limit to {} running because of the {}, although it was started with --max-running-requests {}",
+                engine.name(),
+                l.value,
+                l.reason.as_deref().unwrap_or(""),
+                l.requested.unwrap_or(0)
+            )
+        } else {
+            let flag = match engine {
+                Engine::Vllm => "--max-num-seqs",
+                Engine::Sglang | Engine::Trtllm => "--max-running-requests",
+            };
+            format!("the server runs at most {} at once ({flag} {})", l.value, l.value)
+        };
+        (l.value, why)
+    }))
+}
+
+#[pyfunction]
+#[pyo3(signature = (series, usable_blocks=None, saturated=0.9))]
+pub fn concurrency_ceiling(
+    series: &PySeries,
+    usable_blocks: Option<u64>,
+    saturated: f64,
+) -> Checked {
+    let engine = series_engine(&series.inner);
+    out(t9::check_at(
+        &series.inner,
+        usable_blocks,
+        engine,
+        saturated,
+    ))
+}
+
+/// T14's "does not apply" for an engine without vLLM's null block, else None.
+#[pyfunction]
+pub fn does_not_apply(tripwire: &str, engine: &str) -> PyResult<Option<Checked>> {
+    let engine = engine_arg(Some(engine))?.unwrap_or(Engine::Vllm);
+    Ok(
+        (tripwire.eq_ignore_ascii_case("T14") && !t14::applies_to(engine))
+            .then(|| out(t14::not_applicable(engine))),
+    )
+}
+
+#[pyfunction]
+pub fn check_null_block(series: &PySeries, snapshot: &PySnapshot) -> Checked {
+    let engine = engine_of(&[&snapshot.inner]);
+    out(t14::check(&series.inner, &snapshot.inner, engine))
+}
+
+#[pyfunction]
+#[pyo3(signature = (bench, before, after, expected_extra_requests=0))]
+pub fn check_client_server_agree(
+    bench: &Bound<'_, PyAny>,
+    before: &PySnapshot,
+    after: &PySnapshot,
+    expected_extra_requests: u64,
+) -> PyResult<Checked> {
+    let b = bench_of(bench)?;
+    let engine = engine_of(&[&before.inner, &after.inner]);
+    Ok(out(t15::check(
+        &b,
+        &before.inner,
+        &after.inner,
+        expected_extra_requests,
+        engine,
+    )))
+}
+
+#[pyfunction]
+pub fn with_timer_comparison(result: &str) -> PyResult<Checked> {
+    Ok(out(t10::with_integer_second_comparison(&result_from_json(
+        result,
+    )?)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (before, after, counter=None))]
+pub fn precise_rate(before: &PySnapshot, after: &PySnapshot, counter: Option<&str>) -> Checked {
+    let engine = engine_of(&[&before.inner, &after.inner]);
+    out(t10::check(&before.inner, &after.inner, counter, engine))
+}
+
+/// `(blocks, distinct, max_residual, trusted)` of the usage readings.
+#[pyfunction]
+#[pyo3(signature = (usages, max_blocks=65536, tol=1e-6))]
+pub fn infer_blocks(
+    usages: Vec<f64>,
+    max_blocks: u64,
+    tol: f64,
+) -> PyResult<(Option<u64>, usize, f64, bool)> {
+    if max_blocks == blocks::MAX_DENOMINATOR && tol == blocks::TOLERANCE {
+        let b = blocks::infer_blocks(&usages);
+        // 0.3.1 reported no residual as 0.0 and an unfit one as infinity, never NaN.
+        let worst = match (b.blocks, b.distinct) {
+            (_, 0) => 0.0,
+            (None, _) if b.worst_residual.is_nan() => f64::INFINITY,
+            _ => b.worst_residual,
+        };
+        return Ok((b.blocks, b.distinct, worst, b.trusted));
+    }
+    Ok(crate::blocks_with::infer_blocks_with(
+        &usages, max_blocks, tol,
+    ))
+}
+
+/// `floor(1/share)` at one sample; `ValueError` for a sample with nothing running or no usage.
+#[pyfunction]
+#[pyo3(signature = (usage, running, usable_blocks=None))]
+pub fn predict_concurrency(usage: f64, running: f64, usable_blocks: Option<u64>) -> PyResult<u64> {
+    blocks::predicted_ceiling(usage, running, usable_blocks)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}

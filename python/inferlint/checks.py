@@ -1,0 +1,210 @@
+"""The tripwires. Each returns a :class:`CheckResult`; none raises on a finding.
+
+IDs match the catalogue in ``docs/tripwires.md``. Every verdict is the Rust library's:
+these functions hand it the readers' values and wrap what it decides.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from . import _native
+from .benchresult import BenchResult
+from .bootlog import BootFacts, _to_json
+from .engines import Engine
+from .result import CheckResult, Status
+from .series import Series, _recording
+from .telemetry import Snapshot, _parsed
+
+__all__ = [
+    "check_backend_honoured",
+    "check_block_size",
+    "check_boot_failure",
+    "check_client_server_agree",
+    "check_concurrency_reached",
+    "check_kv_memory_stable",
+    "check_no_preemption",
+    "check_null_block",
+    "check_same_pool",
+    "concurrency_ceiling",
+    "does_not_apply",
+    "precise_rate",
+    "running_cap",
+    "with_timer_comparison",
+]
+
+
+def _result(r: tuple[str, str, str, str]) -> CheckResult:
+    tripwire, status, message, evidence = r
+    return CheckResult(tripwire, Status(status), message, json.loads(evidence))
+
+
+def _facts(f: BootFacts | None) -> str | None:
+    return None if f is None else _to_json(f)
+
+
+def _labels(facts: Sequence[BootFacts], labels: Sequence[str] | None) -> list[str]:
+    return list(labels) if labels is not None else [f"boot{i}" for i in range(len(facts))]
+
+
+def check_no_preemption(
+    before: Snapshot,
+    after: Snapshot,
+    series: Series | None = None,
+    facts: BootFacts | None = None,
+) -> CheckResult:
+    """T1. vLLM preempts silently: no log line at the default level, only a counter.
+
+    A preempted request loses its computed KV and is recomputed from the start, so a run
+    that assumed uninterrupted generation (a long-horizon test, a latency number) is void.
+    SGLang calls it a retraction and logs a warning for each, but the cost is the same.
+    TensorRT-LLM pauses a request for recompute and counts nothing; only the recording
+    (``series``) or the server log (``facts``) can show that it happened.
+    """
+    rec = None if series is None else _recording(series)
+    return _result(
+        _native.check_no_preemption(_parsed(before), _parsed(after), rec, _facts(facts))
+    )
+
+
+def check_same_pool(
+    facts: Sequence[BootFacts], labels: Sequence[str] | None = None
+) -> list[CheckResult]:
+    """T4. The KV pool is a property of the boot, not of the config.
+
+    Boots with identical flags can draw different pools, and pools come in discrete
+    levels, so a small difference in tokens can be a whole allocation step. Boots are
+    compared only with boots of the same flags; boots that never came up are left out.
+    """
+    docs = [_to_json(f) for f in facts]
+    return [_result(r) for r in _native.check_same_pool(docs, _labels(facts, labels))]
+
+
+def check_block_size(facts: BootFacts, default: int = 16) -> CheckResult:
+    """T5. Hybrid (attention + Mamba) models force the attention block size up.
+
+    The block becomes the allocation unit: every request holds a whole number of blocks,
+    so with a 784-token block a 100-token request costs as much cache as a 784-token one.
+    """
+    return _result(_native.check_block_size(_to_json(facts), default))
+
+
+def check_kv_memory_stable(
+    facts: Sequence[BootFacts], labels: Sequence[str] | None = None
+) -> list[CheckResult]:
+    """T11. The memory left for KV cache can differ between boots of one config.
+
+    CUDA-graph capture memory varies boot to boot. A small loss can drop the pool by one
+    whole level, so comparisons across boots need the per-boot figure recorded.
+    """
+    docs = [_to_json(f) for f in facts]
+    return [_result(r) for r in _native.check_kv_memory_stable(docs, _labels(facts, labels))]
+
+
+def check_backend_honoured(facts: BootFacts) -> CheckResult:
+    """T6. A requested attention backend is not applied everywhere, and nothing says so.
+
+    ``--attention-backend`` sets the target model's backend. A speculative-decoding
+    drafter chooses its own from a candidate list, so a backend known to fail on this
+    machine can be in use while the boot log shows the requested one being honoured.
+    """
+    return _result(_native.check_backend_honoured(_to_json(facts)))
+
+
+def check_boot_failure(log_text: str) -> CheckResult:
+    """T7 + T12. Did the server die, when, and why.
+
+    A config that boots and then dies on its first request passes any boot-only gate;
+    ``phase == serving`` is that case.
+    """
+    return _result(_native.check_boot_failure(log_text))
+
+
+def check_concurrency_reached(
+    series: Series, requested: int, facts: BootFacts | None = None
+) -> CheckResult:
+    """T8. Did the server ever run the concurrency the benchmark asked for?
+
+    A server caps running requests by its own settings (``--max-num-seqs``) and by what
+    the KV cache holds; requests beyond that wait in the queue, and the benchmark's
+    "concurrency" is a number the server never saw. With the boot log's facts, the
+    message names the limit that held it back.
+    """
+    return _result(
+        _native.check_concurrency_reached(_recording(series), int(requested), _facts(facts))
+    )
+
+
+def running_cap(facts: BootFacts | None) -> tuple[int, str] | None:
+    """The most requests the server runs at once by its own setting, and how it was set."""
+    if facts is None:
+        return None
+    return _native.running_cap(_to_json(facts), facts.engine)
+
+
+def concurrency_ceiling(
+    series: Series, usable_blocks: int | None = None, *, saturated: float = 0.9
+) -> CheckResult:
+    """T9. How many requests fit, sample by sample: ``floor(1 / share)``.
+
+    ``share = usage / running`` is the fraction of the cache one running request holds,
+    read from every sample where the cache is the binding constraint (usage at or above
+    ``saturated``). A ceiling that moved is reported as a warning, since a single
+    "concurrency" figure for such a run describes none of it.
+    """
+    return _result(_native.concurrency_ceiling(_recording(series), usable_blocks, saturated))
+
+
+def does_not_apply(tripwire: str, engine: Engine) -> CheckResult | None:
+    """The result for a tripwire about a behaviour ``engine`` does not have, else None.
+
+    T14 is about vLLM's reserved null block: an engine that exports no block count
+    (SGLang, TensorRT-LLM) gets "does not apply", never a pass or a "can't tell".
+    """
+    r = _native.does_not_apply(tripwire, engine.key)
+    return None if r is None else _result(r)
+
+
+def check_null_block(series: Series, snapshot: Snapshot) -> CheckResult:
+    """T14. The usage gauge's denominator is ``num_gpu_blocks - 1``.
+
+    Checked by inferring the denominator from the gauge alone and comparing it with the
+    ``num_gpu_blocks`` label the server exports.
+    """
+    return _result(_native.check_null_block(_recording(series), _parsed(snapshot)))
+
+
+def check_client_server_agree(
+    bench: BenchResult,
+    before: Snapshot,
+    after: Snapshot,
+    *,
+    expected_extra_requests: int = 0,
+) -> CheckResult:
+    """T15. Did the server do the work the load tool says it sent, and no other work?
+
+    The load tool's result file counts the requests it completed and the output tokens it
+    received; the server's counters between the snapshots count what the server finished.
+    Requests the load tool sends but leaves out of its result (a test request, warm-ups)
+    are ``expected_extra_requests``.
+    """
+    return _result(
+        _native.check_client_server_agree(
+            bench, _parsed(before), _parsed(after), int(expected_extra_requests)
+        )
+    )
+
+
+def with_timer_comparison(r: CheckResult) -> CheckResult:
+    """T10's message with what an integer-second timer would have said, for the terminal."""
+    return _result(_native.with_timer_comparison(json.dumps(r.to_json())))
+
+
+def precise_rate(before: Snapshot, after: Snapshot, counter: str | None = None) -> CheckResult:
+    """T10. Throughput from the snapshots' own float clocks.
+
+    Tokens counted between two snapshots divided by the time between those same two
+    snapshots. ``counter`` defaults to the engine's generated-token counter.
+    """
+    return _result(_native.precise_rate(_parsed(before), _parsed(after), counter))
