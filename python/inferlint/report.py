@@ -82,12 +82,13 @@ def _int(v: Any) -> int | None:
 
 def _summary(doc: str) -> Summary:
     s: dict[str, Any] = json.loads(doc)
+    reasons: dict[str, Any] = s.get("finished_by_reason") or {}
     return Summary(
         span_s=s.get("span_s"),
         started=s.get("wall_start"),
         ended=s.get("wall_end"),
         boot_s=s.get("boot_s"),
-        finished={k: int(v) for k, v in (s.get("finished_by_reason") or {}).items()},
+        finished={str(k): int(v) for k, v in reasons.items()},
         finished_total=_int(s.get("finished")),
         output_tokens=_int(s.get("output_tokens")),
         prompt_tokens=_int(s.get("prompt_tokens")),

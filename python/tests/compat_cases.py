@@ -36,6 +36,7 @@ def cases() -> dict[str, Callable[[], Any]]:
         "t1 restart": lambda: checks.check_no_preemption(snap("vllm-0.28/metrics/restart_before.prom"), snap("vllm-0.28/metrics/restart_after.prom")),
         "t1 sglang": lambda: checks.check_no_preemption(snap(f"{sg}/before.snapshot.json"), snap(f"{sg}/after.snapshot.json")),
         "t1 trtllm": lambda: checks.check_no_preemption(snap(f"{trt}/before.snapshot.json"), snap(f"{trt}/after.snapshot.json"), rec(f"{trt}/run.series.jsonl"), boot(f"{trt}/boot.log")),
+        "t1 trtllm gauge": lambda: checks.check_no_preemption(snap(f"{trt}/before.snapshot.json"), snap(f"{trt}/after.snapshot.json"), rec(f"{trt}/run.series.jsonl")),
         "t10 live": lambda: checks.precise_rate(snap(f"{live}/before.snapshot.json"), snap(f"{live}/after.snapshot.json")),
         "t10 bare": lambda: checks.precise_rate(snap("vllm-0.28/metrics/preempted_before.prom"), snap("vllm-0.28/metrics/preempted_after.prom")),
         "t14 live": lambda: checks.check_null_block(rec(f"{live}/run.series.jsonl"), snap(f"{live}/after.snapshot.json")),

@@ -218,7 +218,7 @@ def test_blocks_infer_and_predict() -> None:
     few = blocks.infer_blocks([1 / 42, 2 / 42])
     assert not few.trusted and few.reason.startswith("only 2 distinct readings")
     assert blocks.infer_blocks([]).blocks is None
-    assert blocks.infer_blocks([0.1234567891234]).blocks is None
+    assert blocks.infer_blocks([1 / 65521, 1 / 65519]).blocks is None  # two primes: N too large
     small = blocks.infer_blocks([k / 42 for k in range(1, 9)], max_blocks=40)
     assert small.blocks is None
     assert blocks.predict_concurrency(0.125, 1) == 8

@@ -69,11 +69,13 @@ pub fn check_no_preemption(
 ) -> PyResult<Checked> {
     let facts = facts_opt(facts)?;
     let engine = engine_of(&[&before.inner, &after.inner]);
-    Ok(out(t1::check(
+    let series = series.map(|s| &s.inner);
+    let r = t1::check(&before.inner, &after.inner, series, facts.as_ref(), engine);
+    Ok(out(crate::compat::t1(
+        r,
         &before.inner,
         &after.inner,
-        series.map(|s| &s.inner),
-        facts.as_ref(),
+        series,
         engine,
     )))
 }
@@ -119,7 +121,7 @@ pub fn check_block_size(facts: &str, default: u64) -> PyResult<Checked> {
 
 #[pyfunction]
 pub fn check_backend_honoured(facts: &str) -> PyResult<Checked> {
-    Ok(out(t6::check(&facts_from_json(facts)?)))
+    Ok(out(crate::compat::t6(t6::check(&facts_from_json(facts)?))))
 }
 
 #[pyfunction]

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 
 mod blocks_with;
 mod checks;
+mod compat;
 mod core;
 mod errors;
 mod facts;
