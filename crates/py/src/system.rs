@@ -10,9 +10,8 @@ use pyo3::prelude::*;
 use crate::checks::{out, Checked};
 use crate::core::{catalogue, gpu, probe, procs, Engine};
 
-/// `(id, slug, name, what, why, command, {engine: note})` of every tripwire, in code order.
-#[pyfunction]
-pub fn catalogue_entries() -> Vec<(
+/// One catalogue entry: `(id, slug, name, what, why, command, [(engine, note)])`.
+pub type EntryRow = (
     String,
     &'static str,
     &'static str,
@@ -20,7 +19,11 @@ pub fn catalogue_entries() -> Vec<(
     &'static str,
     &'static str,
     Vec<(&'static str, &'static str)>,
-)> {
+);
+
+/// Every tripwire's entry, in code order.
+#[pyfunction]
+pub fn catalogue_entries() -> Vec<EntryRow> {
     catalogue::all()
         .iter()
         .map(|e| {
@@ -151,6 +154,9 @@ pub fn pkill_hits(rows: Vec<ProcRow>, pattern: &str) -> Vec<i32> {
     procs::pkill_hits(&all, pattern)
 }
 
+/// One reading of the wait: `(elapsed_s, max used MiB or None, live server processes)`.
+pub type ReadingRow = (f64, Option<u64>, usize);
+
 /// The first exception a Python hook raised; the wait goes on to its end, then raises it.
 #[derive(Default)]
 struct FirstError(RefCell<Option<PyErr>>);
@@ -203,7 +209,7 @@ pub fn wait_clear(
     timeout_s: f64,
     sleep: Bound<'_, PyAny>,
     clock: Bound<'_, PyAny>,
-) -> PyResult<(bool, Vec<(f64, Option<u64>, usize)>, String)> {
+) -> PyResult<(bool, Vec<ReadingRow>, String)> {
     let opts = gpu::ClearOptions {
         max_used_mib,
         consecutive,
