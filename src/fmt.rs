@@ -1,4 +1,4 @@
-//! Number formatting as the interface text spells it (§ Notation of the behaviour spec):
+//! Number formatting as the interface text spells it (docs/design/formats.md#number-formats):
 //! thousands separators, general form `{x:g}`, percentages, durations.
 //!
 //! Rust's float formatting rounds the exact binary value, as Python's does, so `{:.2}` here and

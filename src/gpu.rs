@@ -1,4 +1,4 @@
-//! GPU readings (spec §5.3–§5.4): the cards and their memory, from NVML when
+//! GPU readings (docs/design/gpus.md): the cards and their memory, from NVML when
 //! `libnvidia-ml.so.1` loads, else from `nvidia-smi`, or from the simulated GPU
 //! (`INFERLINT_GPU=sim:<dir>`); and the "N consecutive clear readings" waiter. Which cards a
 //! run judges and who holds memory on them: [`scope`] (docs/supervision.md, "Which GPUs a run
@@ -108,7 +108,7 @@ pub enum GpuError {
     },
 }
 
-/// The query `gpu-inspect` and the readings use (§5.4).
+/// The query `gpu-inspect` and the readings use (docs/design/gpus.md#gpu-facts).
 pub const QUERY_GPU: &str =
     "index,name,memory.total,memory.used,memory.free,driver_version,compute_cap";
 
@@ -127,7 +127,8 @@ fn mib(s: &str) -> Option<u64> {
         .or_else(|| v.parse::<f64>().ok().map(|f| f.round() as u64))
 }
 
-/// The query the scope readings use: §5.4's fields plus the card's UUID.
+/// The query the scope readings use: the fields of docs/design/gpus.md#gpu-facts plus the
+/// card's UUID.
 pub const QUERY_GPU_UUID: &str =
     "index,uuid,name,memory.total,memory.used,memory.free,driver_version,compute_cap";
 
@@ -365,7 +366,8 @@ pub fn run_smi(exe: &Path, args: &[&str], timeout: Duration) -> Result<String, G
 }
 
 /// The cards via nvidia-smi: asks with `uuid` and `compute_cap`, and again with fewer fields
-/// when an old driver rejects one (§5.4's query, then without `compute_cap`).
+/// when an old driver rejects one (docs/design/gpus.md#gpu-facts:
+/// the full query, then without `compute_cap`).
 pub fn read_gpus_smi(exe: &Path) -> Result<Vec<Gpu>, GpuError> {
     let q = |fields: &str| {
         run_smi(
@@ -393,8 +395,8 @@ pub fn read_gpus(source: &GpuSource) -> Result<Vec<Gpu>, GpuError> {
     }
 }
 
-/// The reading of §5.3: the largest used MiB over all cards; None when unreadable or when
-/// there is no card.
+/// The reading of docs/design/gpus.md#two-consecutive-clear-readings: the largest used MiB over all
+/// cards; None when unreadable or when there is no card.
 pub fn max_used_mib(source: &GpuSource) -> Option<u64> {
     let gpus = read_gpus(source).ok()?;
     gpus.iter()
@@ -434,7 +436,7 @@ pub fn mib_by_pid(source: &GpuSource) -> BTreeMap<u32, u64> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// "N consecutive clear readings" (§5.3)
+// "N consecutive clear readings" (docs/design/gpus.md#two-consecutive-clear-readings)
 
 /// Settings of the waiter.
 #[derive(Clone, Copy, Debug, PartialEq)]

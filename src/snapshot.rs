@@ -1,5 +1,5 @@
 //! Snapshots: one reading of a server's Prometheus text with the clocks around it (schema
-//! `inferlint.snapshot/1`, spec §6.1), or a bare `.prom` file (no clock).
+//! `inferlint.snapshot/1`, docs/design/formats.md#snapshot), or a bare `.prom` file (no clock).
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -22,7 +22,7 @@ pub use scrape::{
 /// The schema name of a snapshot document.
 pub const SNAPSHOT_SCHEMA: &str = "inferlint.snapshot/1";
 
-/// The scrape timeout of spec §6.1.
+/// The scrape timeout (docs/design/formats.md#snapshot).
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One reading of a server's metrics.
@@ -208,7 +208,8 @@ impl Snapshot {
         self.metrics.engine()
     }
 
-    /// Scrapes `base_url` (TensorRT-LLM's `/prometheus/metrics` found as in §6.1, and
+    /// Scrapes `base_url` (TensorRT-LLM's `/prometheus/metrics` found as in
+    /// docs/design/formats.md#snapshot, and
     /// remembered per base URL for the life of the process).
     pub async fn scrape(
         base_url: &str,

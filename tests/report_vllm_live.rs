@@ -1,5 +1,5 @@
-//! The report of the recorded vLLM 0.28 live run (spec §10.1): its results, summary, insights,
-//! the page's pinned strings and charts, and the CLI.
+//! The report of the recorded vLLM 0.28 live run (docs/design/evidence.md#vllm-028-live): its
+//! results, summary, insights, the page's pinned strings and charts, and the CLI.
 
 mod report_support;
 

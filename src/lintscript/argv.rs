@@ -270,8 +270,9 @@ fn skip_options(argv: &[String], mut i: usize, valued: &[&str], positional: usiz
     (i + positional).min(argv.len())
 }
 
-/// The engine whose server this command line starts (spec §5.1's structural rules, after the
-/// launchers; `inferlint sim serve` counts as vLLM, which it imitates).
+/// The engine whose server this command line starts
+/// (docs/design/processes.md#finding-server-processes, after the launchers; `inferlint sim serve`
+/// counts as vLLM, which it imitates).
 pub fn server_engine(argv: &[String]) -> Option<Engine> {
     let s = strip_launchers(argv);
     let rest = &argv[s.start..];

@@ -1,5 +1,5 @@
-//! The HTML report: one offline page that says what limited a run, what happened, each
-//! tripwire's result, what the server did over time and the server that ran (spec §7).
+//! The HTML report: one offline page that says what limited a run, what happened, each tripwire's
+//! result, what the server did over time and the server that ran (docs/design/report.md).
 //!
 //! [`Report::build`] turns the run's files ([`Inputs`]) into results, a [`Summary`] and
 //! [`Insight`]s; [`Report::render_page`] draws the page from templates that escape by default
@@ -98,10 +98,11 @@ pub struct Report {
     inputs: Inputs,
 }
 
-/// The run checks of a run (spec §4 step 11): T1, T10, T14 (or N/A), T9, T8 (when the
+/// The run checks of a run (docs/design/run.md#the-checks): T1, T10, T14 (or N/A), T9, T8 (when the
 /// concurrency asked for is known), then T15 (when a result file was read). T10's message is
 /// the bare one; the run's terminal line appends the integer-second comparison itself.
-// The arguments are the §4 step 11 inputs, each optional on its own; `run` calls this directly.
+// The arguments are the inputs of docs/design/run.md#the-checks, each optional on its own; `run`
+// calls this directly.
 #[allow(clippy::too_many_arguments)]
 pub fn run_checks(
     before: Option<&Snapshot>,

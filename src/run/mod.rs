@@ -1,5 +1,5 @@
-//! `inferlint run` (alias `xray`): the supervised benchmark of spec §4. The run starts the
-//! server (or attaches to one), watches it boot, probes it, records it while the load command
+//! `inferlint run` (alias `xray`): the supervised benchmark of docs/design/run.md. The run starts
+//! the server (or attaches to one), watches it boot, probes it, records it while the load command
 //! runs, checks the tripwires, writes the run folder and the report, and stops everything it
 //! started, however the run ends.
 //!
@@ -39,7 +39,7 @@ pub use live::{Collect, Sink, Terminal};
 pub use sequence::run;
 pub use server::READY_MARKER;
 
-/// Whether the GPU gate (spec §4 step 2) runs.
+/// Whether the GPU gate (docs/design/run.md#the-gpu-gate) runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuCheck {
     /// Strict where NVIDIA GPUs exist (or the simulated GPU is set); where none exists, the

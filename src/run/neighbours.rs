@@ -2,13 +2,13 @@
 //! only the run's GPUs and the run's own processes; every other server process is a neighbour,
 //! listed and never signalled.
 //!
-//! A reading is clear (spec §5.3, scoped) when none of the run's own processes is alive, no
-//! server process holds memory on the run's cards, and every one of those cards uses at most
-//! 800 MiB. Clear readings are counted as the spec counts them (one unclear reading resets the
-//! count). What changes is the time between them: after a clear reading taken when the run's
-//! tree is verified gone and the driver lists no process at all on the run's cards, the next
-//! reading comes after a short settle instead of 2 s. Why that is safe against the driver's
-//! memory-release lag is written down in docs/supervision.md ("T2 by events").
+//! A reading is clear (docs/design/gpus.md#which-gpus-a-run-judges) when none of the run's own
+//! processes is alive, no server process holds memory on the run's cards, and every one of those
+//! cards uses at most 800 MiB. Clear readings are counted as the spec counts them (one unclear
+//! reading resets the count). What changes is the time between them: after a clear reading taken
+//! when the run's tree is verified gone and the driver lists no process at all on the run's cards,
+//! the next reading comes after a short settle instead of 2 s. Why that is safe against the
+//! driver's memory-release lag is written down in docs/supervision.md ("T2 by events").
 
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
