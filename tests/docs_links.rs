@@ -18,6 +18,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
+/// Whether a path or link names a Markdown file.
+fn is_markdown(path: &str) -> bool {
+    Path::new(path).extension().is_some_and(|e| e == "md")
+}
+
 /// Folders never scanned: build output, VCS data, recorded evidence (third-party files).
 const SKIP_DIRS: &[&str] = &["target", ".git", "fixtures", "node_modules", ".venv"];
 
@@ -108,7 +113,7 @@ fn design_mentions(text: &str) -> Vec<(String, Option<String>)> {
         rest = &rest[i + needle.len()..];
         let page: String = rest.chars().take_while(|c| path_char(*c)).collect();
         let page = page.trim_end_matches('.').to_string();
-        if !page.ends_with(".md") {
+        if !is_markdown(&page) {
             continue;
         }
         let after = &rest[page.len()..];
@@ -140,7 +145,7 @@ fn markdown_links(text: &str) -> Vec<(String, Option<String>)> {
             Some((f, a)) => (f, Some(a.to_string())),
             None => (target, None),
         };
-        if file.ends_with(".md") && !file.contains(char::is_whitespace) {
+        if is_markdown(file) && !file.contains(char::is_whitespace) {
             out.push((file.to_string(), anchor.filter(|a| !a.is_empty())));
         }
     }
@@ -158,7 +163,7 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) {
             if !SKIP_DIRS.contains(&name.as_str()) {
                 walk(&path, files);
             }
-        } else if name.ends_with(".rs") || name.ends_with(".md") {
+        } else if path.extension().is_some_and(|e| e == "rs" || e == "md") {
             files.push(path);
         }
     }
@@ -204,7 +209,7 @@ fn dangling(root: &Path) -> Vec<String> {
             };
             check(root.join("docs/design").join(&page), anchor, link);
         }
-        if shown.ends_with(".md") {
+        if is_markdown(&shown) {
             let dir = file.parent().unwrap_or(root);
             for (target, anchor) in markdown_links(&text) {
                 let link = match &anchor {
