@@ -11,7 +11,7 @@ use inferlint::Status;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// Every boot log of the recorded evidence, plus the format samples of the spec.
+/// Every boot log of the recorded evidence, plus the engines' published format samples.
 fn all_logs() -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(dir) = evidence_dir() {

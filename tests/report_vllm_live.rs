@@ -126,7 +126,7 @@ fn the_page_carries_the_pinned_strings() {
         figure(&html, "fig-cache").is_none(),
         "no cache chart for a hybrid model"
     );
-    // Sections in the spec's order, "what limited this run" first.
+    // Sections in the order of docs/design/report.md#page-order, "what limited this run" first.
     let order: Vec<usize> = [
         "h-limits",
         "h-happened",

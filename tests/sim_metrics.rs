@@ -1,6 +1,6 @@
 //! The simulator judged by inferlint's own readers and checks: its /metrics has the families,
-//! labels and types of the real release (spec/engine-samples, recorded evidence), its boot log
-//! parses with nothing unparsed, its preemption counter equals the preemptions it performed,
+//! labels and types of the real release (the engines' published samples, the recorded
+//! evidence), its boot log parses with nothing unparsed, its preemption counter equals the preemptions it performed,
 //! its usage gauge counts out of num_gpu_blocks − 1 (T14), and T9's ceiling is the block
 //! arithmetic it was configured with.
 

@@ -93,7 +93,8 @@ pub struct RunInputs {
 }
 
 impl RunInputs {
-    /// The spec's defaults: interval 0.25 s, ready timeout 900 s, probe on.
+    /// The defaults of docs/reference.md#inferlint-run: interval 0.25 s, ready timeout 900 s, probe
+    /// on.
     pub fn new(out: PathBuf, load: Vec<String>) -> RunInputs {
         RunInputs {
             out,
