@@ -5,8 +5,8 @@
 //! without any build noticing, so this test reads every `.rs` and `.md` file of the repository
 //! and fails on:
 //!
-//! - a `docs/design/<page>.md#<anchor>` mention (in code comments or prose) whose page or anchor
-//!   does not exist;
+//! - a `docs/<page>.md#<anchor>` mention (in code comments or prose; `docs/design/…` and the
+//!   user documentation alike) whose page or anchor does not exist;
 //! - a relative Markdown link `[text](path.md#anchor)` in a `.md` file whose target file or
 //!   anchor does not exist.
 //!
@@ -104,9 +104,9 @@ fn path_char(c: char) -> bool {
     c.is_alphanumeric() || matches!(c, '-' | '_' | '.' | '/')
 }
 
-/// The `(page, anchor)` pairs a text cites as `docs/design/<page>.md[#anchor]`.
-fn design_mentions(text: &str) -> Vec<(String, Option<String>)> {
-    let needle = "docs/design/";
+/// The `(page, anchor)` pairs a text cites as `docs/<page>.md[#anchor]` (`docs/design/…` included).
+fn docs_mentions(text: &str) -> Vec<(String, Option<String>)> {
+    let needle = "docs/";
     let mut out = Vec::new();
     let mut rest = text;
     while let Some(i) = rest.find(needle) {
@@ -202,12 +202,12 @@ fn dangling(root: &Path) -> Vec<String> {
                     }
                 }
             };
-        for (page, anchor) in design_mentions(&text) {
+        for (page, anchor) in docs_mentions(&text) {
             let link = match &anchor {
-                Some(a) => format!("docs/design/{page}#{a}"),
-                None => format!("docs/design/{page}"),
+                Some(a) => format!("docs/{page}#{a}"),
+                None => format!("docs/{page}"),
             };
-            check(root.join("docs/design").join(&page), anchor, link);
+            check(root.join("docs").join(&page), anchor, link);
         }
         if is_markdown(&shown) {
             let dir = file.parent().unwrap_or(root);
