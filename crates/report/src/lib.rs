@@ -6,6 +6,8 @@
 //! (maud), with the run's data embedded as JSON so the page is also the archive
 //! ([`embed::read_back`]).
 
+#![forbid(unsafe_code)]
+
 pub mod charts;
 pub mod compare;
 pub mod discover;

@@ -11,6 +11,10 @@
 //! server: [`gpu`] (NVML, nvidia-smi, the simulated GPU), [`procs`] (`/proc`, server processes,
 //! teardown), [`probe`] (T7's requests), [`scrape`] and [`record`] (live metrics).
 
+// Unsafe code here is limited to what the process model needs (fork, pre_exec, raw fds); each
+// block says why it is sound.
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod boot;
 pub mod deaths;
 pub mod drive;
