@@ -7,9 +7,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use inferlint::engine::Engine;
-use inferlint::gpu::ClearOptions;
-use inferlint::procs::{self, ProcInfo, System, Target, TeardownOptions};
+use inferlint_core::engine::Engine;
+use inferlint_run::gpu::ClearOptions;
+use inferlint_run::procs::{self, ProcInfo, System, Target, TeardownOptions};
 
 fn p(pid: i32, ppid: i32, argv: &[&str]) -> ProcInfo {
     let comm = argv
