@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use inferlint::testkit::{evidence, evidence_root};
+use inferlint_core::testkit::{evidence, evidence_root};
 
 /// The terminal width the help text is wrapped to: fixed, so the snapshot does not follow the
 /// width of whoever runs the tests.
