@@ -122,7 +122,11 @@ pub fn run_engine() -> anyhow::Result<i32> {
         Some(Escape::DoubleFork) => {
             // SAFETY: no other thread exists yet; the parent only calls _exit.
             match unsafe { nix::unistd::fork() }? {
-                nix::unistd::ForkResult::Parent { .. } => unsafe { libc::_exit(0) },
+                nix::unistd::ForkResult::Parent { .. } => {
+                    // SAFETY: _exit ends the intermediate parent at once, without running
+                    // destructors or atexit handlers on state the child still owns.
+                    unsafe { libc::_exit(0) }
+                }
                 nix::unistd::ForkResult::Child => {}
             }
         }
