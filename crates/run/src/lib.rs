@@ -10,7 +10,10 @@
 //! [`sequence`] (the steps in order). Below them, what a run reads from the machine and the
 //! server: [`gpu`] (NVML, nvidia-smi, the simulated GPU), [`procs`] (`/proc`, server processes,
 //! teardown), [`probe`] (T7's requests), [`scrape`] and [`record`] (live metrics).
-
+#![expect(
+    missing_docs,
+    reason = "173 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
+)]
 // Unsafe code here is limited to what the process model needs (fork, pre_exec, raw fds); each
 // block says why it is sound.
 #![deny(clippy::undocumented_unsafe_blocks)]
