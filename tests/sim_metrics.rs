@@ -128,10 +128,9 @@ fn assert_same_exposition(args: &[&str], reference: &str, what: &str) {
 
 #[test]
 fn exposition_033_matches_the_engine_sample() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/spec/engine-samples/vllm-0.33.0-metrics-single-api-server.prom");
-    let Ok(reference) = std::fs::read_to_string(&path) else {
-        eprintln!("skipping: no {}", path.display());
+    let Some(reference) = inferlint_core::testkit::evidence_text(
+        "engine-samples/vllm-0.33.0-metrics-single-api-server.prom",
+    ) else {
         return;
     };
     assert_same_exposition(
