@@ -2,7 +2,7 @@
 //! and mid-character. Its events and facts must equal those of reading the whole file. And bad
 //! input (invalid UTF-8, NUL bytes, one enormous line, a truncated log, garbage) must not panic.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use inferlint_core::bootlog::{self, Analyzer, BootEvent, BootEventKind, BootFacts, LINE_CAP};
 use inferlint_core::checks::{t12, t5};
@@ -29,12 +29,12 @@ fn all_logs() -> Vec<PathBuf> {
             }
         }
     }
-    // The engines' format samples (tests/fixtures/engine-samples) are found by the walk; a
-    // renamed one must not drop out silently.
+    // The engines' format samples (committed with the tests: a missing one fails).
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/engine-samples");
     for name in ["vllm-0.11.0-boot.log", "vllm-0.33.0-boot.log"] {
-        if let Some(p) = evidence(&format!("engine-samples/{name}")) {
-            assert!(out.contains(&p), "{} is not among the logs walked", p.display());
-        }
+        let p = samples.join(name);
+        assert!(p.is_file(), "{} is missing", p.display());
+        out.push(p);
     }
     out.sort();
     out

@@ -2,7 +2,6 @@
 //! the exact format strings of each release (docs/design/bootlog.md#vllm-lines), the engines'
 //! format samples, and the real vLLM 0.32 CPU logs of the evidence.
 
-
 use inferlint_core::bootlog::{self, Analyzer, BootEventKind, BootFacts, FailureKind};
 use inferlint_core::checks::{t5, t6};
 use inferlint_core::testkit::evidence;
@@ -271,9 +270,9 @@ fn a_known_line_that_no_longer_parses_is_unparsed_not_defaulted() {
     );
 }
 
-/// A format sample of tests/fixtures/engine-samples (None: skipped, a failure under CI=true).
+/// A format sample of tests/engine-samples.
 fn sample(name: &str) -> Option<String> {
-    inferlint_core::testkit::evidence_text(&format!("engine-samples/{name}"))
+    Some(inferlint_core::testkit::engine_sample(name))
 }
 
 #[test]

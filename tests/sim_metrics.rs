@@ -128,11 +128,8 @@ fn assert_same_exposition(args: &[&str], reference: &str, what: &str) {
 
 #[test]
 fn exposition_033_matches_the_engine_sample() {
-    let Some(reference) = inferlint_core::testkit::evidence_text(
-        "engine-samples/vllm-0.33.0-metrics-single-api-server.prom",
-    ) else {
-        return;
-    };
+    let reference =
+        inferlint_core::testkit::engine_sample("vllm-0.33.0-metrics-single-api-server.prom");
     assert_same_exposition(
         &["--vllm-version", "0.33"],
         &reference,
