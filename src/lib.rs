@@ -5,9 +5,11 @@
 //! facts → [`checks`] (pure functions returning a [`result::CheckResult`]) → outputs
 //! ([`output`]); the command line ([`cli`]) on top, the simulator ([`sim`]) beside.
 
+pub mod argv;
 pub mod bench;
 pub mod bootlog;
 pub mod catalogue;
+pub mod clock;
 pub mod checks;
 pub mod cli;
 pub mod engine;

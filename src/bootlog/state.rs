@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 
 use super::classify::Failure;
 use super::facts::{BootFacts, Unparsed};
-use super::lines::{elapsed, truncate_chars};
+use super::lines::elapsed;
+use crate::fmt::first_chars;
 use crate::engine::Engine;
 
 /// At most this many unparsed lines are kept (the rest are counted).
@@ -63,7 +64,7 @@ impl State {
             self.f.unparsed.push(Unparsed {
                 field: field.to_string(),
                 lineno,
-                line: truncate_chars(line, 300),
+                line: first_chars(line, 300).to_string(),
             });
         } else {
             self.unparsed_more += 1;

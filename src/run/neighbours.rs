@@ -13,7 +13,8 @@
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::gpu::{self, BadConsecutive, ClearResult, Clock, GpuScope, GpuSource, Reading};
+use crate::clock::{Clock, SystemClock};
+use crate::gpu::{self, BadConsecutive, ClearResult, GpuScope, GpuSource, Reading};
 use crate::gpu::{GpuHolder, ScopeReading};
 use crate::procs::{self, ProcInfo, ProcScanner};
 
@@ -55,7 +56,7 @@ pub struct RealNode {
     scan: ProcScanner,
     source: GpuSource,
     scope: GpuScope,
-    clock: gpu::SystemClock,
+    clock: SystemClock,
     users: HashMap<u32, Option<String>>,
 }
 
@@ -65,7 +66,7 @@ impl RealNode {
             scan: ProcScanner::new("/proc"),
             source,
             scope,
-            clock: gpu::SystemClock::default(),
+            clock: SystemClock,
             users: HashMap::new(),
         }
     }
@@ -101,7 +102,7 @@ impl Node for RealNode {
             .clone()
     }
     fn now(&self) -> f64 {
-        self.clock.now()
+        self.clock.now().mono_s()
     }
     fn sleep(&mut self, secs: f64) {
         self.clock.sleep(secs)
@@ -123,7 +124,7 @@ impl Neighbour {
     /// `left alone: pid=4711     alice  vllm serve m  (21768 MiB on GPU 1) (not started by
     /// this run)`
     pub fn line(&self) -> String {
-        let cmd: String = self.command.chars().take(100).collect();
+        let cmd = crate::fmt::first_chars(&self.command, 100);
         let user = match (&self.user, self.uid) {
             (Some(u), _) => u.clone(),
             (None, Some(uid)) => format!("uid {uid}"),

@@ -8,50 +8,7 @@ use std::time::Duration;
 use super::{Snapshot, SCRAPE_TIMEOUT};
 use crate::prom::PromError;
 
-/// A pair of clock readings: Unix seconds and monotonic nanoseconds.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ClockReading {
-    pub wall: f64,
-    pub mono_ns: i64,
-}
-
-/// The clocks a scrape reads; replaced in tests.
-pub trait Clock: Send + Sync {
-    fn now(&self) -> ClockReading;
-}
-
-/// The system clocks: `SystemTime` and `CLOCK_MONOTONIC`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SystemClock;
-
-impl Clock for SystemClock {
-    fn now(&self) -> ClockReading {
-        ClockReading {
-            wall: wall_now(),
-            mono_ns: monotonic_ns(),
-        }
-    }
-}
-
-/// Unix time in seconds.
-pub fn wall_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
-}
-
-/// `clock_gettime(CLOCK_MONOTONIC)` in nanoseconds: comparable across processes on one machine,
-/// unlike `Instant`.
-pub fn monotonic_ns() -> i64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes one timespec through a valid pointer; CLOCK_MONOTONIC always
-    // exists on Linux, so the call cannot fail.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-}
+pub use crate::clock::{monotonic_ns, wall_now, Clock, ClockReading, SystemClock};
 
 /// Why a live scrape failed.
 #[derive(Debug, thiserror::Error)]
@@ -139,7 +96,7 @@ pub fn split_metrics_url(url: &str) -> (String, Option<String>) {
 /// Prometheus text.
 pub struct Scraper {
     client: reqwest::Client,
-    clock: Arc<dyn Clock>,
+    clock: Arc<dyn Clock + Send + Sync>,
     paths: Mutex<HashMap<String, String>>,
 }
 
@@ -154,7 +111,7 @@ impl Scraper {
         Scraper::with_clock(Arc::new(SystemClock))
     }
 
-    pub fn with_clock(clock: Arc<dyn Clock>) -> Scraper {
+    pub fn with_clock(clock: Arc<dyn Clock + Send + Sync>) -> Scraper {
         let client = reqwest::Client::builder()
             .connect_timeout(SCRAPE_TIMEOUT)
             .build()

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use inferlint_supervisor::{ProcId, Tracked};
+use nix::sys::signal::Signal;
 
 use super::super::listener::{self, Found};
 use super::Run;
@@ -93,14 +94,15 @@ fn stop(url: &str, started: &[i32], grace: Duration) -> Vec<String> {
     let mut lines: Vec<String> = tracked
         .iter()
         .map(|(p, _)| {
-            let cmd: String = p.cmdline().chars().take(100).collect();
+            let cmdline = p.cmdline();
+            let cmd = crate::fmt::first_chars(&cmdline, 100);
             format!("target  pid={:<8} {cmd}", p.pid)
         })
         .collect();
     let t0 = Instant::now();
     let mut signalled = 0;
     for (_, t) in &tracked {
-        if t.signal(&scan, libc::SIGTERM) {
+        if t.signal(&scan, Signal::SIGTERM as i32) {
             signalled += 1;
         }
     }
@@ -110,7 +112,7 @@ fn stop(url: &str, started: &[i32], grace: Duration) -> Vec<String> {
     }
     let mut killed = 0;
     for (_, t) in &tracked {
-        if t.is_alive(&scan) && t.signal(&scan, libc::SIGKILL) {
+        if t.is_alive(&scan) && t.signal(&scan, Signal::SIGKILL as i32) {
             killed += 1;
         }
     }

@@ -49,7 +49,7 @@ impl Run {
         }
         let leader_died = server.proc.exited();
         for (pid, cmd) in server.proc.outside_group() {
-            let cmd: String = cmd.chars().take(100).collect();
+            let cmd = crate::fmt::first_chars(&cmd, 100);
             self.sink.line(&format!(
                 "found outside the server's process group: pid={pid:<8} {cmd} (killing the group would miss it)"
             ));
@@ -97,7 +97,7 @@ impl Run {
         // one by one, since these orphans are what holds the GPU afterwards.
         if let Some(e) = leader_died {
             for o in report.found.iter().filter(|o| o.pid != server.proc.pid) {
-                let cmd: String = o.cmdline.chars().take(100).collect();
+                let cmd = crate::fmt::first_chars(&o.cmdline, 100);
                 self.sink.line(&format!(
                     "left by the server's exit ({}): pid={:<8} {cmd} (stopped)",
                     exit_words(e),

@@ -11,7 +11,8 @@ use tokio::time::Instant;
 use crate::bench::BenchResult;
 use crate::bootlog::BootFacts;
 use crate::checks::{self, t10};
-use crate::engine::{detect_from_argv, Engine};
+use crate::argv::command_engine as serve_engine;
+use crate::engine::Engine;
 use crate::report::{self, BootLog};
 use crate::result::{CheckResult, Tripwire};
 use crate::series::Series;
@@ -225,20 +226,6 @@ async fn gpus_json() -> serde_json::Value {
     .unwrap_or(serde_json::Value::Null)
 }
 
-/// The engine a `--serve` command starts; inferlint's own simulator is a vLLM.
-fn serve_engine(argv: &[String]) -> Option<Engine> {
-    detect_from_argv(argv).or_else(|| {
-        let sim = argv.windows(3).any(|w| {
-            Path::new(&w[0])
-                .file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("inferlint"))
-                && w[1] == "sim"
-                && w[2] == "serve"
-        });
-        sim.then_some(Engine::Vllm)
-    })
-}
-
 impl Run {
     fn line(&self, s: &str) {
         self.sink.line(s);
@@ -396,7 +383,8 @@ impl Run {
                 .await;
         let line = match found {
             Ok(super::listener::Found::Tree(t)) => {
-                let cmd: String = t[0].cmdline().chars().take(100).collect();
+                let cmdline = t[0].cmdline();
+                let cmd = crate::fmt::first_chars(&cmdline, 100);
                 self.record.attached_server = t.iter().map(|p| p.pid).collect();
                 format!(
                     "== the server at {}: pid={} {cmd} (and {} processes below it; the run stops them when it ends)",
