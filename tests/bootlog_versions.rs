@@ -4,10 +4,10 @@
 
 use std::path::Path;
 
-use inferlint::bootlog::{self, Analyzer, BootEventKind, BootFacts, FailureKind};
-use inferlint::checks::{t5, t6};
-use inferlint::testkit::evidence;
-use inferlint::{Engine, Status};
+use inferlint_core::bootlog::{self, Analyzer, BootEventKind, BootFacts, FailureKind};
+use inferlint_core::checks::{t5, t6};
+use inferlint_core::testkit::evidence;
+use inferlint_core::{Engine, Status};
 
 /// One vLLM 0.33 log record as its formatter writes it: the process prefix inside the format,
 /// and every `\n` of the message turned into `\r\n` plus the full header.

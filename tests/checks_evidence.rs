@@ -2,34 +2,34 @@
 //! the numbers spec §10 pins, both verdicts of each, and the mutations of §10.7: one number or
 //! line of real evidence changed in memory, verdict flipped.
 
-use inferlint::bench::{self, BenchResult};
-use inferlint::bootlog::BootFacts;
-use inferlint::checks::blocks::{infer_blocks, predicted_ceiling};
-use inferlint::checks::counters::{snapshot_delta, CounterQuery, DeltaError, Restart};
-use inferlint::checks::{t1, t10, t14, t15, t8, t9};
-use inferlint::prom::Metrics;
-use inferlint::series::Series;
-use inferlint::snapshot::Snapshot;
-use inferlint::{CheckResult, Engine, Status};
+use inferlint_core::bench::{self, BenchResult};
+use inferlint_core::bootlog::BootFacts;
+use inferlint_core::checks::blocks::{infer_blocks, predicted_ceiling};
+use inferlint_core::checks::counters::{snapshot_delta, CounterQuery, DeltaError, Restart};
+use inferlint_core::checks::{t1, t10, t14, t15, t8, t9};
+use inferlint_core::prom::Metrics;
+use inferlint_core::series::Series;
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::{CheckResult, Engine, Status};
 use serde_json::{Map, Value};
 
 fn snap(rel: &str) -> Option<Snapshot> {
-    let p = inferlint::testkit::evidence(rel)?;
+    let p = inferlint_core::testkit::evidence(rel)?;
     Some(Snapshot::load(&p).unwrap_or_else(|e| panic!("{rel}: {e}")))
 }
 
 fn rec(rel: &str) -> Option<Series> {
-    let p = inferlint::testkit::evidence(rel)?;
+    let p = inferlint_core::testkit::evidence(rel)?;
     Some(Series::load(&p).unwrap_or_else(|e| panic!("{rel}: {e}")))
 }
 
 fn boot(rel: &str) -> Option<BootFacts> {
-    let p = inferlint::testkit::evidence(rel)?;
-    Some(inferlint::bootlog::parse_file(&p, None).unwrap_or_else(|e| panic!("{rel}: {e}")))
+    let p = inferlint_core::testkit::evidence(rel)?;
+    Some(inferlint_core::bootlog::parse_file(&p, None).unwrap_or_else(|e| panic!("{rel}: {e}")))
 }
 
 fn result_file(rel: &str) -> Option<BenchResult> {
-    let p = inferlint::testkit::evidence(rel)?;
+    let p = inferlint_core::testkit::evidence(rel)?;
     Some(bench::load(&p).unwrap_or_else(|e| panic!("{rel}: {e}")))
 }
 
@@ -665,7 +665,7 @@ fn sglang_own_client_counts_retractions_and_its_warm_up() {
     let after = some_or_skip!(snap("sglang-0.5/qwen3-8b-own-client/after.snapshot.json"));
     let s = some_or_skip!(rec("sglang-0.5/qwen3-8b-own-client/run.series.jsonl"));
     let b = some_or_skip!(result_file("sglang-0.5/qwen3-8b-own-client/bench.jsonl"));
-    let load = some_or_skip!(inferlint::testkit::evidence_text(
+    let load = some_or_skip!(inferlint_core::testkit::evidence_text(
         "sglang-0.5/qwen3-8b-own-client/load.log"
     ));
     let r = t1::check(&before, &after, None, None, Engine::Sglang);
@@ -727,9 +727,11 @@ fn trtllm_t1_from_the_log_the_gauge_or_the_policy() {
     let after = some_or_skip!(snap("trtllm-1.3/qwen3-8b/after.snapshot.json"));
     let s = some_or_skip!(rec("trtllm-1.3/qwen3-8b/run.series.jsonl"));
     assert!(after.url.ends_with("/prometheus/metrics"));
-    let log_path = some_or_skip!(inferlint::testkit::evidence("trtllm-1.3/qwen3-8b/boot.log"));
+    let log_path = some_or_skip!(inferlint_core::testkit::evidence(
+        "trtllm-1.3/qwen3-8b/boot.log"
+    ));
     let text = std::fs::read_to_string(&log_path).unwrap();
-    let log = inferlint::bootlog::parse_text(&text, None);
+    let log = inferlint_core::bootlog::parse_text(&text, None);
     let r = t1::check(&before, &after, Some(&s), Some(&log), Engine::Trtllm);
     assert_eq!(
         r.line(),
@@ -745,7 +747,7 @@ fn trtllm_t1_from_the_log_the_gauge_or_the_policy() {
     let cut_text = &text[..text[ready..]
         .find('\n')
         .map_or(text.len(), |i| ready + i + 1)];
-    let cut = inferlint::bootlog::parse_text(cut_text, None);
+    let cut = inferlint_core::bootlog::parse_text(cut_text, None);
     assert_eq!((cut.pauses, cut.served_in_log.unwrap_or(0)), (None, 0));
     let r = t1::check(&before, &after, Some(&s), Some(&cut), Engine::Trtllm);
     assert_eq!(r.status, Status::Pass);
@@ -755,7 +757,7 @@ fn trtllm_t1_from_the_log_the_gauge_or_the_policy() {
         format!("no paused request in {n} readings, and the scheduler policy (GUARANTEED_NO_EVICT) admits a request only when its whole output fits")
     );
     // Another policy in the same log: a pause between readings cannot be ruled out.
-    let other = inferlint::bootlog::parse_text(
+    let other = inferlint_core::bootlog::parse_text(
         &cut_text.replace("GUARANTEED_NO_EVICT", "MAX_UTILIZATION"),
         None,
     );
@@ -841,7 +843,7 @@ fn trtllm_without_iteration_stats_cannot_tell_concurrency() {
     let after = some_or_skip!(snap("trtllm-1.3/no-iter-stats/after.snapshot.json"));
     let s = some_or_skip!(rec("trtllm-1.3/no-iter-stats/run.series.jsonl"));
     let b = some_or_skip!(result_file("trtllm-1.3/no-iter-stats/bench.json"));
-    let load = some_or_skip!(inferlint::testkit::evidence_text(
+    let load = some_or_skip!(inferlint_core::testkit::evidence_text(
         "trtllm-1.3/no-iter-stats/load.log"
     ));
     assert!(after.metrics.has("trtllm_generation_tokens_total"));

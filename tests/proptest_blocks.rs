@@ -10,15 +10,15 @@ mod proptest_support;
 
 use std::collections::BTreeSet;
 
-use inferlint::checks::blocks::{
+use inferlint_core::checks::blocks::{
     infer_blocks, limit_denominator, predicted_ceiling, MAX_DENOMINATOR, MIN_DISTINCT_READINGS,
     TOLERANCE,
 };
-use inferlint::checks::{t14, t9};
-use inferlint::prom::Metrics;
-use inferlint::series::{Series, SeriesHeader, SeriesSample};
-use inferlint::snapshot::Snapshot;
-use inferlint::{Engine, Status};
+use inferlint_core::checks::{t14, t9};
+use inferlint_core::prom::Metrics;
+use inferlint_core::series::{Series, SeriesHeader, SeriesSample};
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::{Engine, Status};
 use proptest::prelude::*;
 
 fn cases(default: u32) -> ProptestConfig {

@@ -14,7 +14,7 @@ mod proptest_support;
 
 use std::collections::BTreeSet;
 
-use inferlint::procs::{self, ProcInfo, System, Target, TeardownOptions};
+use inferlint_run::procs::{self, ProcInfo, System, Target, TeardownOptions};
 use nix::sys::signal::Signal;
 use proptest::prelude::*;
 

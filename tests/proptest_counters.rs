@@ -8,11 +8,11 @@
 
 mod proptest_support;
 
-use inferlint::checks::counters::{counter_delta, CounterQuery, DeltaError, Restart};
-use inferlint::checks::{t1, t10};
-use inferlint::prom::Metrics;
-use inferlint::snapshot::Snapshot;
-use inferlint::{Engine, Status};
+use inferlint_core::checks::counters::{counter_delta, CounterQuery, DeltaError, Restart};
+use inferlint_core::checks::{t1, t10};
+use inferlint_core::prom::Metrics;
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::{Engine, Status};
 use proptest::prelude::*;
 
 const COUNTER: &str = "vllm:num_preemptions_total";
@@ -105,7 +105,7 @@ proptest! {
         } else {
             prop_assert_eq!(r.status, Status::Fail);
             let plural = if want == 1 { "" } else { "s" };
-            prop_assert_eq!(r.message, format!("{} preemption{plural} during the run", inferlint::fmt::g(want as f64)));
+            prop_assert_eq!(r.message, format!("{} preemption{plural} during the run", inferlint_core::fmt::g(want as f64)));
         }
     }
 
@@ -184,8 +184,8 @@ proptest! {
                 got.unwrap_err().to_string(),
                 format!(
                     "{COUNTER} went down ({} -> {}); counters only reset on restart",
-                    inferlint::fmt::g(s0 as f64),
-                    inferlint::fmt::g(s1 as f64)
+                    inferlint_core::fmt::g(s0 as f64),
+                    inferlint_core::fmt::g(s1 as f64)
                 )
             );
         } else {
@@ -256,7 +256,7 @@ proptest! {
                 format!(
                     "{}; an integer-second timer would say {got_naive:.2} ({})",
                     r.message,
-                    inferlint::fmt::pct_signed(got_error, 2)
+                    inferlint_core::fmt::pct_signed(got_error, 2)
                 )
             );
         } else if int_span <= 0 {

@@ -9,12 +9,12 @@
 
 mod proptest_support;
 
-use inferlint::bench::{self, BenchResult};
-use inferlint::bootlog::{self, Analyzer};
-use inferlint::prom::{Metrics, PromError};
-use inferlint::series::Series;
-use inferlint::snapshot::Snapshot;
-use inferlint::Engine;
+use inferlint_core::bench::{self, BenchResult};
+use inferlint_core::bootlog::{self, Analyzer};
+use inferlint_core::prom::{Metrics, PromError};
+use inferlint_core::series::Series;
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::Engine;
 use proptest::prelude::*;
 
 fn cases(default: u32) -> ProptestConfig {
@@ -381,6 +381,6 @@ proptest! {
         prop_assert_eq!(chunked_facts(&bytes, &one_byte_cuts, hint), whole);
         let text = String::from_utf8_lossy(&bytes);
         let _ = bootlog::classify_failure(&text);
-        let _ = inferlint::checks::t12::check(&text, &bootlog::parse_text(&text, hint));
+        let _ = inferlint_core::checks::t12::check(&text, &bootlog::parse_text(&text, hint));
     }
 }

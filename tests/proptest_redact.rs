@@ -7,7 +7,7 @@
 
 mod proptest_support;
 
-use inferlint::run::redact::{redact_command, Secrets, MASK};
+use inferlint_run::redact::{redact_command, Secrets, MASK};
 use proptest::prelude::*;
 
 fn cases(default: u32) -> ProptestConfig {

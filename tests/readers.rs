@@ -2,12 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint::bench::{self, untimed_requests};
-use inferlint::prom::{Metrics, PromError};
-use inferlint::series::{Series, SeriesHeader, SeriesSample};
-use inferlint::snapshot::Snapshot;
-use inferlint::testkit::{evidence, evidence_dir, evidence_text};
-use inferlint::{evidence_or_skip, Engine};
+use inferlint_core::bench::{self, untimed_requests};
+use inferlint_core::prom::{Metrics, PromError};
+use inferlint_core::series::{Series, SeriesHeader, SeriesSample};
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::testkit::{evidence, evidence_dir, evidence_text};
+use inferlint_core::{evidence_or_skip, Engine};
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {

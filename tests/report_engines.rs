@@ -5,7 +5,7 @@ mod report_support;
 
 use std::process::Command;
 
-use inferlint::{Engine, Status, Tripwire};
+use inferlint_core::{Engine, Status, Tripwire};
 use report_support::*;
 
 #[test]

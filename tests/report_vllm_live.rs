@@ -5,9 +5,9 @@ mod report_support;
 
 use std::process::Command;
 
-use inferlint::prom::Metrics;
-use inferlint::report::Report;
-use inferlint::{Status, Tripwire};
+use inferlint_core::prom::Metrics;
+use inferlint_core::{Status, Tripwire};
+use inferlint_report::Report;
 use report_support::*;
 
 const RUN: &str = "vllm-0.28/live";
@@ -171,7 +171,7 @@ fn an_error_counter_moving_from_0_to_3_is_reported() {
 fn the_page_reads_back_its_own_data() {
     let Some(r) = live() else { return };
     let html = r.render_page();
-    let back = inferlint::report::embed::read_back(&html, "report.html").unwrap();
+    let back = inferlint_report::embed::read_back(&html, "report.html").unwrap();
     assert_eq!(back.results, r.results());
     assert_eq!(&back.summary, r.summary());
     assert_eq!(back.insights, r.insights());

@@ -124,7 +124,7 @@ fn assert_ended_cleanly(w: &World, r: &Ran, bound: Duration, files: &[&str]) {
     assert_eq!(run["state"], "finished", "{run}");
     assert_eq!(run["exit_code"], r.code, "{run}");
     // The printed verdicts are the recorded ones.
-    let recorded: Vec<inferlint::CheckResult> =
+    let recorded: Vec<inferlint_core::CheckResult> =
         serde_json::from_value(r.results.clone()).expect("results.json holds results");
     for res in &recorded {
         assert!(
@@ -297,8 +297,9 @@ fn metrics_of_another_engine_mid_run() {
         .message("T8")
         .starts_with("the recording shows SGLang's metrics"));
     // The answer itself is kept.
-    let after = inferlint::snapshot::Snapshot::load(&w.out().join("after.snapshot.json")).unwrap();
-    assert_eq!(after.engine(), Some(inferlint::Engine::Sglang));
+    let after =
+        inferlint_core::snapshot::Snapshot::load(&w.out().join("after.snapshot.json")).unwrap();
+    assert_eq!(after.engine(), Some(inferlint_core::Engine::Sglang));
 }
 
 /// The server started by `--serve` is vLLM, but what answers is SGLang: another server holds

@@ -265,7 +265,7 @@ fn the_load_command_is_required() {
 /// The boot log of a server started by hand is read, copied into the run folder, and checked.
 #[test]
 fn attach_with_a_boot_log() {
-    let Some(log) = inferlint::testkit::evidence("vllm-0.28/live/boot.log") else {
+    let Some(log) = inferlint_core::testkit::evidence("vllm-0.28/live/boot.log") else {
         return;
     };
     let mock = Mock::start(MockConfig::new(MockEngine::Vllm, "m"));

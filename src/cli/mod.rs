@@ -126,7 +126,7 @@ pub fn main_with(args: Vec<OsString>) -> i32 {
             return 0;
         }
         Some("--version" | "-V") => {
-            println!("inferlint {}", crate::VERSION);
+            println!("inferlint {}", inferlint_core::VERSION);
             return 0;
         }
         Some("--help" | "-h" | "help") if args.len() == 2 => {
@@ -326,7 +326,7 @@ Options:
 Most commands take --engine vllm|sglang|trtllm (or INFERLINT_ENGINE). Verdict commands exit
 1 on a failed tripwire, 2 when one could not tell or the input was bad, else 0.
 ",
-        version = crate::VERSION
+        version = inferlint_core::VERSION
     )
 }
 
@@ -349,8 +349,9 @@ impl VerdictOptions {
     /// The engine named by `--engine` or `INFERLINT_ENGINE`.
     pub fn named_engine(
         &self,
-    ) -> Result<Option<crate::engine::NamedEngine>, crate::engine::EngineNameError> {
-        crate::engine::named_engine(self.engine.as_deref())
+    ) -> Result<Option<inferlint_core::engine::NamedEngine>, inferlint_core::engine::EngineNameError>
+    {
+        inferlint_core::engine::named_engine(self.engine.as_deref())
     }
 }
 
