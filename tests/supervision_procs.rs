@@ -461,7 +461,10 @@ fn an_engine_that_ignores_sigterm_is_killed_after_the_grace() {
     assert!(out.signals.contains(&(201, Signal::SIGTERM)));
     assert_eq!(out.signals.last(), Some(&(201, Signal::SIGKILL)));
     assert_eq!(
-        out.signals.iter().filter(|s| s.1 == Signal::SIGKILL).count(),
+        out.signals
+            .iter()
+            .filter(|s| s.1 == Signal::SIGKILL)
+            .count(),
         1
     );
     let clear = out.clear.unwrap();

@@ -139,12 +139,30 @@ pub struct LoadSpec<'a> {
 
 /// Runs the load to its end (or until interrupted), feeding the live line from `recorder`.
 pub async fn run_load(spec: LoadSpec<'_>, recorder: &mut Recorder) -> LoadOutcome {
-    let (mut load, mut watched) = match Running::start(spec) {
+    let outcome = LoadOutcome::new(SystemTime::now());
+    let (mut load, mut watched) = match Running::start(spec, outcome) {
         Ok(started) => started,
-        Err(outcome) => return outcome,
+        Err(outcome) => return *outcome,
     };
     load.watch(&mut watched, recorder).await;
     load.finish().await
+}
+
+impl LoadOutcome {
+    /// Nothing has happened yet to a load started at `started`.
+    fn new(started: SystemTime) -> LoadOutcome {
+        LoadOutcome {
+            exit: None,
+            start_error: None,
+            started,
+            seconds: 0.0,
+            server_died: None,
+            server_broken: None,
+            interrupted: false,
+            scrape_failures: 0,
+            last_scrape_error: None,
+        }
+    }
 }
 
 /// A load while it runs: its process, the live line's monitor, what happened so far, and the
@@ -172,18 +190,10 @@ struct Watched<'a> {
 
 impl<'a> Running<'a> {
     /// Starts the load command under its shepherd; the outcome alone when it cannot start.
-    fn start(mut spec: LoadSpec<'a>) -> Result<(Running<'a>, Watched<'a>), LoadOutcome> {
-        let mut outcome = LoadOutcome {
-            exit: None,
-            start_error: None,
-            started: SystemTime::now(),
-            seconds: 0.0,
-            server_died: None,
-            server_broken: None,
-            interrupted: false,
-            scrape_failures: 0,
-            last_scrape_error: None,
-        };
+    fn start(
+        mut spec: LoadSpec<'a>,
+        mut outcome: LoadOutcome,
+    ) -> Result<(Running<'a>, Watched<'a>), Box<LoadOutcome>> {
         let t0 = Instant::now();
         let opts = ProcOptions {
             shepherd: spec.shepherd.clone(),
@@ -195,7 +205,7 @@ impl<'a> Running<'a> {
             Ok(p) => p,
             Err(e) => {
                 outcome.start_error = Some(format!("cannot start the load command: {e}"));
-                return Err(outcome);
+                return Err(Box::new(outcome));
             }
         };
         let watched = Watched {

@@ -13,10 +13,10 @@
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use inferlint_core::clock::{Clock, SystemClock};
 use crate::gpu::{self, BadConsecutive, ClearResult, GpuScope, GpuSource, Reading};
 use crate::gpu::{GpuHolder, ScopeReading};
 use crate::procs::{self, ProcInfo, ProcScanner};
+use inferlint_core::clock::{Clock, SystemClock};
 
 /// The settle between two clear readings on the fast path.
 pub const SETTLE_S: f64 = 0.1;

@@ -220,9 +220,7 @@ fn evidence_value(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Null => "–".into(),
-        other => {
-            inferlint_core::fmt::shorten(&other.to_string(), 601)
-        }
+        other => inferlint_core::fmt::shorten(&other.to_string(), 601),
     }
 }
 
