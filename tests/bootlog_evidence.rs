@@ -1,5 +1,5 @@
-//! Boot-log facts and verdicts pinned in spec §10 on the recorded logs, and the mutations that
-//! flip each verdict (one line of real evidence changed in memory).
+//! Boot-log facts and verdicts pinned in docs/design/evidence.md on the recorded logs, and the
+//! mutations that flip each verdict (one line of real evidence changed in memory).
 
 use inferlint_core::bootlog::{self, BootFacts, FailureKind, Phase};
 use inferlint_core::checks::{t12, t4_t11, t5, t6};

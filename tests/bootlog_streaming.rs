@@ -11,7 +11,7 @@ use inferlint_core::Status;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// Every boot log of the recorded evidence, plus the format samples of the spec.
+/// Every boot log of the recorded evidence, plus the engines' published format samples.
 fn all_logs() -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(dir) = evidence_dir() {
@@ -29,11 +29,12 @@ fn all_logs() -> Vec<PathBuf> {
             }
         }
     }
-    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/spec/engine-samples");
+    // The engines' format samples (committed with the tests: a missing one fails).
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/engine-samples");
     for name in ["vllm-0.11.0-boot.log", "vllm-0.33.0-boot.log"] {
-        if samples.join(name).exists() {
-            out.push(samples.join(name));
-        }
+        let p = samples.join(name);
+        assert!(p.is_file(), "{} is missing", p.display());
+        out.push(p);
     }
     out.sort();
     out

@@ -1,5 +1,6 @@
 //! The counter and series tripwires (T1, T8, T9, T10, T14, T15) on the recorded evidence, with
-//! the numbers spec §10 pins, both verdicts of each, and the mutations of §10.7: one number or
+//! the numbers docs/design/evidence.md pins, both verdicts of each, and the mutations of
+//! docs/design/evidence.md#mutations: one number or
 //! line of real evidence changed in memory, verdict flipped.
 
 use inferlint_core::bench::{self, BenchResult};
@@ -79,7 +80,7 @@ macro_rules! some_or_skip {
     };
 }
 
-// ---------------------------------------------------------------- vLLM 0.28 live (§10.1)
+// ------------------------------------------ vLLM 0.28 live (docs/design/evidence.md#vllm-028-live)
 
 #[test]
 fn live_028_t1_fails_with_22_preemptions() {
@@ -173,7 +174,7 @@ fn live_028_t10_rate_and_span() {
     );
 }
 
-// ---------------------------------------------------------------- vLLM 0.28 xray (§10.2)
+// ------------------------------- vLLM 0.28 xray (docs/design/evidence.md#vllm-028-recorded-by-run)
 
 #[test]
 fn xray_028_pins() {
@@ -282,7 +283,7 @@ fn xray_028_t15_agrees_and_mutations_of_completed_flip_it() {
     assert_eq!(r.message, "a server counter is missing from a snapshot");
 }
 
-// ---------------------------------------------------------------- vLLM 0.28 metrics (§10.3)
+// -------------------------------- vLLM 0.28 metrics (docs/design/evidence.md#vllm-028-other-files)
 
 #[test]
 fn preempted_prom_files_count_60_and_the_mutation_to_106_passes() {
@@ -406,7 +407,7 @@ fn a_restart_is_caught_by_moved_created_stamps_and_hidden_when_they_are_copied()
     assert_eq!(r.message, "4490 preemptions during the run");
 }
 
-// ---------------------------------------------------------------- vLLM 0.28 series (§10.3)
+// --------------------------------- vLLM 0.28 series (docs/design/evidence.md#vllm-028-other-files)
 
 #[test]
 fn ladder_t8_boundary_t9_and_t14() {
@@ -509,7 +510,7 @@ fn t14_is_unknown_when_the_readings_cannot_be_trusted() {
     );
 }
 
-// ---------------------------------------------------------------- vLLM 0.30 (§10.4)
+// ---------------------------------------------------- vLLM 0.30 (docs/design/evidence.md#vllm-030)
 
 #[test]
 fn capped_030_names_admission_control_only_with_the_boot_log() {
@@ -542,7 +543,7 @@ fn capped_030_t15_does_not_count_rejected_requests() {
     assert_eq!(r.evidence["server_finished"], 16.0);
 }
 
-// ---------------------------------------------------------------- SGLang 0.5.20 (§10.5)
+// ----------------------------------------------- SGLang 0.5.20 (docs/design/evidence.md#sglang-05)
 
 #[test]
 fn sglang_capped() {
@@ -700,7 +701,7 @@ fn sglang_own_client_counts_retractions_and_its_warm_up() {
     assert_eq!(r.message, "no retractions");
 }
 
-// ---------------------------------------------------------------- TensorRT-LLM 1.3 (§10.6)
+// -------------------------------------- TensorRT-LLM 1.3 (docs/design/evidence.md#tensorrt-llm-13)
 
 fn trt_facts(pauses: Option<u64>, served: Option<u64>, policy: Option<&str>) -> BootFacts {
     let server_args = policy.map(|p| {

@@ -1,7 +1,8 @@
-//! Property tests for the counter arithmetic shared by T1, T10 and T15 (spec §2 "Counter deltas
-//! and restarts", T10): deltas and restart detection under random counter histories, written as
-//! Prometheus text and read back by the parser; and T10's integer-second comparison against an
-//! independent computation in integer microseconds and nanoseconds.
+//! Property tests for the counter arithmetic shared by T1, T10 and T15
+//! (docs/design/tripwires.md#counter-deltas-and-restarts): deltas and restart detection under
+//! random counter histories, written as Prometheus text and read back by the parser; and T10's
+//! integer-second comparison against an independent computation in integer microseconds and
+//! nanoseconds.
 //!
 //! Each property runs a modest number of cases so that `cargo test` stays fast; for a long run:
 //! `PROPTEST_CASES=100000 cargo test --release --test proptest_counters`.

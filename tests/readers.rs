@@ -1,4 +1,5 @@
-//! The evidence readers on the recorded evidence (spec §6, §8, §10) and on damaged input.
+//! The evidence readers on the recorded evidence (docs/design/formats.md, docs/design/evidence.md)
+//! and on damaged input.
 
 use std::path::{Path, PathBuf};
 
@@ -311,7 +312,7 @@ fn load_logs_untimed_requests() {
     assert_eq!(untimed_requests("Warmup completed with 1 sequences.\n"), 1);
 }
 
-// ---- spec §10.7 parser cases ----
+// ---- parser cases (docs/design/evidence.md#parsers-and-arithmetic) ----
 
 #[test]
 fn parser_scenarios() {

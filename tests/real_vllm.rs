@@ -420,9 +420,9 @@ fn sigkill_of_inferlint_mid_load_leaves_no_vllm_process() {
     assert!(out.join("report.html").is_file(), "{stdout}\n{stderr}");
 }
 
-/// (b') The orphan of real-vllm.md §8 on top: the API server is SIGKILLed together with
-/// inferlint, so vLLM's EngineCore and Worker lose their parent mid-load and live on by
-/// themselves. The shepherd must find and stop them.
+/// (b') The orphan of docs/real-vllm.md (vLLM's own EngineCore) on top: the API server is SIGKILLed
+/// together with inferlint, so vLLM's EngineCore and Worker lose their parent mid-load and live on
+/// by themselves. The shepherd must find and stop them.
 #[test]
 fn sigkill_of_inferlint_and_the_api_server_leaves_no_orphaned_engine() {
     let _t = real::turn();

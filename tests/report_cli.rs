@@ -204,7 +204,7 @@ fn compare_two_runs() {
 /// A run folder (`run.json` and `load.log`: its load was started) that lacks its after snapshot
 /// (a run killed mid-load, a file deleted since): the checks that needed it are "can't tell",
 /// as `run` records them, never left out. A folder of files that `run` did not write keeps the
-/// spec's rule: the checks its files allow, and no others.
+/// rule of docs/design/report.md#finding-a-runs-files: the checks its files allow, and no others.
 #[test]
 fn a_run_folder_missing_its_after_snapshot_cannot_tell_what_it_needed() {
     let Some((_tmp, dir)) = copy_run("vllm-0.28/xray") else {

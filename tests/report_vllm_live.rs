@@ -1,5 +1,5 @@
-//! The report of the recorded vLLM 0.28 live run (spec §10.1): its results, summary, insights,
-//! the page's pinned strings and charts, and the CLI.
+//! The report of the recorded vLLM 0.28 live run (docs/design/evidence.md#vllm-028-live): its
+//! results, summary, insights, the page's pinned strings and charts, and the CLI.
 
 mod report_support;
 
@@ -126,7 +126,7 @@ fn the_page_carries_the_pinned_strings() {
         figure(&html, "fig-cache").is_none(),
         "no cache chart for a hybrid model"
     );
-    // Sections in the spec's order, "what limited this run" first.
+    // Sections in the order of docs/design/report.md#page-order, "what limited this run" first.
     let order: Vec<usize> = [
         "h-limits",
         "h-happened",

@@ -2,7 +2,8 @@
 //! supervises `inferlint sim serve` started with one of its fault modes (`--metrics-fault`,
 //! `--boot-never-ends`) while `inferlint sim bench` loads it. Each run must end with a clear
 //! verdict (usually "can't tell" with the reason), a complete run folder, the exit status of
-//! spec §4, nothing it started left alive, and within a bounded time: never a panic or a hang.
+//! docs/design/run.md, nothing it started left alive, and within a bounded time: never a panic or a
+//! hang.
 //!
 //! Most faults start after the run's first two scrapes (the engine check and the before
 //! snapshot), so they arrive while the load runs, as they would on a real server; some are
@@ -323,7 +324,8 @@ fn metrics_of_another_engine_from_the_start() {
 }
 
 /// The engine restarts while the load runs: every counter back at zero, every `_created`
-/// stamp moved. A delta across a restart is no number: T1 fails with the restart (spec §2),
+/// stamp moved. A delta across a restart is no number: T1 fails with the restart
+/// (docs/design/tripwires.md#counter-deltas-and-restarts),
 /// T10 and T15 cannot tell. Exit 1.
 #[test]
 fn counters_going_backwards_on_a_restart() {
@@ -456,7 +458,8 @@ fn attach_mode_metrics_answering_500_mid_run() {
     assert_eq!(r.code, 2, "{}", r.all());
     assert!(r.took < BOUND);
     assert!(!r.stderr.contains("panicked"), "{}", r.all());
-    // No boot log and one snapshot: no report (spec §4 step 13); everything else is there.
+    // No boot log and one snapshot: no report (docs/design/run.md#the-report-and-the-files);
+    // everything else is there.
     for f in [
         "results.json",
         "run.json",

@@ -1,6 +1,6 @@
-//! `inferlint run` attached to a running server (no `--serve`), against one small mock server
-//! per engine (spec §10.7, "the one-shot run against a mock server"). The load command is this
-//! test binary itself, re-run as the `load_helper` below: it sends N completions and writes a
+//! `inferlint run` attached to a running server (no `--serve`), against one small mock server per
+//! engine (docs/design/evidence.md#the-one-shot-run-against-a-mock-server). The load command is
+//! this test binary itself, re-run as the `load_helper` below: it sends N completions and writes a
 //! result file claiming M of them.
 
 mod run_support;

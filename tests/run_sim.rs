@@ -283,7 +283,8 @@ fn boot_failure_stops_within_a_second() {
     assert!(w.live_processes().is_empty());
 }
 
-/// The spec's fake server: prints the failure and exits 1.
+/// The fake server of docs/design/evidence.md#the-one-shot-run-against-a-mock-server: prints the
+/// failure and exits 1.
 #[test]
 fn server_that_exits_during_boot() {
     let _t = turn();

@@ -1,6 +1,6 @@
 //! The simulator judged by inferlint's own readers and checks: its /metrics has the families,
-//! labels and types of the real release (spec/engine-samples, recorded evidence), its boot log
-//! parses with nothing unparsed, its preemption counter equals the preemptions it performed,
+//! labels and types of the real release (the engines' published samples, the recorded
+//! evidence), its boot log parses with nothing unparsed, its preemption counter equals the preemptions it performed,
 //! its usage gauge counts out of num_gpu_blocks − 1 (T14), and T9's ceiling is the block
 //! arithmetic it was configured with.
 
@@ -128,12 +128,8 @@ fn assert_same_exposition(args: &[&str], reference: &str, what: &str) {
 
 #[test]
 fn exposition_033_matches_the_engine_sample() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/spec/engine-samples/vllm-0.33.0-metrics-single-api-server.prom");
-    let Ok(reference) = std::fs::read_to_string(&path) else {
-        eprintln!("skipping: no {}", path.display());
-        return;
-    };
+    let reference =
+        inferlint_core::testkit::engine_sample("vllm-0.33.0-metrics-single-api-server.prom");
     assert_same_exposition(
         &["--vllm-version", "0.33"],
         &reference,

@@ -1,6 +1,6 @@
-//! GPU facts (spec §5.4): nvidia-smi parsing on the recorded samples, the family table, the
-//! simulated GPU, NVML's absence, and the "N consecutive clear readings" waiter (§5.3) on a
-//! substituted clock.
+//! GPU facts (docs/design/gpus.md#gpu-facts): nvidia-smi parsing on the recorded samples, the
+//! family table, the simulated GPU, NVML's absence, and the "N consecutive clear readings" waiter
+//! (docs/design/gpus.md#two-consecutive-clear-readings) on a substituted clock.
 
 use inferlint_core::clock::{Clock, ClockReading};
 use inferlint_run::gpu::{self, ClearOptions, GpuSource, Reading};

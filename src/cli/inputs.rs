@@ -131,7 +131,8 @@ pub(crate) fn parse_optional_boot_log(
     }
 }
 
-/// Prints the verdict lines (or the JSON array) and returns the exit status of spec §1.1.
+/// Prints the verdict lines (or the JSON array) and returns the exit status
+/// (docs/design/formats.md#exit-status).
 pub(crate) fn print_verdicts(
     results: &[CheckResult],
     json: bool,

@@ -330,7 +330,7 @@ Most commands take --engine vllm|sglang|trtllm (or INFERLINT_ENGINE). Verdict co
     )
 }
 
-/// The options every verdict command takes (spec §1.1).
+/// The options every verdict command takes (docs/reference.md#common-to-every-command).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct VerdictOptions {
     /// The engine the inputs came from (vllm, sglang, trtllm; default: read from the inputs, else

@@ -44,8 +44,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     let mut results = Vec::new();
-    // T14 gate (spec §1.2): N/A on engines without a block count; else only with a snapshot
-    // from an engine that exports the cache-info series.
+    // T14 gate (docs/design/tripwires.md#t14): N/A on engines without a block count; else only with
+    // a snapshot from an engine that exports the cache-info series.
     let mut usable_blocks = None;
     if !t14::applies_to(engine) {
         results.push(t14::not_applicable(engine));

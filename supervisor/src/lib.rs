@@ -1,7 +1,7 @@
 //! `inferlint-supervisor`: owning a command's whole Linux process tree, so that nothing it
 //! starts outlives its supervisor — on a normal end, an error, Ctrl-C, SIGTERM (Slurm's
 //! `scancel`), SIGHUP, and SIGKILL of the supervisor itself. It knows nothing of inference
-//! servers; the design and its reasons are in `../shared/spec/supervisor.md` §7 and
+//! servers; the design and its reasons are in `docs/design/processes.md#ownership` and
 //! `docs/supervision.md`.
 //!
 //! # Topology

@@ -230,7 +230,8 @@ const SERVER_MODULES: &[(&str, Engine, bool)] = &[
     ("sglang.launch_server", Engine::Sglang, false),
 ];
 
-/// The engine whose server this command line starts, after its launchers: `vllm serve`,
+/// The engine whose server this command line starts
+/// (docs/design/processes.md#finding-server-processes), after its launchers: `vllm serve`,
 /// `sglang serve`, `trtllm-serve …` (not its `--help`), `python -m` one of the server modules,
 /// `python …/vllm serve` (a console script run by its interpreter), and `inferlint sim serve`,
 /// which imitates vLLM. None for anything else.

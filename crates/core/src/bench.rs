@@ -1,6 +1,7 @@
-//! Load-tool result files: `vllm bench serve`'s JSON, SGLang `bench_serving`'s JSON lines (the
-//! last line is the latest run) and TensorRT-LLM's benchmark_serving JSON (vLLM's format), and
-//! the untimed requests a load tool announces in its output (spec §8, §2 T15).
+//! Load-tool result files: `vllm bench serve`'s JSON, SGLang `bench_serving`'s JSON lines (the last
+//! line is the latest run) and TensorRT-LLM's benchmark_serving JSON (vLLM's format), and the
+//! untimed requests a load tool announces in its output (docs/design/formats.md#load-tool-results,
+//! docs/design/tripwires.md#t15).
 //!
 //! Every field is optional: a missing or non-numeric key is None (a boolean is not a number), so
 //! a file without `completed` still loads and T15 says it can't tell.

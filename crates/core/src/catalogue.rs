@@ -1,5 +1,6 @@
 //! The tripwire catalogue: what each tripwire catches, why it matters, how to check it, and
-//! where SGLang and TensorRT-LLM differ from vLLM (spec §2, §9.3).
+//! where SGLang and TensorRT-LLM differ from vLLM (docs/design/tripwires.md,
+//! docs/design/engines.md#where-the-tripwires-differ).
 //!
 //! The texts are vLLM-centred; the per-engine notes say what changes on the other engines.
 //! `docs/tripwires.md` repeats every note verbatim (a test holds it to that).

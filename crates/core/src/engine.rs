@@ -1,5 +1,5 @@
 //! The three engines, how they are named by users, and how inferlint tells them apart from
-//! metric names or a log (spec §9); from a command line, [`crate::argv`] tells.
+//! metric names or a log (docs/design/engines.md); from a command line, [`crate::argv`] tells.
 
 use std::fmt;
 
@@ -16,7 +16,7 @@ pub enum Engine {
     Trtllm,
 }
 
-/// Each engine's metric names for the roles the checks read (spec §2, "Metric names per engine").
+/// Each engine's metric names for the roles the checks read (docs/design/engines.md#metric-names).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MetricNames {
     pub running: &'static str,
@@ -272,7 +272,8 @@ pub fn detect_from_metric_names<'a>(names: impl IntoIterator<Item = &'a str>) ->
     (n > 0).then(|| Engine::ALL[best])
 }
 
-/// The engine a log's own markers name, from its first 200,000 characters (spec §9.2).
+/// The engine a log's own markers name, from its first 200,000 characters
+/// (docs/design/engines.md#auto-detection).
 pub fn detect_from_log(text: &str) -> Option<Engine> {
     let head = match text.char_indices().nth(200_000) {
         Some((i, _)) => &text[..i],

@@ -1,4 +1,4 @@
-//! Number formatting as the interface text spells it (§ Notation of the behaviour spec):
+//! Number formatting as the interface text spells it (docs/design/formats.md#number-formats):
 //! thousands separators, general form `{x:g}`, percentages, durations; and the one way text is
 //! cut to a length ([`first_chars`], [`shorten`]), always at a character boundary.
 //!

@@ -1,5 +1,5 @@
 //! What the verdict-printing commands print: verdict lines, the `--json` array, the counts line
-//! and the exit status (spec §1.1).
+//! and the exit status (docs/design/formats.md#exit-status).
 
 use std::io::{self, Write};
 

@@ -1,5 +1,6 @@
 //! Prometheus text exposition (format 0.0.4, as `prometheus_client` writes it for vLLM, SGLang
-//! and TensorRT-LLM): samples with sorted labels, and the lookups the checks need (spec §6.1).
+//! and TensorRT-LLM): samples with sorted labels, and the lookups the checks need
+//! (docs/design/formats.md#prometheus-text).
 //!
 //! The parser is hand-written rather than regex-based: it runs on every scrape of a recording
 //! (four a second for hours), must take any bytes without panicking, and must stay fast
@@ -207,8 +208,8 @@ impl Metrics {
         self.samples.iter().filter(|s| s.name.ends_with("_created"))
     }
 
-    /// The engine whose metric prefix the most series carry (spec §9.2); None when no series has
-    /// a known prefix.
+    /// The engine whose metric prefix the most series carry
+    /// (docs/design/engines.md#auto-detection); None when no series has a known prefix.
     pub fn engine(&self) -> Option<Engine> {
         detect_from_metric_names(self.samples.iter().map(|s| s.name.as_str()))
     }

@@ -1,5 +1,6 @@
 //! Series: a recording of a server's gauges and counters over time (schema `inferlint.series/1`,
-//! spec §6.2), its reader, its writer, (the recorder that samples a live server is in inferlint-run).
+//! docs/design/formats.md#series), its reader and its writer (the recorder that samples a live
+//! server is in inferlint-run).
 //!
 //! The reader is forgiving where a recording is merely damaged (a killed recorder leaves a
 //! truncated last line; blank, garbage and malformed rows are skipped and counted) and strict
@@ -24,9 +25,10 @@ pub struct SeriesHeader {
     /// The server's base URL.
     pub url: String,
     pub interval_s: f64,
-    /// The engine the header names. Recordings made before SGLang and TensorRT-LLM support have
-    /// no `engine` key: this is then None and the recording is read as vLLM's (spec §6.2), which
-    /// the callers decide, because a named engine or another input may still say otherwise.
+    /// The engine the header names. Recordings made before SGLang and TensorRT-LLM support have no
+    /// `engine` key: this is then None and the recording is read as vLLM's
+    /// (docs/design/formats.md#series), which the callers decide, because a named engine or another
+    /// input may still say otherwise.
     pub engine: Option<Engine>,
 }
 

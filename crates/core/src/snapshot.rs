@@ -1,5 +1,5 @@
 //! Snapshots: one reading of a server's Prometheus text with the clocks around it (schema
-//! `inferlint.snapshot/1`, spec §6.1), or a bare `.prom` file (no clock).
+//! `inferlint.snapshot/1`, docs/design/formats.md#snapshot), or a bare `.prom` file (no clock).
 
 use std::path::Path;
 use std::time::Duration;
@@ -17,7 +17,7 @@ pub(crate) use files::{parse_python_json, read_text, repr, write_atomically};
 /// The schema name of a snapshot document.
 pub const SNAPSHOT_SCHEMA: &str = "inferlint.snapshot/1";
 
-/// The scrape timeout of spec §6.1.
+/// The scrape timeout (docs/design/formats.md#snapshot).
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// One reading of a server's metrics.

@@ -14,6 +14,8 @@
 //! | T13 | a readiness loop on a fixed port with a killing `trap … EXIT`, not checking the server is its own | FAIL |
 //! | T13 | `sleep N` as the only wait after starting a server | WARN |
 
+#![forbid(unsafe_code)]
+
 pub mod argv;
 pub mod killer;
 pub mod model;

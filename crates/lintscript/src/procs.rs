@@ -1,5 +1,6 @@
-//! What a `pkill`/`pgrep`/`killall` pattern hits: tried against the processes an inference
-//! server runs as (spec §5.1) and against the processes running the script itself.
+//! What a `pkill`/`pgrep`/`killall` pattern hits: tried against the processes an inference server
+//! runs as (docs/design/processes.md#finding-server-processes) and against the processes running
+//! the script itself.
 
 use regex::{Regex, RegexBuilder};
 
@@ -47,7 +48,8 @@ pub struct ServerProc {
     pub comm: &'static str,
 }
 
-/// Typical processes of each engine's server, as `ps` shows them (spec §5.1, engines.md §3).
+/// Typical processes of each engine's server, as `ps` shows them
+/// (docs/design/processes.md#finding-server-processes).
 pub const SERVER_PROCS: &[ServerProc] = &[
     ServerProc {
         engine: Engine::Vllm,

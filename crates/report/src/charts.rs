@@ -1,5 +1,5 @@
-//! The report's figures (spec §7.3 "Charts"), each built from the run's own numbers: the cache
-//! against the load, requests over time, the cache in use, output tokens per second, time at
+//! The report's figures (docs/design/report.md#charts), each built from the run's own numbers: the
+//! cache against the load, requests over time, the cache in use, output tokens per second, time at
 //! each running level, the KV pool per boot and the GPU memory split.
 
 use maud::Markup;

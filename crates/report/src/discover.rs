@@ -1,5 +1,5 @@
-//! Finding a run's files in its folder (spec §1.2 "`report` with a RUN folder") and reading them
-//! into report [`Inputs`]. Files named by the user win; the rest are found by name.
+//! Finding a run's files in its folder (docs/design/report.md#finding-a-runs-files) and reading
+//! them into report [`Inputs`]. Files named by the user win; the rest are found by name.
 
 use std::path::{Path, PathBuf};
 

@@ -1,4 +1,5 @@
-//! "What limited this run" (spec §7.4) and the narrative lede (§7.5): at most three sentences
+//! "What limited this run" (docs/design/report.md#what-limited-this-run) and the narrative lede
+//! (docs/design/report.md#the-lede): at most three sentences
 //! of plain arithmetic on the run's own numbers, and a paragraph that tells the run as a story.
 
 use serde::{Deserialize, Serialize};

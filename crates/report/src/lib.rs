@@ -1,10 +1,12 @@
-//! The HTML report: one offline page that says what limited a run, what happened, each
-//! tripwire's result, what the server did over time and the server that ran (spec §7).
+//! The HTML report: one offline page that says what limited a run, what happened, each tripwire's
+//! result, what the server did over time and the server that ran (docs/design/report.md).
 //!
 //! [`Report::build`] turns the run's files ([`Inputs`]) into results, a [`Summary`] and
 //! [`Insight`]s; [`Report::render_page`] draws the page from templates that escape by default
 //! (maud), with the run's data embedded as JSON so the page is also the archive
 //! ([`embed::read_back`]).
+
+#![forbid(unsafe_code)]
 
 pub mod charts;
 pub mod compare;

@@ -1,6 +1,6 @@
-//! What the before and after readings and the recording say about the run as a whole (spec
-//! §7.3 "Summary"): the measured span, requests finished and why, tokens, evictions, mean
-//! latencies, the peak running and the recording's cadence.
+//! What the before and after readings and the recording say about the run as a whole
+//! (docs/design/report.md#the-summary): the measured span, requests finished and why, tokens,
+//! evictions, mean latencies, the peak running and the recording's cadence.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -52,9 +52,7 @@ pub fn default_folder_name() -> String {
 
 /// This machine's host name (empty when it cannot be read).
 pub fn host_name() -> String {
-    nix::unistd::gethostname()
-        .map(|h| h.to_string_lossy().into_owned())
-        .unwrap_or_default()
+    nix::unistd::gethostname().map_or_else(|_| String::new(), |h| h.to_string_lossy().into_owned())
 }
 
 /// The current time as RFC 3339 in UTC with milliseconds.

@@ -1,5 +1,5 @@
-//! The run's GPUs before the server starts (the T2 gate, spec §4 step 2) and after it stopped
-//! (step 12), judged on a shared node (docs/supervision.md, "Sharing the node").
+//! The run's GPUs before the server starts (the T2 gate, docs/design/run.md#the-gpu-gate) and after
+//! it stopped (step 12), judged on a shared node (docs/supervision.md, "Sharing the node").
 //!
 //! Both judge only the run's scope: its GPUs (`--gpus`, else CUDA_VISIBLE_DEVICES, else
 //! Slurm's, else every GPU) and its own processes. Other server processes are never signalled
@@ -27,7 +27,8 @@ pub const NO_GPU_NOTE: &str = "no NVIDIA GPU found (nvidia-smi is missing or fai
 /// The note when no GPU can be read and other server processes run.
 pub const NO_GPU_NEIGHBOURS_NOTE: &str = "no NVIDIA GPU found (nvidia-smi is missing or failed): with no GPU memory to judge, T2 checks only the run's own server processes; the others below are not the run's";
 
-/// Seconds between two readings (spec §5.3), when the fast path does not hold.
+/// Seconds between two readings (docs/design/gpus.md#two-consecutive-clear-readings), when the fast
+/// path does not hold.
 pub const READING_INTERVAL_S: f64 = 2.0;
 
 /// What the gate or the stop found.

@@ -1,4 +1,4 @@
-//! GPU readings (spec §5.3–§5.4): the cards and their memory, from NVML when
+//! GPU readings (docs/design/gpus.md): the cards and their memory, from NVML when
 //! `libnvidia-ml.so.1` loads, else from `nvidia-smi`, or from the simulated GPU
 //! (`INFERLINT_GPU=sim:<dir>`); and the "N consecutive clear readings" waiter. Which cards a
 //! run judges and who holds memory on them: [`scope`] (docs/supervision.md, "Which GPUs a run
@@ -124,7 +124,8 @@ pub fn run_smi(exe: &Path, args: &[&str], timeout: Duration) -> Result<String, G
 }
 
 /// The cards via nvidia-smi: asks with `uuid` and `compute_cap`, and again with fewer fields
-/// when an old driver rejects one (§5.4's query, then without `compute_cap`).
+/// when an old driver rejects one (docs/design/gpus.md#gpu-facts:
+/// the full query, then without `compute_cap`).
 pub fn read_gpus_smi(exe: &Path) -> Result<Vec<Gpu>, GpuError> {
     let q = |fields: &str| {
         run_smi(
@@ -152,8 +153,8 @@ pub fn read_gpus(source: &GpuSource) -> Result<Vec<Gpu>, GpuError> {
     }
 }
 
-/// The reading of §5.3: the largest used MiB over all cards; None when unreadable or when
-/// there is no card.
+/// The reading of docs/design/gpus.md#two-consecutive-clear-readings: the largest used MiB over all
+/// cards; None when unreadable or when there is no card.
 pub fn max_used_mib(source: &GpuSource) -> Option<u64> {
     let gpus = read_gpus(source).ok()?;
     gpus.iter()

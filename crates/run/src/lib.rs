@@ -1,5 +1,5 @@
-//! `inferlint run` (alias `xray`): the supervised benchmark of spec §4. The run starts the
-//! server (or attaches to one), watches it boot, probes it, records it while the load command
+//! `inferlint run` (alias `xray`): the supervised benchmark of docs/design/run.md. The run starts
+//! the server (or attaches to one), watches it boot, probes it, records it while the load command
 //! runs, checks the tripwires, writes the run folder and the report, and stops everything it
 //! started, however the run ends.
 //!
@@ -10,6 +10,10 @@
 //! [`sequence`] (the steps in order). Below them, what a run reads from the machine and the
 //! server: [`gpu`] (NVML, nvidia-smi, the simulated GPU), [`procs`] (`/proc`, server processes,
 //! teardown), [`probe`] (T7's requests), [`scrape`] and [`record`] (live metrics).
+
+// Unsafe code here is limited to what the process model needs (fork, pre_exec, raw fds); each
+// block says why it is sound.
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod boot;
 pub mod deaths;
@@ -46,7 +50,7 @@ pub use live::{Collect, Sink, Terminal};
 pub use sequence::run;
 pub use server::READY_MARKER;
 
-/// Whether the GPU gate (spec §4 step 2) runs.
+/// Whether the GPU gate (docs/design/run.md#the-gpu-gate) runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GpuCheck {
     /// Strict where NVIDIA GPUs exist (or the simulated GPU is set); where none exists, the
@@ -100,7 +104,8 @@ pub struct RunInputs {
 }
 
 impl RunInputs {
-    /// The spec's defaults: interval 0.25 s, ready timeout 900 s, probe on.
+    /// The defaults of docs/reference.md#inferlint-run: interval 0.25 s, ready timeout 900 s, probe
+    /// on.
     pub fn new(out: PathBuf, load: Vec<String>) -> RunInputs {
         RunInputs {
             out,

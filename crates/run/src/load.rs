@@ -1,6 +1,6 @@
 //! The load command: which benchmark client it is, how many concurrent requests it asks for,
-//! how it is rewritten to save its result in the run folder (spec §4 step 8), and where its
-//! result file is found afterwards.
+//! how it is rewritten to save its result in the run folder (docs/design/run.md#the-load), and
+//! where its result file is found afterwards.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -151,7 +151,7 @@ pub struct Rewrite {
 }
 
 /// Rewrites a known client so it saves its result in the run folder `out`, unless it already
-/// saves one (spec §4 step 8). Other commands run unchanged.
+/// saves one (docs/design/run.md#the-load). Other commands run unchanged.
 pub fn rewrite(argv: &[String], out: &Path) -> Rewrite {
     let tool = load_tool(argv);
     let mut new = argv.to_vec();

@@ -2,13 +2,14 @@
 //! only the run's GPUs and the run's own processes; every other server process is a neighbour,
 //! listed and never signalled.
 //!
-//! A reading is clear (spec §5.3, scoped) when none of the run's own processes is alive, no
-//! server process holds memory on the run's cards, and every one of those cards uses at most
-//! 800 MiB. Clear readings are counted as the spec counts them (one unclear reading resets the
-//! count). What changes is the time between them: after a clear reading taken when the run's
-//! tree is verified gone and the driver lists no process at all on the run's cards, the next
-//! reading comes after a short settle instead of 2 s. Why that is safe against the driver's
-//! memory-release lag is written down in docs/supervision.md ("T2 by events").
+//! A reading is clear (docs/design/gpus.md#which-gpus-a-run-judges) when none of the run's own
+//! processes is alive, no server process holds memory on the run's cards, and every one of those
+//! cards uses at most 800 MiB. Clear readings are counted as
+//! docs/design/gpus.md#two-consecutive-clear-readings counts them (one unclear reading resets the
+//! count). What changes is the time between them: after a clear reading taken when the run's tree
+//! is verified gone and the driver lists no process at all on the run's cards, the next reading
+//! comes after a short settle instead of 2 s. Why that is safe against the driver's memory-release
+//! lag is written down in docs/supervision.md ("T2 by events").
 
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -156,9 +157,9 @@ pub struct WaitOptions {
     pub max_used_mib: u64,
     pub consecutive: u32,
     pub timeout_s: f64,
-    /// The spec's 2 s between readings.
+    /// The 2 s between readings of docs/design/gpus.md#two-consecutive-clear-readings.
     pub interval_s: f64,
-    /// The fast path's settle ([`SETTLE_S`]); None keeps the spec's interval always.
+    /// The fast path's settle ([`SETTLE_S`]); None keeps the 2 s interval always.
     pub settle_s: Option<f64>,
     /// False when no GPU can be read: only the run's own processes decide.
     pub require_gpu: bool,
@@ -287,7 +288,7 @@ fn read_once(node: &mut dyn Node, own: &Own, opts: &WaitOptions, elapsed_s: f64)
 /// next reading after a clear one comes after the settle when the fast path holds: the run's
 /// tree verified gone, none of its processes seen, and, with a GPU, the driver listing no
 /// process on the run's cards and their used memory within the idle baseline. Otherwise, and
-/// after any unclear reading, the spec's interval.
+/// after any unclear reading, the 2 s interval (docs/design/gpus.md#the-fast-path).
 pub fn wait_clear(
     node: &mut dyn Node,
     own: &Own,

@@ -1,6 +1,6 @@
-//! T7's requests to a live server: list the models, send one completion, then a burst of
-//! `concurrency` at once, then check `/health`. A server that is "ready" but dies on its first
-//! real request fails here, before a benchmark's numbers are trusted.
+//! T7's requests to a live server (docs/design/tripwires.md#t7): list the models, send one
+//! completion, then a burst of `concurrency` at once, then check `/health`. A server that is
+//! "ready" but dies on its first real request fails here, before a benchmark's numbers are trusted.
 
 use std::time::{Duration, Instant};
 

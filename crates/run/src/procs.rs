@@ -1,5 +1,6 @@
-//! Inference-server processes in `/proc`, found by structure (spec §5.1), and the attach-mode
-//! teardown that stops them and waits for a clear card (§5.2, §5.3).
+//! Inference-server processes in `/proc`, found by structure
+//! (docs/design/processes.md#finding-server-processes), and the attach-mode
+//! teardown that stops them and waits for a clear card (docs/design/processes.md#stopping).
 //!
 //! A process is a server of engine E by the shape of its argument vector, never by a substring
 //! of the whole command line, so `bash -c "vllm serve m; pkill -f 'vllm serve'"`, `tail -f
@@ -32,8 +33,8 @@ pub fn list_processes(root: &Path) -> Option<Vec<ProcInfo>> {
     Some(scan.all().into_iter().filter(|p| !p.is_zombie()).collect())
 }
 
-/// The engine a process serves ([`inferlint_core::argv::process_engine`]); None
-/// for anything else.
+/// The engine a process serves, by the rules of docs/design/processes.md#finding-server-processes
+/// ([`inferlint_core::argv::process_engine`]); None for anything else.
 pub fn server_engine(p: &ProcInfo) -> Option<Engine> {
     inferlint_core::argv::process_engine(&p.comm, &p.argv)
 }
@@ -254,7 +255,7 @@ pub fn pkill_comparison(procs: &[ProcInfo], sel: &Selection, pattern: &str) -> P
 }
 
 // ---------------------------------------------------------------------------------------------
-// The attach-mode teardown (§5.2)
+// The attach-mode teardown (docs/design/processes.md#stopping)
 
 /// Everything the teardown reads and does to the machine, substitutable in tests.
 pub trait System {
@@ -434,7 +435,8 @@ fn remaining(system: &mut dyn System, targets: &[Target]) -> Vec<Target> {
         .collect()
 }
 
-/// Waits for clear readings on `system` (§5.3): `n_live` = server processes of any engine and
+/// Waits for clear readings on `system` (docs/design/gpus.md#two-consecutive-clear-readings):
+/// `n_live` = server processes of any engine and
 /// any user, excluding `self_pid` and its ancestors.
 pub fn wait_clear(
     system: &mut dyn System,

@@ -204,7 +204,7 @@ impl Scraper {
 }
 
 /// Scrapes `base_url` with one scraper shared by the whole process (TensorRT-LLM's
-/// `/prometheus/metrics` found as in docs/design/formats.md, and remembered per base URL).
+/// `/prometheus/metrics` found as in docs/design/formats.md#snapshot, and remembered per base URL).
 pub async fn scrape(
     base_url: &str,
     metrics_path: Option<&str>,

@@ -1,4 +1,5 @@
-//! The server's address, read from the command that starts it (spec §4 step 0).
+//! The server's address, read from the command that starts it
+//! (docs/design/run.md#the-servers-address).
 
 use inferlint_core::argv::command_engine;
 use inferlint_core::engine::Engine;

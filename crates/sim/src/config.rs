@@ -60,7 +60,8 @@ pub enum Escape {
     DoubleFork,
 }
 
-/// A start-up failure to print (the kinds of spec/behaviour.md §3.6).
+/// A start-up failure to print (the kinds of
+/// docs/design/bootlog.md#the-failure-classifier).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum FailKind {

@@ -116,7 +116,11 @@ pub fn run_engine() -> anyhow::Result<i32> {
         Some(Escape::DoubleFork) => {
             // SAFETY: no other thread exists yet; the parent only calls _exit.
             match unsafe { nix::unistd::fork() }? {
-                nix::unistd::ForkResult::Parent { .. } => unsafe { libc::_exit(0) },
+                nix::unistd::ForkResult::Parent { .. } => {
+                    // SAFETY: _exit takes a plain status and ends the process at once, without
+                    // running exit handlers or flushing buffers the child shares.
+                    unsafe { libc::_exit(0) }
+                }
                 nix::unistd::ForkResult::Child => {}
             }
         }

@@ -293,7 +293,8 @@ mod tests {
 
     #[test]
     fn floats_are_formatted_like_prometheus_client() {
-        // Every value below appears in spec/engine-samples or the recorded 0.28 metrics.
+        // Every value below appears in the engines' published sample scrapes or the recorded
+        // 0.28 metrics.
         assert_eq!(go_float(0.0), "0.0");
         assert_eq!(go_float(10240.0), "10240.0");
         assert_eq!(go_float(0.95), "0.95");

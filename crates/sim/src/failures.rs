@@ -1,7 +1,8 @@
-//! The failures the simulated server prints: start-up failure signatures of each kind
-//! spec/behaviour.md §3.6 classifies (shaped like the recorded vLLM failures: the engine's
-//! `EngineCore failed to start.` traceback, then the API server's `[shutdown]` line and its own
-//! traceback), and the fatal error of an engine that dies while serving.
+//! The failures the simulated server prints: start-up failure signatures of each kind the
+//! classifier names (docs/design/bootlog.md#the-failure-classifier), shaped like the recorded
+//! vLLM failures (the engine's `EngineCore failed to start.` traceback, then the API server's
+//! `[shutdown]` line and its own traceback), and the fatal error of an engine that dies while
+//! serving.
 
 use super::config::{FailKind, ServeConfig};
 use super::logline::{sites, Logger};

@@ -27,6 +27,10 @@
 //! [`logline`] and [`failures`] (the log lines), [`gpu`] (the simulated GPU), [`os`] (process
 //! titles and /proc), [`bench`] (the load client).
 
+// Unsafe code here is limited to what the process model needs (fork, pre_exec, raw fds); each
+// block says why it is sound.
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod api;
 pub mod bench;
 pub mod config;

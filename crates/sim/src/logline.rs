@@ -1,4 +1,4 @@
-//! vLLM's log line shapes (spec/engines.md §2.1): `(Process pid=N) LEVEL mm-dd HH:MM:SS
+//! vLLM's log line shapes (docs/design/engines.md#log-lines): `(Process pid=N) LEVEL mm-dd HH:MM:SS
 //! [file.py:line] message`, continuation lines of a multi-line message repeating the header, the
 //! uvicorn lines, and the `file:line` each message is logged from in each release.
 
@@ -119,10 +119,10 @@ pub fn write_stdout(text: &str) {
     let _ = o.flush();
 }
 
-/// The `file:line` vLLM logs each message from, per release: 0.28 and 0.30 from the recorded
-/// logs, 0.33 from spec/engines.md §2.2 and (shutdown, engine death) the recorded 0.32 run. A
-/// line no recording of that release shows gets a number near the neighbouring release's; no
-/// reader depends on these numbers.
+/// The `file:line` vLLM logs each message from, per release: 0.28 and 0.30 from the recorded logs,
+/// 0.33 from its format strings (docs/design/engines.md#log-lines) and (shutdown, engine death) the
+/// recorded 0.32 run. A line no recording of that release shows gets a number near the neighbouring
+/// release's; no reader depends on these numbers.
 pub struct Sites {
     pub logo: &'static str,
     pub args: &'static str,

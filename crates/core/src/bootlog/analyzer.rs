@@ -16,7 +16,8 @@ use super::{sglang, trtllm, vllm};
 use crate::engine::Engine;
 use crate::fmt::first_chars;
 
-/// Engine markers are looked for in a log's first 200,000 characters (spec §9.2).
+/// Engine markers are looked for in a log's first 200,000 characters
+/// (docs/design/engines.md#auto-detection).
 const HEAD_CHARS: usize = 200_000;
 
 /// Something the live supervisor wants to know the moment its line arrives.

@@ -1,6 +1,7 @@
-//! The failure classifier of spec §3.6, written to run as the lines arrive: its state after any
-//! line is exactly the verdict on the log up to that line, so the live supervisor learns of a
-//! failure at the line that shows it and the verdict on a whole file follows §3.6 to the letter.
+//! The failure classifier (docs/design/bootlog.md#the-failure-classifier), written to run as the
+//! lines arrive: its state after any line is exactly the verdict on the log up to that line, so the
+//! live supervisor learns of a failure at the line that shows it and the verdict on a whole file
+//! follows that rule to the letter.
 //!
 //! Why incremental works: a rule's winner is "the first matching line after the last line that
 //! shows the server kept working" (with a ready line) or "the first matching line" (without one),
@@ -97,7 +98,8 @@ impl Failure {
     }
 }
 
-/// The classifier rules of §3.6, in priority order (index = priority).
+/// The classifier rules (docs/design/bootlog.md#the-failure-classifier), in priority order (index =
+/// priority).
 const RULES: usize = 14;
 
 fn rule_kind(rule: usize) -> FailureKind {
@@ -115,7 +117,8 @@ fn rule_kind(rule: usize) -> FailureKind {
     }
 }
 
-/// How far above an exception line its context may be (§3.6).
+/// How far above an exception line its context may be
+/// (docs/design/bootlog.md#the-failure-classifier).
 const ASSERT_WINDOW: usize = 3;
 const FRAME_WINDOW: usize = 6;
 
@@ -350,9 +353,9 @@ impl Classifier {
 }
 
 /// Whether a line shows the server kept working: an answered POST or a scheduler batch line
-/// (§3.6), or vLLM's periodic stats line with tokens generated since the last one (vLLM's
-/// counterpart of SGLang's `Decode batch`: a request rejected by admission control logs a
-/// traceback, and the engine goes on generating).
+/// (docs/design/bootlog.md#the-failure-classifier), or vLLM's periodic stats line with tokens
+/// generated since the last one (vLLM's counterpart of SGLang's `Decode batch`: a request rejected
+/// by admission control logs a traceback, and the engine goes on generating).
 fn shows_work(text: &str, found: Found) -> bool {
     (found.has(Phrase::Post) && is_answered_post(text))
         || (found.any(&[Phrase::PrefillBatch, Phrase::DecodeBatch])

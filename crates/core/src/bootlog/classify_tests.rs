@@ -1,4 +1,5 @@
-//! Tests of the failure classifier: the cases of spec §3.6 and its preparation rules.
+//! Tests of the failure classifier: the cases of docs/design/bootlog.md#the-failure-classifier and
+//! its preparation rules.
 
 use super::*;
 use crate::bootlog::phrases::scan;

@@ -1,5 +1,6 @@
-//! What a boot log says about the server that started (spec §3): the fields every result should
-//! carry. A field the log did not print stays empty (None); it is never given a default.
+//! What a boot log says about the server that started (docs/design/bootlog.md): the fields every
+//! result should carry. A field the log did not print stays empty (None); it is never given a
+//! default.
 
 use std::collections::BTreeMap;
 
@@ -24,7 +25,7 @@ pub struct Unparsed {
 pub struct BootFacts {
     /// From the log's own markers, else the engine the user named (a hint).
     pub engine: Option<Engine>,
-    // --- vLLM (§3.2)
+    // --- vLLM (docs/design/bootlog.md#vllm-lines)
     pub vllm_version: Option<String>,
     pub non_default_args: Option<Map<String, Value>>,
     pub selected_backends: Vec<String>,
@@ -49,7 +50,8 @@ pub struct BootFacts {
     pub compiled_fresh: Option<bool>,
     pub requested_backend: Option<String>,
     pub speculative: Option<bool>,
-    // --- SGLang (§3.3) and TensorRT-LLM (§3.4)
+    // --- SGLang and TensorRT-LLM (docs/design/bootlog.md#sglang-lines,
+    // docs/design/bootlog.md#tensorrt-llm-lines)
     /// SGLang's full `server_args` dict; TensorRT-LLM's parsed `LLM Args` settings.
     pub server_args: Option<Map<String, Value>>,
     pub page_size: Option<u64>,
@@ -95,7 +97,8 @@ pub struct BootFacts {
     /// Unparsed lines beyond those kept in `unparsed` (only hostile input has that many).
     #[serde(default)]
     pub unparsed_more: u64,
-    /// The start-up or serving failure the log shows (spec §3.6), if any.
+    /// The start-up or serving failure the log shows
+    /// (docs/design/bootlog.md#the-failure-classifier), if any.
     #[serde(default)]
     pub failure: Option<Failure>,
 }

@@ -1,5 +1,5 @@
-//! Everything inferlint learns from a server's own output (spec §3): the boot facts, the
-//! start-up or serving failure, and the events a live supervisor shows as they happen.
+//! Everything inferlint learns from a server's own output (docs/design/bootlog.md): the boot facts,
+//! the start-up or serving failure, and the events a live supervisor shows as they happen.
 //!
 //! There is one reader, [`Analyzer`]: it is fed lines (or raw byte chunks) as they arrive and
 //! reports each event at its line. Parsing a file or a text is feeding it everything.
@@ -87,7 +87,7 @@ pub fn parse_file_with_markers(
     Ok((facts, own))
 }
 
-/// The failure a log's text shows (spec §3.6), or None.
+/// The failure a log's text shows (docs/design/bootlog.md#the-failure-classifier), or None.
 pub fn classify_failure(text: &str) -> Option<Failure> {
     parse_text(text, None).failure
 }
@@ -121,7 +121,8 @@ fn version_of(facts: &BootFacts) -> Option<&str> {
         .or(facts.server_version.as_deref())
 }
 
-/// The untested-version warning (spec §1.1), or None for a tested or unknown version.
+/// The untested-version warning (docs/design/bootlog.md#untested-versions), or None for a tested or
+/// unknown version.
 pub fn untested_version_note(facts: &BootFacts) -> Option<String> {
     let engine = facts.engine.unwrap_or(Engine::Vllm);
     let v = version_of(facts)?;
@@ -139,7 +140,8 @@ pub fn untested_version_note(facts: &BootFacts) -> Option<String> {
     ))
 }
 
-/// The `boot` block of an `rv.result/1` record (spec §3.5), for users to keep with their results.
+/// The `boot` block of an `rv.result/1` record, for users to keep with their results
+/// (docs/design/bootlog.md#the-result-block).
 pub fn result_block(facts: &BootFacts) -> Value {
     json!({
         "engine": facts.engine.map(Engine::key),

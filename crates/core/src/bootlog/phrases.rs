@@ -17,7 +17,7 @@ macro_rules! phrases {
 }
 
 phrases! {
-    // vLLM (spec §3.2 and engines.md §2.2 for 0.10-0.33)
+    // vLLM 0.10-0.33 (docs/design/bootlog.md#vllm-lines)
     EngineInit = "Initializing a V1 LLM engine (v",
     ApiServerVersion = "vLLM API server version ",
     ServerVersion = "vLLM server version ",
@@ -42,7 +42,7 @@ phrases! {
     CompilingGraph = "Compiling a graph for ",
     LoadAot = "Directly load AOT compilation",
     Drafter = "Loading drafter model",
-    // SGLang (§3.3)
+    // SGLang (docs/design/bootlog.md#sglang-lines)
     ServerArgs = "server_args={",
     KvAllocated = "KV Cache is allocated.",
     LoadWeightEnd = "Load weight end.",
@@ -51,7 +51,7 @@ phrases! {
     RunningCapped = "max_running_requests is capped to ",
     MaxTotalTokens = "max_total_num_tokens=",
     DefaultBackend = "Attention backend not specified. Use ",
-    // TensorRT-LLM (§3.4)
+    // TensorRT-LLM (docs/design/bootlog.md#tensorrt-llm-lines)
     TrtVersion = "TensorRT LLM version: ",
     TrtVersionDash = "TensorRT-LLM version: ",
     PagedKv = "for max tokens in paged KV cache (",
@@ -64,7 +64,7 @@ phrases! {
     // Every engine
     Ready = "Application startup complete",
     Post = "\"POST /",
-    // The failure classifier (§3.6)
+    // The failure classifier (docs/design/bootlog.md#the-failure-classifier)
     Shutdown = "[shutdown]",
     IgnoreImport = "Ignore import error",
     StartOf = "[start of ",
@@ -90,7 +90,8 @@ phrases! {
     PrefillBatch = "Prefill batch",
     DecodeBatch = "Decode batch",
     VllmStats = "Avg generation throughput: ",
-    // Engine markers, looked for in a log's first 200,000 characters only (§9.2)
+    // Engine markers, looked for in a log's first 200,000 characters only
+    // (docs/design/engines.md#auto-detection)
     MarkTrtTag = "[TensorRT-LLM]",
     MarkTrtServe = "trtllm-serve",
     MarkTrtPath = "tensorrt_llm/",

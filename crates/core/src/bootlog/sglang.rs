@@ -1,4 +1,4 @@
-//! SGLang's boot lines (spec §3.3; engines.md §6 for 0.5.2's spellings).
+//! SGLang's boot lines, with 0.5.2's spellings (docs/design/bootlog.md#sglang-lines).
 
 use std::sync::LazyLock;
 

@@ -1,5 +1,6 @@
-//! TensorRT-LLM's boot lines (spec §3.4). Several are printed more than once by design (a dry
-//! run sizes the pool before the real one), so they are last-wins and never conflicts.
+//! TensorRT-LLM's boot lines (docs/design/bootlog.md#tensorrt-llm-lines). Several are printed more
+//! than once by design (a dry run sizes the pool before the real one), so they are last-wins and
+//! never conflicts.
 
 use std::sync::LazyLock;
 

@@ -1,4 +1,4 @@
-//! vLLM's boot lines (spec §3.2; engines.md §2 for the formats of 0.10 to 0.33).
+//! vLLM's boot lines, in the formats of 0.10 to 0.33 (docs/design/bootlog.md#vllm-lines).
 
 use std::sync::LazyLock;
 

@@ -1,4 +1,4 @@
-//! Block arithmetic on the KV usage gauge (spec §2 T9, T14).
+//! Block arithmetic on the KV usage gauge (docs/design/tripwires.md#block-arithmetic).
 //!
 //! vLLM's usage gauge is `used_blocks / usable_blocks`, so every reading is a fraction with the
 //! same denominator. Recovering that denominator from the readings tells how many blocks the
@@ -32,10 +32,10 @@ pub struct BlockInference {
     pub reason: Option<String>,
 }
 
-/// Infers the gauge's denominator from usage readings (spec §2 T14): each distinct reading in
-/// (0, 1] is approximated by its best rational with denominator ≤ 65,536; N is the least common
-/// multiple of those denominators; every reading must lie within 1e-6·N of a multiple of 1/N;
-/// the result is trusted with at least 5 distinct readings.
+/// Infers the gauge's denominator from usage readings (docs/design/tripwires.md#block-arithmetic):
+/// each distinct reading in (0, 1] is approximated by its best rational with denominator ≤ 65,536;
+/// N is the least common multiple of those denominators; every reading must lie within 1e-6·N of a
+/// multiple of 1/N; the result is trusted with at least 5 distinct readings.
 pub fn infer_blocks(readings: &[f64]) -> BlockInference {
     let distinct: BTreeSet<u64> = readings
         .iter()
@@ -174,9 +174,9 @@ pub struct IdleSample {
 }
 
 /// How many requests of the size seen at this sample fit in the cache: `floor(1/share)` with
-/// `share = usage/running` (spec §2 T9). With the usable block count known the arithmetic is in
-/// whole blocks: `used = round(usage·B)`, ceiling = `(B · int(running)) // used`; without it,
-/// `floor(running/usage + 1e-9)`.
+/// `share = usage/running` (docs/design/tripwires.md#block-arithmetic). With the usable block
+/// count known the arithmetic is in whole blocks: `used = round(usage·B)`, ceiling =
+/// `(B · int(running)) // used`; without it, `floor(running/usage + 1e-9)`.
 pub fn predicted_ceiling(
     usage: f64,
     running: f64,

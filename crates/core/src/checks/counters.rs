@@ -1,5 +1,5 @@
-//! Arithmetic on two snapshots (spec §2 "Counter deltas and restarts", T10): the delta of a
-//! counter, the restart that makes a delta meaningless, and the span between the snapshots.
+//! Arithmetic on two snapshots (docs/design/tripwires.md#counter-deltas-and-restarts): the delta of
+//! a counter, the restart that makes a delta meaningless, and the span between the snapshots.
 //!
 //! A restart is an error carrying its evidence, never a number: after a restart the counters
 //! started again from zero, so `after − before` measures nothing.

@@ -47,7 +47,7 @@ pub struct Facts<'a> {
     pub engine: Engine,
 }
 
-/// The checks of a run (docs/design/run.md, step 11): T1, T10, T14 (or N/A), T9, T8 (when the
+/// The checks of a run (docs/design/run.md#the-checks): T1, T10, T14 (or N/A), T9, T8 (when the
 /// concurrency asked for is known), then T15 (when a result file was read). T10's message is
 /// the bare one; the run's terminal line appends the integer-second comparison itself. The
 /// live run, the report and the Python binding all decide through this one function.

@@ -1,5 +1,5 @@
 //! T1 silent-preemption: requests evicted from the KV cache and recomputed during the run
-//! (spec §2 T1).
+//! (docs/design/tripwires.md#t1).
 //!
 //! vLLM and SGLang count evictions; the delta of the counter between the snapshots is the
 //! answer. TensorRT-LLM counts none: its log (one INFO line per pause) is the only full record,

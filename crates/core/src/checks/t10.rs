@@ -1,5 +1,5 @@
 //! T10 integer-second-timer: the token rate between two snapshots over their monotonic span, and
-//! what a timer with whole-second stamps would have said (spec §2 T10).
+//! what a timer with whole-second stamps would have said (docs/design/tripwires.md#t10).
 
 use crate::checks::counters::{snapshot_delta, span, CounterQuery, DeltaError};
 use crate::engine::Engine;

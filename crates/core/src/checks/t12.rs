@@ -1,5 +1,6 @@
-//! T12 unexplained-failure (and T7 crash-after-ready from the log): the failure classifier of
-//! spec §3.6 run over a boot log. Also the "can't tell" results for lines that could not be read.
+//! T12 unexplained-failure (and T7 crash-after-ready from the log): the failure classifier
+//! (docs/design/bootlog.md#the-failure-classifier) run over a boot log. Also the "can't tell"
+//! results for lines that could not be read.
 
 use serde_json::json;
 

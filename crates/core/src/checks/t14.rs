@@ -1,4 +1,5 @@
-//! T14 null-block: vLLM's usage gauge counts out of `num_gpu_blocks − 1` (spec §2 T14).
+//! T14 null-block: vLLM's usage gauge counts out of `num_gpu_blocks − 1`
+//! (docs/design/tripwires.md#t14).
 
 use crate::checks::blocks::{infer_blocks, limit_denominator, BlockInference, MAX_DENOMINATOR};
 use crate::engine::Engine;

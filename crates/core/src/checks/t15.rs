@@ -1,5 +1,5 @@
 //! T15 client-server-mismatch: the load tool's result file against the server's counters
-//! (spec §2 T15).
+//! (docs/design/tripwires.md#t15).
 
 use crate::bench::BenchResult;
 use crate::checks::counters::{snapshot_delta, CounterQuery, DeltaError};

@@ -1,5 +1,5 @@
 //! T2 orphaned-engine: after a teardown, is the card clear? The readings come from the waiter
-//! of [`crate::gpu::clear`]; this turns its outcome into the verdict (docs/design/tripwires.md).
+//! of [`crate::gpu::clear`]; this turns its outcome into the verdict (docs/design/tripwires.md#t2).
 
 use crate::gpu::ClearResult;
 use crate::result::{CheckResult, Tripwire};

@@ -1,6 +1,6 @@
 //! T7 crash-after-ready, from a probe's outcome: the model list, one completion, a burst of
 //! concurrent completions, then `/health`. A server that is "ready" but dies on its first real
-//! request fails here, before a benchmark's numbers are trusted (docs/design/tripwires.md). The
+//! request fails here, before a benchmark's numbers are trusted (docs/design/tripwires.md#t7). The
 //! requests themselves are inferlint-run's `probe`; the boot-log side of T7 is T12's classifier.
 
 use serde_json::{json, Value};

@@ -1,5 +1,5 @@
 //! T8 concurrency-not-reached: the load kept N requests open, the server never ran N at once
-//! (spec §2 T8).
+//! (docs/design/tripwires.md#t8).
 
 use serde_json::{Map, Value};
 

@@ -1,5 +1,5 @@
 //! T9 falling-ceiling: how many requests fit, `floor(1/share)`, changed as requests grew
-//! (spec §2 T9).
+//! (docs/design/tripwires.md#t9).
 
 use crate::checks::blocks::predicted_ceiling;
 use crate::checks::t8::gauges_hint;

@@ -129,7 +129,7 @@ pub fn wait_until_clear(
 }
 
 /// T2's FAIL reason once the wait ran out: `not clear after 10s: last reading 21768 MiB used, 1
-/// server processes alive` (the spec's wording, which scripts read).
+/// server processes alive` (docs/tripwires.md#t2-orphaned-engine: scripts read it).
 pub fn not_clear_reason(timeout_s: f64, last: &Reading) -> String {
     let used = last.used.map_or("?".to_string(), |u| u.to_string());
     format!(

@@ -100,7 +100,7 @@ pub enum GpuError {
     },
 }
 
-/// The query `gpu-inspect` and the readings use (§5.4).
+/// The query `gpu-inspect` and the readings use (docs/design/gpus.md#gpu-facts).
 pub const QUERY_GPU: &str =
     "index,name,memory.total,memory.used,memory.free,driver_version,compute_cap";
 
@@ -119,7 +119,8 @@ fn mib(s: &str) -> Option<u64> {
         .or_else(|| v.parse::<f64>().ok().map(|f| f.round() as u64))
 }
 
-/// The query the scope readings use: §5.4's fields plus the card's UUID.
+/// The query the scope readings use: the fields of docs/design/gpus.md#gpu-facts plus the
+/// card's UUID.
 pub const QUERY_GPU_UUID: &str =
     "index,uuid,name,memory.total,memory.used,memory.free,driver_version,compute_cap";
 

@@ -1,6 +1,6 @@
-//! The page's templates (maud, which escapes every interpolated value). Sections in the order
-//! of spec §7.2: header, what limited this run, what happened, results, what the server did,
-//! the server that ran, the tripwire guide, footer.
+//! The page's templates (maud, which escapes every interpolated value). Sections in the order of
+//! docs/design/report.md#page-order: header, what limited this run, what happened, results, what
+//! the server did, the server that ran, the tripwire guide, footer.
 
 mod happened;
 mod results;

@@ -184,7 +184,7 @@ fn events_at(drawn: &super::super::svg::Drawn, x: f64) -> String {
     }
 }
 
-/// The boot facts table rows (spec §7.3 "The server that ran").
+/// The boot facts table rows (docs/design/report.md#the-server-that-ran).
 pub fn boot_rows(f: &BootFacts, engine: Engine) -> Vec<(String, String)> {
     let mut rows = Vec::new();
     if let Some(v) = &f.version {

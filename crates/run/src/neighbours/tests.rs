@@ -183,7 +183,8 @@ fn a_source_that_cannot_attribute_memory_keeps_the_spec_interval() {
 
 #[test]
 fn one_low_reading_is_not_proof_and_the_count_resets() {
-    // Held, released, held again, then released for good (spec §5.3's example shape).
+    // Held, released, held again, then released for good (the example of
+    // docs/design/gpus.md#two-consecutive-clear-readings).
     let held = reading(vec![card(0, 18_900)], Some(vec![holder(0, 52, 18_900)]));
     let free = reading(vec![card(0, 3)], Some(vec![]));
     let mut node = Fake::new(

@@ -1,6 +1,6 @@
-//! The run's steps in order (spec §4), each printing its lines through the [`Sink`]. A finding
-//! never stops the sequence; a problem (no server, a failed boot, a wrong engine) skips to the
-//! stop, and the run folder is written whatever happened.
+//! The run's steps in order (docs/design/run.md), each printing its lines through the [`Sink`]. A
+//! finding never stops the sequence; a problem (no server, a failed boot, a wrong engine) skips to
+//! the stop, and the run folder is written whatever happened.
 
 use std::path::PathBuf;
 use std::sync::Arc;

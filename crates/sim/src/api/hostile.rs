@@ -112,7 +112,7 @@ fn garbage() -> Response {
     resp
 }
 
-/// SGLang 0.5's exposition (spec/engine-samples/sglang-0.5.2-metrics.prom, abridged), with the
+/// SGLang 0.5's exposition (SGLang 0.5.2's published sample scrape, abridged), with the
 /// simulator's own scheduler state in its gauges.
 pub fn sglang_exposition(model: &str, running: u32, waiting: u32, kv_usage: f64) -> String {
     let m = crate::expo::py_repr;

@@ -1,5 +1,5 @@
-//! The HTTP surface (spec/engines.md §5): routes, `--api-key` authentication on `/v1/*`,
-//! uvicorn's access log and the instrumentator's `http_*` metrics around every request.
+//! The HTTP surface (docs/design/engines.md#http-surface): routes, `--api-key` authentication on
+//! `/v1/*`, uvicorn's access log and the instrumentator's `http_*` metrics around every request.
 
 use std::net::SocketAddr;
 use std::pin::Pin;

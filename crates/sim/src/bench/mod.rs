@@ -1,6 +1,6 @@
-//! `inferlint sim bench`: a load client with `vllm bench serve`'s flags, console summary and
-//! result JSON (spec/engines.md §4), including the initial test request of the releases that
-//! send one. Prompts are random words (one token each to the simulated server).
+//! `inferlint sim bench`: a load client with `vllm bench serve`'s flags, console summary and result
+//! JSON (docs/design/engines.md#bench-serve-results), including the initial test request of the
+//! releases that send one. Prompts are random words (one token each to the simulated server).
 
 mod client;
 mod result;

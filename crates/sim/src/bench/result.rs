@@ -1,4 +1,5 @@
-//! The results as `vllm bench serve` computes, prints and saves them (spec/engines.md §4).
+//! The results as `vllm bench serve` computes, prints and saves them
+//! (docs/design/engines.md#bench-serve-results).
 
 use std::path::PathBuf;
 

@@ -1,4 +1,5 @@
-//! `vllm:cache_config_info` per release (spec/engines.md §1.7 and the recorded scrapes).
+//! `vllm:cache_config_info` per release (docs/design/engines.md#cache-config-info and the
+//! recorded scrapes).
 
 use crate::config::{Release, ServeConfig};
 use crate::expo::{py_repr, Family, Kind};

@@ -1,5 +1,5 @@
-//! The families each vLLM release registers, in its order, with their HELP text, labels,
-//! buckets and pre-created children (spec/engines.md §1.4–1.5 and the recorded 0.28/0.30
+//! The families each vLLM release registers, in its order, with their HELP text, labels, buckets
+//! and pre-created children (docs/design/engines.md#metrics-exposition and the recorded 0.28/0.30
 //! scrapes), and prometheus-fastapi-instrumentator's `http_*` families.
 
 use crate::config::{Release, ServeConfig};

@@ -1,6 +1,7 @@
 //! The API server's /metrics: the families each vLLM release registers (names, HELP, labels,
-//! buckets, pre-created children, order; spec/engines.md §1 and the recorded 0.28/0.30 scrapes),
-//! the default Python collectors, and prometheus-fastapi-instrumentator's `http_*` families.
+//! buckets, pre-created children, order; docs/design/engines.md#metrics-exposition and the recorded
+//! 0.28/0.30 scrapes), the default Python collectors, and prometheus-fastapi-instrumentator's
+//! `http_*` families.
 //!
 //! Like vLLM, the frontend owns every metric; the engine ships per-step numbers to it.
 
