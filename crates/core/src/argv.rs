@@ -24,6 +24,11 @@ pub fn is_python(word: &str) -> bool {
     })
 }
 
+/// inferlint itself, also as a renamed copy of its binary (`inferlint-0.3`).
+fn is_inferlint(name: &str) -> bool {
+    name.starts_with("inferlint")
+}
+
 /// A command that runs the rest of its arguments as another command.
 struct Launcher {
     name: &'static str,
@@ -246,7 +251,7 @@ pub fn server_engine(argv: &[String]) -> Option<Engine> {
         "trtllm-serve" if !matches!(arg(1), Some("-h" | "--help") | None) => {
             return Some(Engine::Trtllm)
         }
-        _ if name.starts_with("inferlint") && arg(1) == Some("sim") && arg(2) == Some("serve") => {
+        _ if is_inferlint(name) && arg(1) == Some("sim") && arg(2) == Some("serve") => {
             return Some(Engine::Vllm)
         }
         _ => {}
@@ -352,7 +357,7 @@ pub fn is_load(argv: &[String]) -> bool {
     let arg = |k: usize| rest.get(k).map(String::as_str);
     match basename(first) {
         "vllm" => return arg(1) == Some("bench"),
-        "inferlint" => return arg(1) == Some("sim") && arg(2) == Some("bench"),
+        name if is_inferlint(name) => return arg(1) == Some("sim") && arg(2) == Some("bench"),
         "genai-perf" | "guidellm" | "aiperf" | "llmperf" => return true,
         _ => {}
     }

@@ -221,6 +221,7 @@ fn loads_in_both_directions() {
         "python3 benchmarks/benchmark_serving.py",
         "python -m vllm.benchmarks.benchmark_serving",
         "inferlint sim bench --model m",
+        "/x/inferlint-0.3 sim bench --model m",
         "genai-perf profile -m m",
         "guidellm benchmark",
         "aiperf profile",
@@ -233,6 +234,7 @@ fn loads_in_both_directions() {
         "python serve.py",
         "python -c 'import vllm'",
         "inferlint sim serve m",
+        "inferlint teardown",
         "curl localhost:8000",
         "",
     ];
