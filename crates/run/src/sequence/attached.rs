@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use inferlint_supervisor::{ProcId, Tracked};
+use nix::sys::signal::Signal;
 
 use super::super::listener::{self, Found};
 use super::Run;
@@ -20,6 +21,35 @@ const POLL: Duration = Duration::from_millis(100);
 const AFTER_KILL: Duration = Duration::from_secs(5);
 
 impl Run {
+    /// Attach mode: which processes serve the URL (the listener on its port and everything
+    /// below it), said once; the stop ends those processes ([`Run::stop_attached`]).
+    pub(super) async fn name_attached_server(&mut self) {
+        let url = self.url.clone();
+        let found =
+            tokio::task::spawn_blocking(move || listener::find(Path::new("/proc"), &url)).await;
+        let line = match found {
+            Ok(listener::Found::Tree(t)) => {
+                let cmdline = t[0].cmdline();
+                let cmd = inferlint_core::fmt::first_chars(&cmdline, 100);
+                self.record.attached_server = t.iter().map(|p| p.pid).collect();
+                format!(
+                    "== the server at {}: pid={} {cmd} (and {} processes below it; the run stops them when it ends)",
+                    self.url,
+                    t[0].pid,
+                    t.len() - 1
+                )
+            }
+            Ok(listener::Found::NotFound(why)) => {
+                format!(
+                    "note: cannot tell which processes serve {}: {why}; the run will stop nothing",
+                    self.url
+                )
+            }
+            Err(e) => format!("note: cannot tell which processes serve {}: {e}", self.url),
+        };
+        self.line(&line);
+    }
+
     /// Step 12 in attach mode: SIGTERM the attached server's processes, SIGKILL what is left
     /// after the grace, and say what was done.
     pub(super) async fn stop_attached(&mut self) {
@@ -93,14 +123,15 @@ fn stop(url: &str, started: &[i32], grace: Duration) -> Vec<String> {
     let mut lines: Vec<String> = tracked
         .iter()
         .map(|(p, _)| {
-            let cmd: String = p.cmdline().chars().take(100).collect();
+            let cmdline = p.cmdline();
+            let cmd = inferlint_core::fmt::first_chars(&cmdline, 100);
             format!("target  pid={:<8} {cmd}", p.pid)
         })
         .collect();
     let t0 = Instant::now();
     let mut signalled = 0;
     for (_, t) in &tracked {
-        if t.signal(&scan, libc::SIGTERM) {
+        if t.signal(&scan, Signal::SIGTERM as i32) {
             signalled += 1;
         }
     }
@@ -110,7 +141,7 @@ fn stop(url: &str, started: &[i32], grace: Duration) -> Vec<String> {
     }
     let mut killed = 0;
     for (_, t) in &tracked {
-        if t.is_alive(&scan) && t.signal(&scan, libc::SIGKILL) {
+        if t.is_alive(&scan) && t.signal(&scan, Signal::SIGKILL as i32) {
             killed += 1;
         }
     }
