@@ -158,10 +158,10 @@ pub fn engine_from_log(py: Python<'_>, text: &str) -> Option<&'static str> {
 
 #[pyfunction]
 pub fn engine_from_command(command: &str) -> Option<&'static str> {
-    crate::core::engine::detect_from_command(command).map(Engine::key)
+    crate::core::argv::command_string_engine(command).map(Engine::key)
 }
 
 #[pyfunction]
 pub fn engine_from_argv(argv: Vec<String>) -> Option<&'static str> {
-    crate::core::engine::detect_from_argv(&argv).map(Engine::key)
+    crate::core::argv::command_engine(&argv).map(Engine::key)
 }

@@ -8,7 +8,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::checks::{out, Checked};
-use crate::core::{catalogue, gpu, probe, procs, Engine};
+use crate::core::{catalogue, gpu, probe, procs, Clock, ClockReading, Engine};
 
 /// One catalogue entry: `(id, slug, name, what, why, command, [(engine, note)])`.
 pub type EntryRow = (
@@ -177,13 +177,14 @@ struct Hooks<'a, 'py> {
     error: &'a FirstError,
 }
 
-impl gpu::Clock for Hooks<'_, '_> {
-    fn now(&self) -> f64 {
+impl Clock for Hooks<'_, '_> {
+    /// 0.3.1's `clock` hook gives seconds; the library reads them as the monotonic clock.
+    fn now(&self) -> ClockReading {
         match self.clock.call0().and_then(|v| v.extract::<f64>()) {
-            Ok(t) => t,
+            Ok(t) => ClockReading::at(t),
             Err(e) => {
                 self.error.keep(e);
-                f64::INFINITY
+                ClockReading::at(f64::INFINITY)
             }
         }
     }
