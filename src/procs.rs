@@ -351,6 +351,9 @@ impl System for RealSystem {
             pid: target.pid,
             starttime: target.starttime,
         };
+        let Ok(sig) = nix::sys::signal::Signal::try_from(sig) else {
+            return false;
+        };
         inferlint_supervisor::Tracked::open(&self.scan, id)
             .is_some_and(|t| t.signal(&self.scan, sig))
     }

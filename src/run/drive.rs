@@ -17,10 +17,10 @@ use super::deaths::DeathWatch;
 use super::interrupt::{Interrupt, Level};
 use super::live::{elapsed, Sink};
 use super::monitor::Monitor;
-use super::proc::{Exit, Proc, ProcOptions};
+use super::proc::{Proc, ProcOptions};
 use super::redact::Secrets;
 use super::server::LogEvent;
-use inferlint_supervisor::{Graces, ShepherdProgram, StopMode};
+use inferlint_supervisor::{ExitKind, Graces, ShepherdProgram, StopMode};
 
 /// How long a load asked to stop (SIGINT, so it can flush its result) gets before SIGKILL.
 pub const LOAD_GRACE: Duration = Duration::from_secs(5);
@@ -32,13 +32,13 @@ pub const RECORDER_WAIT: Duration = Duration::from_secs(10);
 /// What happened to the load.
 pub struct LoadOutcome {
     /// None when it could not be started (`start_error` says why) or outlived SIGKILL.
-    pub exit: Option<Exit>,
+    pub exit: Option<ExitKind>,
     pub start_error: Option<String>,
     /// When it started (result files written since then are its own).
     pub started: SystemTime,
     pub seconds: f64,
     /// The server exited during the load (code).
-    pub server_died: Option<Exit>,
+    pub server_died: Option<ExitKind>,
     /// Why the load was stopped early: the server could no longer serve it.
     pub server_broken: Option<String>,
     /// It was stopped because of an interrupt.
@@ -128,7 +128,7 @@ pub struct LoadSpec<'a> {
     pub secrets: &'a Secrets,
     pub shepherd: ShepherdProgram,
     /// The server's exit, when the run started it.
-    pub server_exit: Option<watch::Receiver<Option<Exit>>>,
+    pub server_exit: Option<watch::Receiver<Option<ExitKind>>>,
     /// What the server's log says meanwhile (a failure while serving is alerted).
     pub server_events: Option<&'a mut mpsc::UnboundedReceiver<LogEvent>>,
     /// The deaths in the server's tree (printed by the watch itself; a death that breaks the
@@ -151,7 +151,7 @@ fn stop_unserved(
     if stopping.is_none() {
         *stopping = Some(Instant::now());
         sink.line("the server can no longer serve: stopping the load");
-        proc.signal_group(libc::SIGINT);
+        proc.signal_group(nix::sys::signal::Signal::SIGINT);
     }
 }
 
@@ -248,13 +248,13 @@ pub async fn run_load(spec: LoadSpec<'_>, recorder: &mut Recorder) -> LoadOutcom
                             spec.sink.alert(&format!(
                                 "{} into the load: the server exited with code {}",
                                 elapsed(t0.elapsed()),
-                                e.code()
+                                e.shell_code()
                             ));
                         }
                         server_exit = None;
                         let why = format!(
                             "the server exited with code {} {} into the load",
-                            e.code(),
+                            e.shell_code(),
                             elapsed(t0.elapsed())
                         );
                         stop_unserved(why, &mut outcome, &mut stopping, &proc, spec.sink.as_ref());
@@ -284,7 +284,7 @@ pub async fn run_load(spec: LoadSpec<'_>, recorder: &mut Recorder) -> LoadOutcom
                 stopping = Some(Instant::now());
                 spec.sink.line("interrupted: stopping the load (Ctrl-C again to force)");
                 // SIGINT first: a benchmark client saves what it has measured.
-                proc.signal_group(libc::SIGINT);
+                proc.signal_group(nix::sys::signal::Signal::SIGINT);
             },
             _ = spec.interrupt.reached(Level::Force) => {
                 outcome.interrupted = true;

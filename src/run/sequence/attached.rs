@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use inferlint_supervisor::{ProcId, Tracked};
+use nix::sys::signal::Signal;
 
 use super::super::listener::{self, Found};
 use super::Run;
@@ -100,7 +101,7 @@ fn stop(url: &str, started: &[i32], grace: Duration) -> Vec<String> {
     let t0 = Instant::now();
     let mut signalled = 0;
     for (_, t) in &tracked {
-        if t.signal(&scan, libc::SIGTERM) {
+        if t.signal(&scan, Signal::SIGTERM) {
             signalled += 1;
         }
     }
@@ -110,7 +111,7 @@ fn stop(url: &str, started: &[i32], grace: Duration) -> Vec<String> {
     }
     let mut killed = 0;
     for (_, t) in &tracked {
-        if t.is_alive(&scan) && t.signal(&scan, libc::SIGKILL) {
+        if t.is_alive(&scan) && t.signal(&scan, Signal::SIGKILL) {
             killed += 1;
         }
     }
