@@ -9,9 +9,10 @@
 //!
 //! ```text
 //! supervisor (your process: any threads, tokio or not; child subreaper #2)
-//! └─ shepherd (`inferlint shepherd …`: single thread, own session, child subreaper #1)
+//! └─ shepherd (your program's hidden `shepherd` subcommand: single thread, own session,
+//!    │         child subreaper #1)
 //!    └─ server (own process group; own cgroup when delegated; PDEATHSIG=SIGTERM;
-//!       │        INFERLINT_RUN_ID=<run id> in its environment; stdout/stderr = pipes to you)
+//!       │        <marker variable>=<run id> in its environment; stdout/stderr = pipes to you)
 //!       └─ its children, setsid/double-fork escapees, renamed engines…
 //! ```
 //!

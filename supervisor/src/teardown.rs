@@ -373,3 +373,42 @@ fn wait(
         pause = (pause * 2).min(Duration::from_millis(25));
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leftover_lines_carry_the_callers_words() {
+        let leftover = |pid, cmdline: &str| Leftover {
+            pid,
+            cmdline: cmdline.into(),
+        };
+        let report = TeardownReport {
+            actor: "reap".into(),
+            requested: StopMode::Graceful,
+            escalated: false,
+            backend: "process group 7".into(),
+            stages: Vec::new(),
+            signalled: Vec::new(),
+            found: Vec::new(),
+            leftovers: vec![leftover(42, "server --port 8000"), leftover(7, &"x".repeat(120))],
+            elapsed_ms: 0,
+            cgroup_removed: None,
+            leader_exit: None,
+            pipes_at_eof: None,
+        };
+        let plain = report.leftover_lines();
+        assert_eq!(plain[0], "left over: pid=42       server --port 8000");
+        assert_eq!(plain[1], format!("left over: pid=7        {}", "x".repeat(100)));
+        let told = report.leftover_lines_with(|l| {
+            if l.pid == 42 {
+                "  (holds 1 thing)".into()
+            } else {
+                String::new()
+            }
+        });
+        assert_eq!(told[0], "left over: pid=42       server --port 8000  (holds 1 thing)");
+        assert_eq!(told[1], plain[1]);
+    }
+}

@@ -4,11 +4,11 @@
 //! It calls `setsid()` first (terminal signals reach only the supervisor, which forwards them
 //! exactly once), becomes a child subreaper, starts the server in its own process group (and in
 //! a fresh cgroup when one can be created) with `PR_SET_PDEATHSIG = SIGTERM` set from this one
-//! thread, tags it with the run's marker variable, and then waits on three things in one `poll`: the
-//! control socket from the supervisor (fd 3), a signalfd, and a periodic census. It runs the
-//! staged teardown when told to, when the leader exits by itself (what is left are orphans),
-//! when it is signalled itself, and — the reason it exists — when the control socket reaches end
-//! of file: the supervisor is gone, even by SIGKILL.
+//! thread, tags it with the run's marker variable, and then waits on three things in one
+//! `poll`: the control socket from the supervisor (fd 3), a signalfd, and a periodic census.
+//! It runs the staged teardown when told to, when the leader exits by itself (what is left are
+//! orphans), when it is signalled itself, and — the reason it exists — when the control socket
+//! reaches end of file: the supervisor is gone, even by SIGKILL.
 //!
 //! Its own diagnostics go to `--log`, never to the server's pipes. After losing the supervisor
 //! it keeps the server's output pipes drained (into `--drain-to`), so the server never blocks

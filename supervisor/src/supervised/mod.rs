@@ -1,7 +1,7 @@
 //! The supervisor's side: start a command under a shepherd and hold the handle on it.
 //!
 //! [`Supervised::spawn`] creates the output pipes (1 MiB buffers) and the control socket,
-//! starts the shepherd (`SpawnOptions::shepherd`, e.g. `inferlint shepherd`), waits for its
+//! starts the shepherd (`SpawnOptions::shepherd`, e.g. `mytool shepherd`), waits for its
 //! `Spawned` report, and starts three threads: two output pumps and a control reader. If the
 //! shepherd disappears without finishing a teardown (SIGKILL), the control reader runs the same
 //! staged teardown itself on what it recorded: process group, session, cgroup, marker and the
@@ -32,7 +32,7 @@ use crate::{sys, ExitKind, StopMode};
 use control::{no_report, Shared};
 
 /// How to start a shepherd: a program and the arguments before the shepherd's own
-/// (e.g. `inferlint` + `["shepherd"]`).
+/// (e.g. `mytool` + `["shepherd"]`).
 #[derive(Clone, Debug)]
 pub struct ShepherdProgram {
     pub program: PathBuf,
