@@ -1,8 +1,8 @@
-//! Property test for the attach-mode teardown (spec §5.1–5.2) on random process trees: servers
-//! of the three engines in every launch shape, their renamed children and helpers, mixed with
-//! bystanders that a substring match would hit (`tail -f "vllm serve.log"`, `grep "vllm serve"`,
-//! `bash -c "vllm serve m"`, `vllm bench serve`, a script that would pkill), and inferlint's own
-//! process placed anywhere, even under a server or looking like one.
+//! Property test for the attach-mode teardown (docs/design/processes.md#stopping) on random process
+//! trees: servers of the three engines in every launch shape, their renamed children and helpers,
+//! mixed with bystanders that a substring match would hit (`tail -f "vllm serve.log"`, `grep "vllm
+//! serve"`, `bash -c "vllm serve m"`, `vllm bench serve`, a script that would pkill), and
+//! inferlint's own process placed anywhere, even under a server or looking like one.
 //!
 //! Signals go to a simulated machine, never to a real process. The teardown must signal exactly
 //! the server processes and their descendants, and never inferlint, its ancestors, a bystander,
@@ -14,7 +14,7 @@ mod proptest_support;
 
 use std::collections::BTreeSet;
 
-use inferlint::procs::{self, ProcInfo, System, Target, TeardownOptions};
+use inferlint_run::procs::{self, ProcInfo, System, Target, TeardownOptions};
 use proptest::prelude::*;
 
 fn cases(default: u32) -> ProptestConfig {

@@ -3,23 +3,23 @@
 
 mod report_support;
 
-use inferlint::report::{BootLog, Inputs, Report};
-use inferlint::snapshot::Snapshot;
-use inferlint::{CheckResult, Status, Tripwire};
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::{CheckResult, Status, Tripwire};
+use inferlint_report::{BootLog, Inputs, Report};
 use report_support::*;
 
 fn log(rel: &str, label: &str) -> Option<BootLog> {
     Some(BootLog {
         label: label.into(),
-        text: inferlint::testkit::evidence_text(rel)?,
+        text: inferlint_core::testkit::evidence_text(rel)?,
     })
 }
 
 #[test]
 fn a_restart_voids_the_counts_and_the_insights() {
     let (Some(b), Some(a)) = (
-        inferlint::testkit::evidence("vllm-0.28/metrics/restart_before.prom"),
-        inferlint::testkit::evidence("vllm-0.28/metrics/restart_after.prom"),
+        inferlint_core::testkit::evidence("vllm-0.28/metrics/restart_before.prom"),
+        inferlint_core::testkit::evidence("vllm-0.28/metrics/restart_after.prom"),
     ) else {
         return;
     };

@@ -8,7 +8,7 @@ mod sim_support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use inferlint::sim::gpu::Holding;
+use inferlint_sim::gpu::Holding;
 use sim_support::*;
 
 /// pid → GPU index of every live holder of simulated GPU memory.
@@ -205,7 +205,12 @@ fn data_parallel_metrics_are_labelled_per_engine_like_the_real_scrapes() {
         assert!((u - 0.8).abs() < 1e-9, "4 of 5 usable blocks, got {u}");
     }
     // The recorder reads it as two engines.
-    let row = inferlint::series::SeriesSample::from_metrics(&m, inferlint::Engine::Vllm, 1.0, None);
+    let row = inferlint_core::series::SeriesSample::from_metrics(
+        &m,
+        inferlint_core::Engine::Vllm,
+        1.0,
+        None,
+    );
     assert_eq!(
         (row.running, row.waiting, row.kv_usage),
         (Some(8.0), Some(4.0), None)

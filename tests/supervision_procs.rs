@@ -1,4 +1,5 @@
-//! Finding and stopping server processes (spec §5, §10.5–§10.7) on synthetic process tables,
+//! Finding and stopping server processes (docs/design/processes.md#finding-server-processes,
+//! docs/design/evidence.md#finding-and-stopping-server-processes) on synthetic process tables,
 //! synthetic `/proc` roots and a substituted machine: structural matching, descendants, never
 //! self or ancestors, the usual pkill pattern and what it would hit, other users, the staged
 //! attach-mode teardown and the clear readings.
@@ -6,9 +7,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use inferlint::engine::Engine;
-use inferlint::gpu::ClearOptions;
-use inferlint::procs::{self, ProcInfo, System, Target, TeardownOptions};
+use inferlint_core::engine::Engine;
+use inferlint_run::gpu::ClearOptions;
+use inferlint_run::procs::{self, ProcInfo, System, Target, TeardownOptions};
 
 fn p(pid: i32, ppid: i32, argv: &[&str]) -> ProcInfo {
     let comm = argv
@@ -33,8 +34,9 @@ fn renamed(pid: i32, ppid: i32, name: &str) -> ProcInfo {
     x
 }
 
-/// The table of §10.7: two vLLM servers with renamed children, a shell one-liner that would
-/// pkill, a `tail -f` bystander and a third server.
+/// The table of docs/design/evidence.md#finding-and-stopping-server-processes: two vLLM servers
+/// with renamed children, a shell one-liner that would pkill, a `tail -f` bystander and a third
+/// server.
 fn table() -> Vec<ProcInfo> {
     vec![
         p(1, 0, &["/sbin/init"]),

@@ -6,10 +6,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::fmt::thousands;
-use crate::gpu::{self, ClearOptions, Gpu, GpuScope, GpuSource, ScopeView};
-use crate::procs::{self, ProcInfo, RealSystem, System, Target};
-use crate::result::CheckResult;
+use inferlint_core::checks::t2;
+use inferlint_core::fmt::thousands;
+use inferlint_core::result::CheckResult;
+use inferlint_run::gpu::{self, ClearOptions, Gpu, GpuScope, GpuSource, ScopeView};
+use inferlint_run::procs::{self, ProcInfo, RealSystem, System, Target};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -139,7 +140,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     .filter(|g| !g.is_empty());
     let print = |out: &mut dyn Write, results: &[CheckResult]| {
-        let _ = crate::output::print_results(out, results, args.json);
+        let _ = inferlint_core::output::print_results(out, results, args.json);
     };
     if !args.json {
         let view = scoped.as_ref().and_then(|(_, v)| v.as_ref());
@@ -176,7 +177,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let gpus_json: Vec<serde_json::Value> = gpus.iter().flatten().map(Gpu::to_json).collect();
     // With --gpus the evidence also says which cards and who held them.
-    let with_scope = |r: crate::result::CheckResult| match &scoped {
+    let with_scope = |r: inferlint_core::result::CheckResult| match &scoped {
         Some((scope, view)) => r
             .with("scope", scope.describe())
             .with("holders", view.as_ref().map(|v| v.reading.holders.clone()))
@@ -216,7 +217,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             reason: String::new(),
             gpu_unreadable: true,
         };
-        let r = super::teardown::t2_result(&clear, "")
+        let r = t2::result(&clear, "")
             .with("readings", clear.readings_json())
             .with("gpus", &gpus_json);
         print(&mut out, &[with_scope(r)]);
@@ -232,14 +233,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
         None => procs::wait_clear(&mut { real }, self_pid, &opts)?,
     };
-    let r = super::teardown::t2_result(&clear, "card not clear; refusing to boot. ")
+    let r = t2::result(&clear, "card not clear; refusing to boot. ")
         .with("readings", clear.readings_json())
         .with("gpus", &gpus_json);
     let r = with_scope(r);
     print(&mut out, std::slice::from_ref(&r));
     Ok(match r.status {
-        crate::result::Status::Pass => 0,
-        crate::result::Status::Fail => 1,
+        inferlint_core::result::Status::Pass => 0,
+        inferlint_core::result::Status::Fail => 1,
         _ => 2,
     })
 }

@@ -3,7 +3,7 @@
 //! `scancel`), SIGHUP, and SIGKILL of the supervisor itself. It knows nothing of inference
 //! servers (the names its runs show under — environment variables, cgroups, process titles —
 //! come from the caller as [`Names`]); the design and its reasons are in
-//! `../shared/spec/supervisor.md` §7 and `docs/supervision.md`.
+//! `docs/design/processes.md#ownership` and `docs/supervision.md`.
 //!
 //! # Topology
 //!

@@ -335,10 +335,7 @@ mod tests {
     #[test]
     fn environ_lookup_matches_whole_names() {
         let env = b"A=1\0TOOL_RUN_ID_X=no\0TOOL_RUN_ID=r1\0";
-        assert_eq!(
-            environ_lookup(env, "TOOL_RUN_ID").as_deref(),
-            Some("r1")
-        );
+        assert_eq!(environ_lookup(env, "TOOL_RUN_ID").as_deref(), Some("r1"));
         assert_eq!(environ_lookup(env, "B"), None);
     }
 

@@ -248,14 +248,28 @@ mod tests {
         put(504, run("half", "60:9"), here);
         put(505, run("restarted-owner", "60:8"), here);
         // Another product's run, under its own variables: not ours to judge.
-        put(506, vec!["OTHER_RUN_ID=foreign".into(), "OTHER_RUN_OWNERS=40:7".into()], here);
+        put(
+            506,
+            vec![
+                "OTHER_RUN_ID=foreign".into(),
+                "OTHER_RUN_OWNERS=40:7".into(),
+            ],
+            here,
+        );
         let scan = ProcScanner::new(root);
         let stale: Vec<String> = find_stale(&scan, &names, None)
             .into_iter()
             .map(|r| r.run_id)
             .filter(|id| {
-                ["dead", "other-ns", "no-owners", "half", "restarted-owner", "foreign"]
-                    .contains(&id.as_str())
+                [
+                    "dead",
+                    "other-ns",
+                    "no-owners",
+                    "half",
+                    "restarted-owner",
+                    "foreign",
+                ]
+                .contains(&id.as_str())
             })
             .collect();
         // Pid 60 lives but started at 9, not 8: the owner of `restarted-owner` is gone.

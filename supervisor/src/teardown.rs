@@ -1,6 +1,6 @@
-//! The one staged teardown every path uses (supervisor.md §7.3): the supervisor's stop, the
-//! shepherd's stop when the supervisor is gone, the supervisor's fallback when the shepherd is
-//! gone, and reconciliation of earlier runs.
+//! The one staged teardown every path uses (docs/design/processes.md#the-staged-teardown): the
+//! supervisor's stop, the shepherd's stop when the supervisor is gone, the supervisor's fallback
+//! when the shepherd is gone, and reconciliation of earlier runs.
 //!
 //! 1. **polite** — SIGTERM to the leader only, so the server runs its own clean shutdown (vLLM
 //!    stops its engine itself); output keeps draining meanwhile (the pumps run on their own).
@@ -392,7 +392,10 @@ mod tests {
             stages: Vec::new(),
             signalled: Vec::new(),
             found: Vec::new(),
-            leftovers: vec![leftover(42, "server --port 8000"), leftover(7, &"x".repeat(120))],
+            leftovers: vec![
+                leftover(42, "server --port 8000"),
+                leftover(7, &"x".repeat(120)),
+            ],
             elapsed_ms: 0,
             cgroup_removed: None,
             leader_exit: None,
@@ -400,7 +403,10 @@ mod tests {
         };
         let plain = report.leftover_lines();
         assert_eq!(plain[0], "left over: pid=42       server --port 8000");
-        assert_eq!(plain[1], format!("left over: pid=7        {}", "x".repeat(100)));
+        assert_eq!(
+            plain[1],
+            format!("left over: pid=7        {}", "x".repeat(100))
+        );
         let told = report.leftover_lines_with(|l| {
             if l.pid == 42 {
                 "  (holds 1 thing)".into()
@@ -408,7 +414,10 @@ mod tests {
                 String::new()
             }
         });
-        assert_eq!(told[0], "left over: pid=42       server --port 8000  (holds 1 thing)");
+        assert_eq!(
+            told[0],
+            "left over: pid=42       server --port 8000  (holds 1 thing)"
+        );
         assert_eq!(told[1], plain[1]);
     }
 }

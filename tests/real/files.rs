@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use inferlint::snapshot::Snapshot;
+use inferlint_core::snapshot::Snapshot;
 use serde_json::Value;
 
 use super::Launch;
