@@ -153,6 +153,21 @@ impl ShepherdConfig {
         if cfg.run_id.is_empty() {
             return Err("shepherd: --run-id is required".into());
         }
+        // The shepherd takes ownership of each handed-down descriptor: each once, and never
+        // one of the standard three.
+        let mut fds: Vec<RawFd> = cfg
+            .control_fd
+            .iter()
+            .chain(&cfg.drain_fds)
+            .copied()
+            .collect();
+        fds.sort_unstable();
+        if let Some(fd) = fds.iter().find(|&&fd| fd <= 2) {
+            return Err(format!("shepherd: descriptor {fd} is a standard one"));
+        }
+        if let Some(w) = fds.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("shepherd: descriptor {} named twice", w[0]));
+        }
         Ok(cfg)
     }
 }
@@ -218,5 +233,28 @@ mod tests {
         assert!(!cfg.no_pidfd);
         let bad = ["--run-id", "r", "--title"].map(OsString::from);
         assert!(ShepherdConfig::from_args(names("B"), bad).is_err());
+    }
+
+    #[test]
+    fn each_handed_down_descriptor_is_taken_once() {
+        let args = |fds: &[&str]| {
+            let mut a: Vec<OsString> = vec!["--run-id".into(), "r".into()];
+            for (i, fd) in fds.iter().enumerate() {
+                a.push(if i == 0 { "--control-fd" } else { "--drain-fd" }.into());
+                a.push(fd.into());
+            }
+            a.extend(["--".into(), "srv".into()]);
+            a
+        };
+        let parse = |fds: &[&str]| ShepherdConfig::from_args(names("B"), args(fds));
+        assert!(parse(&["3", "4", "5"]).is_ok());
+        assert_eq!(
+            parse(&["3", "4", "4"]).unwrap_err(),
+            "shepherd: descriptor 4 named twice"
+        );
+        assert_eq!(
+            parse(&["3", "1"]).unwrap_err(),
+            "shepherd: descriptor 1 is a standard one"
+        );
     }
 }

@@ -20,7 +20,8 @@ pub(super) fn inherited_fd(fd: RawFd) -> Option<OwnedFd> {
     std::fs::metadata(format!("/proc/self/fd/{fd}")).ok()?;
     // SAFETY: `fd` is open (checked just above) and was inherited across exec for this
     // shepherd alone; nothing else in this process has taken it, and each number is taken
-    // once (the command line names it once), so the OwnedFd is its only owner.
+    // once (ShepherdConfig::from_args refuses a number named twice, and 0–2), so the OwnedFd
+    // is its only owner.
     Some(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
