@@ -2,8 +2,6 @@
 //! the exact format strings of each release (docs/design/bootlog.md#vllm-lines), the engines'
 //! format samples, and the real vLLM 0.32 CPU logs of the evidence.
 
-use std::path::Path;
-
 use inferlint_core::bootlog::{self, Analyzer, BootEventKind, BootFacts, FailureKind};
 use inferlint_core::checks::{t5, t6};
 use inferlint_core::testkit::evidence;
@@ -272,11 +270,9 @@ fn a_known_line_that_no_longer_parses_is_unparsed_not_defaulted() {
     );
 }
 
+/// A format sample of tests/engine-samples.
 fn sample(name: &str) -> Option<String> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/spec/engine-samples")
-        .join(name);
-    std::fs::read_to_string(p).ok()
+    Some(inferlint_core::testkit::engine_sample(name))
 }
 
 #[test]

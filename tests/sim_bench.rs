@@ -111,9 +111,9 @@ fn result_counts_equal_the_server_counters() {
     let t15 = inferlint_core::checks::t15::check(&result, &before, &after, 0, Engine::Vllm);
     assert_eq!(t15.status, Status::Pass, "{}", t15.message);
     // The key order of vLLM 0.33's result file (engine-samples).
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/spec/engine-samples/vllm-0.33.0-bench-serve-save-result.json");
-    if let Ok(text) = std::fs::read_to_string(sample) {
+    {
+        let text =
+            inferlint_core::testkit::engine_sample("vllm-0.33.0-bench-serve-save-result.json");
         let want: Vec<String> = json(&text).as_object().unwrap().keys().cloned().collect();
         let got: Vec<String> = r.as_object().unwrap().keys().cloned().collect();
         assert_eq!(got, want);

@@ -128,12 +128,8 @@ fn assert_same_exposition(args: &[&str], reference: &str, what: &str) {
 
 #[test]
 fn exposition_033_matches_the_engine_sample() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/spec/engine-samples/vllm-0.33.0-metrics-single-api-server.prom");
-    let Ok(reference) = std::fs::read_to_string(&path) else {
-        eprintln!("skipping: no {}", path.display());
-        return;
-    };
+    let reference =
+        inferlint_core::testkit::engine_sample("vllm-0.33.0-metrics-single-api-server.prom");
     assert_same_exposition(
         &["--vllm-version", "0.33"],
         &reference,

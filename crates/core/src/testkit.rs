@@ -13,8 +13,23 @@ use std::path::PathBuf;
 pub fn evidence_root() -> PathBuf {
     match std::env::var_os("INFERLINT_EVIDENCE") {
         Some(d) => PathBuf::from(d),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures"),
+        None => repository().join("tests/fixtures"),
     }
+}
+
+/// The repository's root (this crate is `crates/core` in it).
+fn repository() -> PathBuf {
+    let core = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    core.ancestors().nth(2).unwrap_or(core).to_path_buf()
+}
+
+/// The text of one of the engines' format samples in `tests/engine-samples/`: synthetic files
+/// whose format (names, labels, line prefixes, key order) is exact for the release they name
+/// (their README says how each was made). They are committed with the tests, so a missing one
+/// is a failure, never a skip.
+pub fn engine_sample(name: &str) -> String {
+    let p = repository().join("tests/engine-samples").join(name);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
 /// Whether a missing evidence folder must fail rather than skip.
