@@ -191,6 +191,15 @@ fn without_pidfds_the_start_time_identity_is_used() {
             env: vec![(NO_PIDFD_ENV.to_string(), "1".to_string())],
         },
     );
+    // The supervisor's switch reaches its shepherd.
+    let shepherd = ProcScanner::system()
+        .read(g.pid_of("shepherd"))
+        .expect("the shepherd runs");
+    assert!(
+        shepherd.argv.iter().any(|a| a == "--no-pidfd"),
+        "{:?}",
+        shepherd.argv
+    );
     send_group(g.pid_of("supervisor"), Signal::SIGINT);
     assert!(
         wait_gone(&ids(&g), Duration::from_secs(8)).is_some(),
