@@ -128,7 +128,8 @@ fn cell(backend: Backend, ending: Ending, shape: Shape) {
     if !file.is_empty() {
         let text = std::fs::read_to_string(g.path(file))
             .unwrap_or_else(|_| panic!("no {file}\n{}", g.logs()));
-        let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{file} is not JSON ({e}): {text:?}\n{}", g.logs()));
         assert_eq!(report["actor"], actor, "{text}");
         assert_eq!(report["leftovers"], serde_json::json!([]), "{text}");
         if ending != Ending::KillSupervisor {
