@@ -45,7 +45,7 @@ pub struct MemberExit {
     pub pid: i32,
     pub starttime: u64,
     /// The first arguments of its command line when last seen alive: a retitled process
-    /// (`VLLM::EngineCore`) shows its title as argv[0].
+    /// (`VLLM::EngineCore`) shows its title as `argv[0]`.
     pub argv: Vec<String>,
     /// Its `comm` (15 bytes at most).
     pub comm: String,
@@ -67,7 +67,7 @@ impl MemberExit {
         }
     }
 
-    /// argv[0] (a process title survives there; `comm` is cut at 15 bytes), else `comm`.
+    /// `argv[0]` (a process title survives there; `comm` is cut at 15 bytes), else `comm`.
     pub fn name(&self) -> &str {
         self.argv
             .first()

@@ -54,7 +54,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
 }
 
 /// Splits a `cmdline` into arguments: NUL-separated, empty arguments dropped, each stripped of
-/// surrounding whitespace (a renamed process pads argv[0] with spaces).
+/// surrounding whitespace (a renamed process pads `argv[0]` with spaces).
 pub fn parse_cmdline(bytes: &[u8]) -> Vec<String> {
     bytes
         .split(|&b| b == 0)
