@@ -15,6 +15,7 @@ mod proptest_support;
 use std::collections::BTreeSet;
 
 use inferlint_run::procs::{self, ProcInfo, System, Target, TeardownOptions};
+use nix::sys::signal::Signal;
 use proptest::prelude::*;
 
 fn cases(default: u32) -> ProptestConfig {
@@ -154,7 +155,7 @@ fn proc_info(i: usize, n: &Node) -> ProcInfo {
 /// A machine whose processes exit on the first signal; it records every signal.
 struct Machine {
     procs: Vec<ProcInfo>,
-    signals: Vec<(i32, i32)>,
+    signals: Vec<(i32, Signal)>,
     t: f64,
 }
 
@@ -162,7 +163,7 @@ impl System for Machine {
     fn processes(&mut self) -> Option<Vec<ProcInfo>> {
         Some(self.procs.clone())
     }
-    fn signal(&mut self, target: &Target, sig: i32) -> bool {
+    fn signal(&mut self, target: &Target, sig: Signal) -> bool {
         let Some(i) = self
             .procs
             .iter()
@@ -232,7 +233,7 @@ proptest! {
             prop_assert!(!signalled.contains(&pid_of(i)), "signalled inferlint or an ancestor: {}", pid_of(i));
         }
         prop_assert_eq!(&signalled, &expected);
-        prop_assert!(machine.signals.iter().all(|s| s.1 == libc::SIGTERM));
+        prop_assert!(machine.signals.iter().all(|s| s.1 == Signal::SIGTERM));
         let targets: BTreeSet<i32> = out.selection.targets.iter().map(|t| t.pid).collect();
         prop_assert_eq!(targets, expected);
     }

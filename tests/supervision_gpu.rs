@@ -2,7 +2,8 @@
 //! family table, the simulated GPU, NVML's absence, and the "N consecutive clear readings" waiter
 //! (docs/design/gpus.md#two-consecutive-clear-readings) on a substituted clock.
 
-use inferlint_run::gpu::{self, ClearOptions, Clock, GpuSource, Reading};
+use inferlint_core::clock::{Clock, ClockReading};
+use inferlint_run::gpu::{self, ClearOptions, GpuSource, Reading};
 
 #[test]
 fn the_recorded_card_parses() {
@@ -160,8 +161,8 @@ fn nvml_absent_fails_gracefully() {
 /// A virtual clock: sleeping advances it.
 struct Fake(f64);
 impl Clock for Fake {
-    fn now(&self) -> f64 {
-        self.0
+    fn now(&self) -> ClockReading {
+        ClockReading::at(self.0)
     }
     fn sleep(&mut self, s: f64) {
         self.0 += s;

@@ -90,7 +90,7 @@ impl System for ScopedSystem {
     fn processes(&mut self) -> Option<Vec<ProcInfo>> {
         self.real.processes()
     }
-    fn signal(&mut self, target: &Target, sig: i32) -> bool {
+    fn signal(&mut self, target: &Target, sig: procs::Signal) -> bool {
         self.real.signal(target, sig)
     }
     fn gpu_used_mib(&mut self) -> Option<u64> {

@@ -1,8 +1,7 @@
 //! The three engines, how they are named by users, and how inferlint tells them apart from
-//! metric names, a server command or a log (docs/design/engines.md).
+//! metric names or a log (docs/design/engines.md); from a command line, [`crate::argv`] tells.
 
 use std::fmt;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -315,51 +314,6 @@ fn contains_word(hay: &str, word: &str) -> bool {
     })
 }
 
-/// The engine a server command starts (shell-split; tolerant of paths and `env X=1` prefixes).
-/// `python serve.py --model vllm`, `vllm bench serve …`, unbalanced quotes and empty → None.
-pub fn detect_from_command(command: &str) -> Option<Engine> {
-    let argv = shlex::split(command)?;
-    detect_from_argv(&argv)
-}
-
-/// As [`detect_from_command`], on an argument vector.
-pub fn detect_from_argv(argv: &[String]) -> Option<Engine> {
-    let base = |s: &str| {
-        Path::new(s)
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default()
-    };
-    for (i, tok) in argv.iter().enumerate() {
-        let b = base(tok);
-        if b == "trtllm-serve" {
-            return Some(Engine::Trtllm);
-        }
-        let next = argv.get(i + 1).map(String::as_str);
-        if next == Some("serve") {
-            match b.as_str() {
-                "vllm" => return Some(Engine::Vllm),
-                "sglang" => return Some(Engine::Sglang),
-                _ => {}
-            }
-        }
-        if tok == "-m" {
-            if let Some(module) = next {
-                if module == "vllm" || module.starts_with("vllm.") {
-                    return Some(Engine::Vllm);
-                }
-                if module == "sglang" || module.starts_with("sglang.") {
-                    return Some(Engine::Sglang);
-                }
-                if module == "tensorrt_llm" || module.starts_with("tensorrt_llm.") {
-                    return Some(Engine::Trtllm);
-                }
-            }
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,37 +362,6 @@ mod tests {
             refusal(&n, "the snapshots", Engine::Vllm),
             "--engine sglang, but the snapshots came from vLLM. Check the server address or the file, or name the engine it came from."
         );
-    }
-
-    #[test]
-    fn detects_from_commands() {
-        let d = detect_from_command;
-        assert_eq!(
-            d("vllm serve Qwen/Qwen3-8B --port 8001"),
-            Some(Engine::Vllm)
-        );
-        assert_eq!(
-            d("env CUDA_VISIBLE_DEVICES=0 /opt/venv/bin/vllm serve m"),
-            Some(Engine::Vllm)
-        );
-        assert_eq!(
-            d("python -m sglang.launch_server --model-path m"),
-            Some(Engine::Sglang)
-        );
-        assert_eq!(d("sglang serve --model-path m"), Some(Engine::Sglang));
-        assert_eq!(d("trtllm-serve serve m"), Some(Engine::Trtllm));
-        assert_eq!(
-            d("/opt/venv/bin/python3 /opt/venv/bin/trtllm-serve serve m"),
-            Some(Engine::Trtllm)
-        );
-        assert_eq!(
-            d("python -m vllm.entrypoints.openai.api_server --model m"),
-            Some(Engine::Vllm)
-        );
-        assert_eq!(d("python serve.py --model vllm"), None);
-        assert_eq!(d("vllm bench serve --model m"), None);
-        assert_eq!(d("vllm serve 'unbalanced"), None);
-        assert_eq!(d(""), None);
     }
 
     #[test]

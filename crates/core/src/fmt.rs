@@ -1,5 +1,6 @@
 //! Number formatting as the interface text spells it (docs/design/formats.md#number-formats):
-//! thousands separators, general form `{x:g}`, percentages, durations.
+//! thousands separators, general form `{x:g}`, percentages, durations; and the one way text is
+//! cut to a length ([`first_chars`], [`shorten`]), always at a character boundary.
 //!
 //! Rust's float formatting rounds the exact binary value, as Python's does, so `{:.2}` here and
 //! `{:.2f}` there agree digit for digit.
@@ -141,9 +142,39 @@ pub fn millis(ms: f64) -> String {
     }
 }
 
+/// The first `n` characters of `s` (all of it when shorter).
+pub fn first_chars(s: &str, n: usize) -> &str {
+    match s.char_indices().nth(n) {
+        Some((i, _)) => &s[..i],
+        None => s,
+    }
+}
+
+/// `s` in at most `max` characters: when it is longer, its first `max - 1` and `…`.
+pub fn shorten(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    format!("{}…", first_chars(s, max.saturating_sub(1)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cuts_at_character_boundaries() {
+        assert_eq!(first_chars("abcdef", 3), "abc");
+        assert_eq!(first_chars("ab", 3), "ab");
+        assert_eq!(first_chars("é€😀x", 3), "é€😀");
+        assert_eq!(first_chars("abc", 0), "");
+        assert_eq!(shorten("abcdef", 4), "abc…");
+        assert_eq!(shorten("abcd", 4), "abcd");
+        assert_eq!(shorten("abc", 4), "abc");
+        assert_eq!(shorten("é€😀xyz", 4), "é€😀…");
+        assert_eq!(shorten("abc", 1), "…");
+        assert_eq!(shorten("", 0), "");
+    }
 
     #[test]
     fn thousands_groups_by_three() {

@@ -8,6 +8,7 @@
 
 #![forbid(unsafe_code)]
 
+pub mod argv;
 pub mod bench;
 pub mod bootlog;
 pub mod catalogue;

@@ -217,15 +217,7 @@ impl Metrics {
 
 /// The part of a line shown in an error: enough to find it, never a whole megabyte.
 fn excerpt(s: &str) -> String {
-    const MAX: usize = 160;
-    if s.len() <= MAX {
-        return s.to_string();
-    }
-    let mut end = MAX;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+    crate::fmt::shorten(s, 161)
 }
 
 fn is_name_start(b: u8) -> bool {

@@ -137,184 +137,270 @@ pub struct LoadSpec<'a> {
     pub deaths: Option<&'a DeathWatch>,
 }
 
-/// Stops the load because the server can no longer serve it: SIGINT first, as for an
-/// interrupt, so a benchmark client saves what it measured until then.
-fn stop_unserved(
-    why: String,
-    outcome: &mut LoadOutcome,
-    stopping: &mut Option<Instant>,
-    proc: &Proc,
-    sink: &dyn Sink,
-) {
-    if outcome.server_broken.is_none() {
-        outcome.server_broken = Some(why);
-    }
-    if stopping.is_none() {
-        *stopping = Some(Instant::now());
-        sink.line("the server can no longer serve: stopping the load");
-        proc.signal_group(nix::sys::signal::Signal::SIGINT);
+/// Runs the load to its end (or until interrupted), feeding the live line from `recorder`.
+pub async fn run_load(spec: LoadSpec<'_>, recorder: &mut Recorder) -> LoadOutcome {
+    let outcome = LoadOutcome::new(SystemTime::now());
+    let (mut load, mut watched) = match Running::start(spec, outcome) {
+        Ok(started) => started,
+        Err(outcome) => return *outcome,
+    };
+    load.watch(&mut watched, recorder).await;
+    load.finish().await
+}
+
+impl LoadOutcome {
+    /// Nothing has happened yet to a load started at `started`.
+    fn new(started: SystemTime) -> LoadOutcome {
+        LoadOutcome {
+            exit: None,
+            start_error: None,
+            started,
+            seconds: 0.0,
+            server_died: None,
+            server_broken: None,
+            interrupted: false,
+            scrape_failures: 0,
+            last_scrape_error: None,
+        }
     }
 }
 
-/// Runs the load to its end (or until interrupted), feeding the live line from `recorder`.
-pub async fn run_load(spec: LoadSpec<'_>, recorder: &mut Recorder) -> LoadOutcome {
-    let started = SystemTime::now();
-    let t0 = Instant::now();
-    let mut outcome = LoadOutcome {
-        exit: None,
-        start_error: None,
-        started,
-        seconds: 0.0,
-        server_died: None,
-        server_broken: None,
-        interrupted: false,
-        scrape_failures: 0,
-        last_scrape_error: None,
-    };
-    let opts = ProcOptions {
-        shepherd: spec.shepherd.clone(),
-        raw_output: Some(spec.out.join(super::folder::LOAD_LOG)),
-        shepherd_report: Some(spec.out.join(LOAD_TEARDOWN)),
-        graces: Graces::within(LOAD_GRACE),
-    };
-    let mut proc = match Proc::spawn(spec.argv, &opts) {
-        Ok(p) => p,
-        Err(e) => {
-            outcome.start_error = Some(format!("cannot start the load command: {e}"));
-            return outcome;
-        }
-    };
-    let mut monitor = Monitor::new(spec.engine, spec.requested);
-    let mut exit_rx = proc.exit_watch();
-    let mut server_exit = spec.server_exit.clone();
-    let mut server_events = spec.server_events;
-    let mut lines_open = true;
-    let mut stopping: Option<Instant> = None;
-    let mut broken = spec.deaths.map(|d| d.broken_watch());
-    loop {
-        tokio::select! {
-            line = proc.lines.recv(), if lines_open => match line {
-                Some(line) => spec.sink.echo(&spec.secrets.scrub(&line)),
-                None => lines_open = false,
-            },
-            ev = recorder.events.recv() => {
-                let at = t0.elapsed();
-                let update = match ev {
-                    Some(Event::Sample(s)) => monitor.sample(&s, at),
-                    Some(Event::Failed(e)) => {
-                        outcome.scrape_failures += 1;
-                        let update = monitor.scrape_failed(&e, at);
-                        outcome.last_scrape_error = Some(e);
-                        update
+/// A load while it runs: its process, the live line's monitor, what happened so far, and the
+/// stop once one has begun.
+struct Running<'a> {
+    spec: LoadSpec<'a>,
+    proc: Proc,
+    monitor: Monitor,
+    outcome: LoadOutcome,
+    t0: Instant,
+    /// Whether the load's output is still open.
+    lines_open: bool,
+    /// When the load was asked to stop (SIGINT); SIGKILL follows after [`LOAD_GRACE`].
+    stopping: Option<Instant>,
+}
+
+/// What the load is watched through besides its output: its own exit, and the server's exit,
+/// log and deaths (each None once closed, or when the run did not start the server).
+struct Watched<'a> {
+    exit: watch::Receiver<Option<ExitKind>>,
+    server_exit: Option<watch::Receiver<Option<ExitKind>>>,
+    server_events: Option<&'a mut mpsc::UnboundedReceiver<LogEvent>>,
+    broken: Option<watch::Receiver<Option<String>>>,
+}
+
+impl<'a> Running<'a> {
+    /// Starts the load command under its shepherd; the outcome alone when it cannot start.
+    fn start(
+        mut spec: LoadSpec<'a>,
+        mut outcome: LoadOutcome,
+    ) -> Result<(Running<'a>, Watched<'a>), Box<LoadOutcome>> {
+        let t0 = Instant::now();
+        let opts = ProcOptions {
+            shepherd: spec.shepherd.clone(),
+            raw_output: Some(spec.out.join(super::folder::LOAD_LOG)),
+            shepherd_report: Some(spec.out.join(LOAD_TEARDOWN)),
+            graces: Graces::within(LOAD_GRACE),
+        };
+        let proc = match Proc::spawn(spec.argv, &opts) {
+            Ok(p) => p,
+            Err(e) => {
+                outcome.start_error = Some(format!("cannot start the load command: {e}"));
+                return Err(Box::new(outcome));
+            }
+        };
+        let watched = Watched {
+            exit: proc.exit_watch(),
+            server_exit: spec.server_exit.clone(),
+            server_events: spec.server_events.take(),
+            broken: spec.deaths.map(|d| d.broken_watch()),
+        };
+        let load = Running {
+            monitor: Monitor::new(spec.engine, spec.requested),
+            spec,
+            proc,
+            outcome,
+            t0,
+            lines_open: true,
+            stopping: None,
+        };
+        Ok((load, watched))
+    }
+
+    /// Until the load's leader exits (or is forced after an interrupt): its output echoed, the
+    /// recording fed to the live line, the server's failures alerted, and the load stopped when
+    /// the server can no longer serve it.
+    async fn watch(&mut self, w: &mut Watched<'_>, recorder: &mut Recorder) {
+        loop {
+            tokio::select! {
+                line = self.proc.lines.recv(), if self.lines_open => match line {
+                    Some(line) => self.echo(&line),
+                    None => self.lines_open = false,
+                },
+                ev = recorder.events.recv() => self.recorded(ev),
+                ev = async {
+                    match w.server_events.as_deref_mut() {
+                        Some(rx) => rx.recv().await,
+                        None => std::future::pending().await,
                     }
-                    None => Default::default(),
-                };
-                for a in &update.alerts {
-                    spec.sink.alert(a);
-                }
-                if let Some(s) = update.status {
-                    spec.sink.status(&s);
-                }
-            },
-            ev = async {
-                match server_events.as_deref_mut() {
-                    Some(rx) => rx.recv().await,
-                    None => std::future::pending().await,
-                }
-            } => match ev {
-                Some(LogEvent::Failure { summary, .. }) => spec.sink.alert(&format!(
-                    "{} into the load: the server logged {}",
-                    elapsed(t0.elapsed()),
-                    spec.secrets.scrub(&summary)
-                )),
-                Some(_) => {}
-                None => server_events = None,
-            },
-            changed = async {
-                match server_exit.as_mut() {
-                    Some(rx) => rx.changed().await.map(|_| *rx.borrow()),
-                    None => std::future::pending().await,
-                }
-            } => {
-                match changed {
+                } => match ev {
+                    Some(ev) => self.server_logged(ev),
+                    None => w.server_events = None,
+                },
+                changed = async {
+                    match w.server_exit.as_mut() {
+                        Some(rx) => rx.changed().await.map(|_| *rx.borrow()),
+                        None => std::future::pending().await,
+                    }
+                } => match changed {
                     Ok(Some(e)) => {
-                        outcome.server_died = Some(e);
-                        // The shepherd reports the leader's death before its exit: the watch
-                        // has printed it, with how it ended. Without one, say it here.
-                        let printed = spec.deaths.is_some_and(|d| {
-                            d.drain_now();
-                            d.leader_reported()
-                        });
-                        if !printed {
-                            spec.sink.alert(&format!(
-                                "{} into the load: the server exited with code {}",
-                                elapsed(t0.elapsed()),
-                                e.shell_code()
-                            ));
-                        }
-                        server_exit = None;
-                        let why = format!(
-                            "the server exited with code {} {} into the load",
-                            e.shell_code(),
-                            elapsed(t0.elapsed())
-                        );
-                        stop_unserved(why, &mut outcome, &mut stopping, &proc, spec.sink.as_ref());
+                        w.server_exit = None;
+                        self.server_exited(e);
                     }
                     Ok(None) => {}
-                    Err(_) => server_exit = None,
-                }
-            },
-            why = async {
-                match broken.as_mut() {
-                    Some(rx) => rx.wait_for(|b| b.is_some()).await.map(|b| b.clone()).ok().flatten(),
-                    None => std::future::pending().await,
-                }
-            } => {
-                broken = None;
-                if let Some(why) = why {
-                    stop_unserved(why, &mut outcome, &mut stopping, &proc, spec.sink.as_ref());
-                }
-            },
-            _ = exit_rx.changed() => {
-                if exit_rx.borrow().is_some() {
+                    Err(_) => w.server_exit = None,
+                },
+                why = async {
+                    match w.broken.as_mut() {
+                        Some(rx) => rx.wait_for(|b| b.is_some()).await.map(|b| b.clone()).ok().flatten(),
+                        None => std::future::pending().await,
+                    }
+                } => {
+                    w.broken = None;
+                    if let Some(why) = why {
+                        self.stop_unserved(why);
+                    }
+                },
+                _ = w.exit.changed() => {
+                    if w.exit.borrow().is_some() {
+                        break;
+                    }
+                },
+                _ = self.spec.interrupt.reached(Level::Graceful), if self.stopping.is_none() => {
+                    self.interrupted();
+                },
+                _ = self.spec.interrupt.reached(Level::Force) => {
+                    self.outcome.interrupted = true;
+                    self.proc.stop(StopMode::Force);
+                    let _ = tokio::time::timeout(Duration::from_secs(10), self.proc.wait()).await;
                     break;
-                }
-            },
-            _ = spec.interrupt.reached(Level::Graceful), if stopping.is_none() => {
-                outcome.interrupted = true;
-                stopping = Some(Instant::now());
-                spec.sink.line("interrupted: stopping the load (Ctrl-C again to force)");
-                // SIGINT first: a benchmark client saves what it has measured.
-                proc.signal_group(nix::sys::signal::Signal::SIGINT);
-            },
-            _ = spec.interrupt.reached(Level::Force) => {
-                outcome.interrupted = true;
-                proc.stop(StopMode::Force);
-                let _ = tokio::time::timeout(Duration::from_secs(10), proc.wait()).await;
-                break;
-            },
-            _ = async {
-                match stopping {
-                    Some(t) => tokio::time::sleep_until(t + LOAD_GRACE).await,
-                    None => std::future::pending().await,
-                }
-            } => {
-                proc.stop(StopMode::Force);
-                stopping = Some(Instant::now() + Duration::from_secs(3600));
-            },
+                },
+                _ = async {
+                    match self.stopping {
+                        Some(t) => tokio::time::sleep_until(t + LOAD_GRACE).await,
+                        None => std::future::pending().await,
+                    }
+                } => self.grace_over(),
+            }
         }
     }
-    // The leader is gone: tear its tree down too, and keep what it printed last.
-    proc.stop(StopMode::Force);
-    let drain_until = Instant::now() + Duration::from_secs(2);
-    while lines_open {
-        match tokio::time::timeout_at(drain_until, proc.lines.recv()).await {
-            Ok(Some(line)) => spec.sink.echo(&spec.secrets.scrub(&line)),
-            _ => lines_open = false,
+
+    /// One line of the load's output, secrets scrubbed.
+    fn echo(&self, line: &str) {
+        self.spec.sink.echo(&self.spec.secrets.scrub(line));
+    }
+
+    /// A sample (or a failed scrape) of the recording: the live line and its alerts.
+    fn recorded(&mut self, ev: Option<Event>) {
+        let at = self.t0.elapsed();
+        let update = match ev {
+            Some(Event::Sample(s)) => self.monitor.sample(&s, at),
+            Some(Event::Failed(e)) => {
+                self.outcome.scrape_failures += 1;
+                let update = self.monitor.scrape_failed(&e, at);
+                self.outcome.last_scrape_error = Some(e);
+                update
+            }
+            None => Default::default(),
+        };
+        for a in &update.alerts {
+            self.spec.sink.alert(a);
+        }
+        if let Some(s) = update.status {
+            self.spec.sink.status(&s);
         }
     }
-    let _ = tokio::time::timeout(Duration::from_secs(15), proc.done()).await;
-    outcome.exit = proc.exited();
-    outcome.seconds = t0.elapsed().as_secs_f64();
-    outcome
+
+    /// A line of the server's log: a failure while serving is alerted.
+    fn server_logged(&self, ev: LogEvent) {
+        if let LogEvent::Failure { summary, .. } = ev {
+            self.spec.sink.alert(&format!(
+                "{} into the load: the server logged {}",
+                elapsed(self.t0.elapsed()),
+                self.spec.secrets.scrub(&summary)
+            ));
+        }
+    }
+
+    /// The server exited during the load: said (unless the death watch said it), and the load
+    /// stopped.
+    fn server_exited(&mut self, e: ExitKind) {
+        self.outcome.server_died = Some(e);
+        // The shepherd reports the leader's death before its exit: the watch has printed it,
+        // with how it ended. Without one, say it here.
+        let printed = self.spec.deaths.is_some_and(|d| {
+            d.drain_now();
+            d.leader_reported()
+        });
+        if !printed {
+            self.spec.sink.alert(&format!(
+                "{} into the load: the server exited with code {}",
+                elapsed(self.t0.elapsed()),
+                e.shell_code()
+            ));
+        }
+        let why = format!(
+            "the server exited with code {} {} into the load",
+            e.shell_code(),
+            elapsed(self.t0.elapsed())
+        );
+        self.stop_unserved(why);
+    }
+
+    /// Stops the load because the server can no longer serve it: SIGINT first, as for an
+    /// interrupt, so a benchmark client saves what it measured until then.
+    fn stop_unserved(&mut self, why: String) {
+        if self.outcome.server_broken.is_none() {
+            self.outcome.server_broken = Some(why);
+        }
+        if self.stopping.is_none() {
+            self.stopping = Some(Instant::now());
+            self.spec
+                .sink
+                .line("the server can no longer serve: stopping the load");
+            self.proc.signal_group(nix::sys::signal::Signal::SIGINT);
+        }
+    }
+
+    /// The first Ctrl-C: the load is asked to stop.
+    fn interrupted(&mut self) {
+        self.outcome.interrupted = true;
+        self.stopping = Some(Instant::now());
+        self.spec
+            .sink
+            .line("interrupted: stopping the load (Ctrl-C again to force)");
+        // SIGINT first: a benchmark client saves what it has measured.
+        self.proc.signal_group(nix::sys::signal::Signal::SIGINT);
+    }
+
+    /// The load outlived its grace after SIGINT: forced.
+    fn grace_over(&mut self) {
+        self.proc.stop(StopMode::Force);
+        self.stopping = Some(Instant::now() + Duration::from_secs(3600));
+    }
+
+    /// The leader is gone: its tree torn down too, what it printed last kept, and the outcome.
+    async fn finish(mut self) -> LoadOutcome {
+        self.proc.stop(StopMode::Force);
+        let drain_until = Instant::now() + Duration::from_secs(2);
+        while self.lines_open {
+            match tokio::time::timeout_at(drain_until, self.proc.lines.recv()).await {
+                Ok(Some(line)) => self.echo(&line),
+                _ => self.lines_open = false,
+            }
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(15), self.proc.done()).await;
+        self.outcome.exit = self.proc.exited();
+        self.outcome.seconds = self.t0.elapsed().as_secs_f64();
+        self.outcome
+    }
 }

@@ -251,14 +251,7 @@ pub fn elapsed(d: Duration) -> String {
 }
 
 /// The text cut to `max` characters with an ellipsis.
-pub fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_string();
-    }
-    let mut s: String = text.chars().take(max.saturating_sub(1)).collect();
-    s.push('…');
-    s
-}
+pub use inferlint_core::fmt::shorten as cut;
 
 #[cfg(test)]
 mod tests {

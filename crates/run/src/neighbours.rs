@@ -14,9 +14,10 @@
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use crate::gpu::{self, BadConsecutive, ClearResult, Clock, GpuScope, GpuSource, Reading};
+use crate::gpu::{self, BadConsecutive, ClearResult, GpuScope, GpuSource, Reading};
 use crate::gpu::{GpuHolder, ScopeReading};
 use crate::procs::{self, ProcInfo, ProcScanner};
+use inferlint_core::clock::{Clock, SystemClock};
 
 /// The settle between two clear readings on the fast path.
 pub const SETTLE_S: f64 = 0.1;
@@ -56,7 +57,7 @@ pub struct RealNode {
     scan: ProcScanner,
     source: GpuSource,
     scope: GpuScope,
-    clock: gpu::SystemClock,
+    clock: SystemClock,
     users: HashMap<u32, Option<String>>,
 }
 
@@ -66,7 +67,7 @@ impl RealNode {
             scan: ProcScanner::new("/proc"),
             source,
             scope,
-            clock: gpu::SystemClock::default(),
+            clock: SystemClock,
             users: HashMap::new(),
         }
     }
@@ -102,7 +103,7 @@ impl Node for RealNode {
             .clone()
     }
     fn now(&self) -> f64 {
-        self.clock.now()
+        self.clock.now().mono_s()
     }
     fn sleep(&mut self, secs: f64) {
         self.clock.sleep(secs)
@@ -124,7 +125,7 @@ impl Neighbour {
     /// `left alone: pid=4711     alice  vllm serve m  (21768 MiB on GPU 1) (not started by
     /// this run)`
     pub fn line(&self) -> String {
-        let cmd: String = self.command.chars().take(100).collect();
+        let cmd = inferlint_core::fmt::first_chars(&self.command, 100);
         let user = match (&self.user, self.uid) {
             (Some(u), _) => u.clone(),
             (None, Some(uid)) => format!("uid {uid}"),

@@ -13,10 +13,12 @@ use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
+pub use nix::sys::signal::Signal;
 use regex::Regex;
 use serde::Serialize;
 
-use crate::gpu::{self, ClearOptions, ClearResult, Clock, GpuSource};
+use crate::gpu::{self, ClearOptions, ClearResult, GpuSource};
+use inferlint_core::clock::{Clock, ClockReading, SystemClock};
 use inferlint_core::engine::Engine;
 
 pub use inferlint_supervisor::procfs::{ancestors_in, ProcInfo, ProcScanner};
@@ -31,59 +33,10 @@ pub fn list_processes(root: &Path) -> Option<Vec<ProcInfo>> {
     Some(scan.all().into_iter().filter(|p| !p.is_zombie()).collect())
 }
 
-fn basename(s: &str) -> &str {
-    s.rsplit('/').next().unwrap_or(s)
-}
-
-fn is_python(s: &str) -> bool {
-    basename(s).starts_with("python")
-}
-
-/// The engine a process serves, by the rules of
-/// docs/design/processes.md#finding-server-processes; None for anything else.
+/// The engine a process serves, by the rules of docs/design/processes.md#finding-server-processes
+/// ([`inferlint_core::argv::process_engine`]); None for anything else.
 pub fn server_engine(p: &ProcInfo) -> Option<Engine> {
-    let argv = &p.argv;
-    let a0 = argv.first().map(String::as_str).unwrap_or("");
-    // 1. Renamed children (works even with argv wiped; comm is cut to 15 characters).
-    for name in [p.comm.as_str(), a0] {
-        if name.starts_with("VLLM::") {
-            return Some(Engine::Vllm);
-        }
-        if name.starts_with("sglang::") {
-            return Some(Engine::Sglang);
-        }
-    }
-    let cli = |bin: &str| match bin {
-        "vllm" => Some(Engine::Vllm),
-        "sglang" => Some(Engine::Sglang),
-        "trtllm-serve" => Some(Engine::Trtllm),
-        _ => None,
-    };
-    let arg = |i: usize| argv.get(i).map(String::as_str);
-    // 2. `vllm serve …`, or `python …/vllm serve …`.
-    if arg(1) == Some("serve") {
-        if let Some(e) = cli(basename(a0)) {
-            return Some(e);
-        }
-    }
-    if is_python(a0) && arg(2) == Some("serve") {
-        if let Some(e) = arg(1).and_then(|a| cli(basename(a))) {
-            return Some(e);
-        }
-    }
-    // 3. `python -m <server module>`.
-    if is_python(a0) {
-        if let Some(i) = argv.iter().position(|a| a == "-m") {
-            match arg(i + 1) {
-                Some("vllm.entrypoints.openai.api_server" | "vllm.entrypoints.cli.main") => {
-                    return Some(Engine::Vllm)
-                }
-                Some("sglang.launch_server") => return Some(Engine::Sglang),
-                _ => {}
-            }
-        }
-    }
-    None
+    inferlint_core::argv::process_engine(&p.comm, &p.argv)
 }
 
 /// Whether a process is an inference server process by itself (not counting descendants).
@@ -108,7 +61,7 @@ pub struct Target {
 impl Target {
     /// `target  pid={pid:<8} {cmdline[:100]}`
     pub fn line(&self) -> String {
-        let cmd: String = self.cmdline.chars().take(100).collect();
+        let cmd = inferlint_core::fmt::first_chars(&self.cmdline, 100);
         format!("target  pid={:<8} {cmd}", self.pid)
     }
 }
@@ -309,7 +262,7 @@ pub trait System {
     /// The process table (None: no `/proc`).
     fn processes(&mut self) -> Option<Vec<ProcInfo>>;
     /// Sends `sig` to a target; false when it is gone.
-    fn signal(&mut self, target: &Target, sig: i32) -> bool;
+    fn signal(&mut self, target: &Target, sig: Signal) -> bool;
     /// The largest used MiB over all GPUs (None: unreadable or no GPU).
     fn gpu_used_mib(&mut self) -> Option<u64>;
     fn now(&self) -> f64;
@@ -323,7 +276,7 @@ pub trait System {
 pub struct RealSystem {
     pub scan: ProcScanner,
     pub gpu: GpuSource,
-    clock: gpu::SystemClock,
+    clock: SystemClock,
 }
 
 impl RealSystem {
@@ -331,7 +284,7 @@ impl RealSystem {
         RealSystem {
             scan: ProcScanner::new(proc_root),
             gpu,
-            clock: gpu::SystemClock::default(),
+            clock: SystemClock,
         }
     }
 
@@ -345,16 +298,13 @@ impl System for RealSystem {
         list_processes(self.scan.root())
     }
 
-    fn signal(&mut self, target: &Target, sig: i32) -> bool {
+    fn signal(&mut self, target: &Target, sig: Signal) -> bool {
         if !self.live() {
             return false;
         }
         let id = inferlint_supervisor::ProcId {
             pid: target.pid,
             starttime: target.starttime,
-        };
-        let Ok(sig) = nix::sys::signal::Signal::try_from(sig) else {
-            return false;
         };
         inferlint_supervisor::Tracked::open(&self.scan, id)
             .is_some_and(|t| t.signal(&self.scan, sig))
@@ -365,7 +315,7 @@ impl System for RealSystem {
     }
 
     fn now(&self) -> f64 {
-        self.clock.now()
+        self.clock.now().mono_s()
     }
 
     fn sleep(&mut self, secs: f64) {
@@ -408,8 +358,8 @@ impl Default for TeardownOptions {
 pub struct TeardownOutcome {
     pub selection: Selection,
     pub pkill: PkillComparison,
-    /// Every signal delivered, in order: `(pid, signal number)`.
-    pub signals: Vec<(i32, i32)>,
+    /// Every signal delivered, in order: `(pid, signal)`.
+    pub signals: Vec<(i32, Signal)>,
     /// None on a dry run.
     pub clear: Option<ClearResult>,
 }
@@ -447,8 +397,8 @@ pub fn teardown(
         });
     }
     for t in &selection.targets {
-        if system.signal(t, libc::SIGTERM) {
-            signals.push((t.pid, libc::SIGTERM));
+        if system.signal(t, Signal::SIGTERM) {
+            signals.push((t.pid, Signal::SIGTERM));
         }
     }
     let start = system.now();
@@ -459,8 +409,8 @@ pub fn teardown(
         survivors = remaining(system, &selection.targets);
     }
     for t in &survivors {
-        if system.signal(t, libc::SIGKILL) {
-            signals.push((t.pid, libc::SIGKILL));
+        if system.signal(t, Signal::SIGKILL) {
+            signals.push((t.pid, Signal::SIGKILL));
         }
     }
     let clear = wait_clear(system, opts.self_pid, &opts.clear)?;
@@ -508,8 +458,8 @@ pub fn wait_clear(
 struct SystemClockOf<'a, 'b>(&'a RefCell<&'b mut dyn System>);
 
 impl Clock for SystemClockOf<'_, '_> {
-    fn now(&self) -> f64 {
-        self.0.borrow().now()
+    fn now(&self) -> ClockReading {
+        ClockReading::at(self.0.borrow().now())
     }
     fn sleep(&mut self, secs: f64) {
         self.0.borrow_mut().sleep(secs);

@@ -83,7 +83,8 @@ pub fn reconcile(
             run.run_id
         ));
         for p in &run.processes {
-            let cmd: String = p.cmdline().chars().take(100).collect();
+            let cmdline = p.cmdline();
+            let cmd = inferlint_core::fmt::first_chars(&cmdline, 100);
             done.lines.push(format!("  pid={:<8} {cmd}", p.pid));
         }
         done.processes += n;

@@ -95,7 +95,7 @@ pub fn split_metrics_url(url: &str) -> (String, Option<String>) {
 /// Prometheus text.
 pub struct Scraper {
     client: reqwest::Client,
-    clock: Arc<dyn Clock>,
+    clock: Arc<dyn Clock + Send + Sync>,
     paths: Mutex<HashMap<String, String>>,
 }
 
@@ -110,7 +110,7 @@ impl Scraper {
         Scraper::with_clock(Arc::new(SystemClock))
     }
 
-    pub fn with_clock(clock: Arc<dyn Clock>) -> Scraper {
+    pub fn with_clock(clock: Arc<dyn Clock + Send + Sync>) -> Scraper {
         let client = reqwest::Client::builder()
             .connect_timeout(SCRAPE_TIMEOUT)
             .build()

@@ -1,14 +1,15 @@
 //! The server's address, read from the command that starts it
 //! (docs/design/run.md#the-servers-address).
 
-use inferlint_core::engine::{detect_from_argv, Engine};
+use inferlint_core::argv::command_engine;
+use inferlint_core::engine::Engine;
 
 /// The base URL a `--serve` command will answer at: its `--host` (default `127.0.0.1`; a
 /// wildcard address is reached through `127.0.0.1`; IPv6 bracketed) and `--port`, else the
 /// engine's default port. The engine is the one named, else the one the command starts, else vLLM.
 pub fn server_url(serve_argv: &[String], named: Option<Engine>) -> String {
     let engine = named
-        .or_else(|| detect_from_argv(serve_argv))
+        .or_else(|| command_engine(serve_argv))
         .unwrap_or(Engine::Vllm);
     let host = flag_value(serve_argv, "--host");
     let host = match host.as_deref().map(str::trim) {

@@ -8,11 +8,13 @@
 //! single-threaded, like vLLM's busy loop.
 
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, RawFd};
+use std::os::fd::{AsFd, FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
+use nix::fcntl::{fcntl, FcntlArg, FdFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::Signal;
 
 use super::config::{Escape, FailKind, ServeConfig, CHANNEL_FD, FD_ENV, PREEMPTION_LOG_ENV};
 use super::failures;
@@ -31,16 +33,16 @@ const MAX_STEPS_PER_BATCH: usize = 256;
 /// Self-pipes the signal handlers write to (one per signal, since a handler writes a fixed
 /// byte), so poll() wakes on SIGTERM/SIGINT.
 pub(super) struct SignalPipe {
-    pipes: Vec<(i32, UnixStream)>,
+    pipes: Vec<(Signal, UnixStream)>,
 }
 
 impl SignalPipe {
-    pub(super) fn new(signals: &[i32]) -> std::io::Result<SignalPipe> {
+    pub(super) fn new(signals: &[Signal]) -> std::io::Result<SignalPipe> {
         let mut pipes = Vec::new();
         for &sig in signals {
             let (read, write) = UnixStream::pair()?;
             read.set_nonblocking(true)?;
-            signal_hook::low_level::pipe::register(sig, write)?;
+            signal_hook::low_level::pipe::register(sig as i32, write)?;
             pipes.push((sig, read));
         }
         Ok(SignalPipe { pipes })
@@ -54,7 +56,7 @@ impl SignalPipe {
     }
 
     /// The first signal received since the last call, if any.
-    pub(super) fn take(&mut self) -> Option<i32> {
+    pub(super) fn take(&mut self) -> Option<Signal> {
         let mut buf = [0u8; 64];
         let mut got = None;
         for (sig, r) in &mut self.pipes {
@@ -69,19 +71,11 @@ impl SignalPipe {
     }
 }
 
-fn signal_name(sig: i32) -> &'static str {
-    match sig {
-        libc::SIGINT => "SIGINT",
-        libc::SIGTERM => "SIGTERM",
-        _ => "SIGNAL",
-    }
-}
-
-pub(super) fn set_cloexec(fd: RawFd) {
-    // SAFETY: fcntl on an fd this process owns.
-    unsafe {
-        let flags = libc::fcntl(fd, libc::F_GETFD);
-        libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+/// Closes `fd` on exec, so no child started later inherits it.
+pub(super) fn set_cloexec(fd: impl AsFd) {
+    if let Ok(bits) = fcntl(&fd, FcntlArg::F_GETFD) {
+        let flags = FdFlag::from_bits_truncate(bits) | FdFlag::FD_CLOEXEC;
+        let _ = fcntl(&fd, FcntlArg::F_SETFD(flags));
     }
 }
 
@@ -122,7 +116,11 @@ pub fn run_engine() -> anyhow::Result<i32> {
         Some(Escape::DoubleFork) => {
             // SAFETY: no other thread exists yet; the parent only calls _exit.
             match unsafe { nix::unistd::fork() }? {
-                nix::unistd::ForkResult::Parent { .. } => unsafe { libc::_exit(0) },
+                nix::unistd::ForkResult::Parent { .. } => {
+                    // SAFETY: _exit takes a plain status and ends the process at once, without
+                    // running exit handlers or flushing buffers the child shares.
+                    unsafe { libc::_exit(0) }
+                }
                 nix::unistd::ForkResult::Child => {}
             }
         }
@@ -131,16 +129,16 @@ pub fn run_engine() -> anyhow::Result<i32> {
     let rank = dp_rank();
     let title = engine_title(&cfg, rank);
     os::rename(&title);
-    set_cloexec(fd);
     // SAFETY: the API server passed us this fd; nothing else in this process owns it.
     let mut sock = unsafe { UnixStream::from_raw_fd(fd) };
+    set_cloexec(&sock);
     let log = Logger::new(cfg.release, title.trim_start_matches("VLLM::"));
-    let signals: &[i32] = if cfg.engine_ignores_sigterm {
+    let signals: &[Signal] = if cfg.engine_ignores_sigterm {
         // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
         unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
-        &[libc::SIGINT]
+        &[Signal::SIGINT]
     } else {
-        &[libc::SIGTERM, libc::SIGINT]
+        &[Signal::SIGTERM, Signal::SIGINT]
     };
     let mut sigs = SignalPipe::new(signals)?;
     sock.write_all(&encode(&ToApi::Hello {
@@ -170,7 +168,7 @@ pub fn run_engine() -> anyhow::Result<i32> {
         _ => None,
     };
     let (death_read, death_write) = nix::unistd::pipe()?;
-    set_cloexec(death_write.as_raw_fd());
+    set_cloexec(&death_write);
     let mut workers = spawn_workers(&cfg, &death_read)?;
     drop(death_read);
     finish_boot_lines(&log, &cfg, mono_now() - boot_start);
@@ -482,7 +480,7 @@ impl Engine {
         }
     }
 
-    fn shutdown(&mut self, sig: i32) {
+    fn shutdown(&mut self, sig: Signal) {
         let s = sites(self.log.release);
         let mode = if self.cfg.shutdown_timeout > 0 {
             "drain"
@@ -493,7 +491,7 @@ impl Engine {
             s.engine_shutdown[0],
             &format!(
                 "[shutdown] EngineCore: trigger received signal={}",
-                signal_name(sig)
+                sig.as_str()
             ),
         );
         self.log.info(

@@ -5,13 +5,7 @@ use std::fs;
 
 /// Seconds on CLOCK_MONOTONIC, which every process on the machine shares.
 pub fn mono_now() -> f64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut t) };
-    t.tv_sec as f64 + t.tv_nsec as f64 * 1e-9
+    inferlint_core::clock::monotonic_ns() as f64 * 1e-9
 }
 
 pub fn unix_now() -> f64 {
@@ -62,11 +56,9 @@ pub fn children_of(pid: u32) -> Vec<u32> {
 
 /// Sets the kernel's name of this process (`/proc/PID/comm`, 15 bytes at most).
 pub fn set_comm(name: &str) {
-    let mut bytes: Vec<u8> = name.bytes().take(15).collect();
-    bytes.push(0);
-    // SAFETY: PR_SET_NAME reads a NUL-terminated string of at most 16 bytes from the pointer.
-    unsafe {
-        libc::prctl(libc::PR_SET_NAME, bytes.as_ptr() as libc::c_ulong, 0, 0, 0);
+    let bytes: Vec<u8> = name.bytes().take(15).take_while(|&b| b != 0).collect();
+    if let Ok(name) = std::ffi::CString::new(bytes) {
+        let _ = nix::sys::prctl::set_name(&name);
     }
 }
 

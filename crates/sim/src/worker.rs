@@ -10,6 +10,8 @@ use std::process::{Child, Command};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::config::{ServeConfig, CHANNEL_FD, CONFIG_ENV};
+use nix::sys::signal::Signal;
+
 use super::engine::{pass_as_fd3, set_cloexec, SignalPipe};
 use super::gpu;
 use super::logline::{sites, Logger};
@@ -118,10 +120,10 @@ pub fn run_worker() -> anyhow::Result<i32> {
     };
     os::rename(&title);
     let log = Logger::new(cfg.release, title.trim_start_matches("VLLM::"));
-    let mut sigs = SignalPipe::new(&[libc::SIGTERM, libc::SIGINT])?;
+    let mut sigs = SignalPipe::new(&[Signal::SIGTERM, Signal::SIGINT])?;
     // SAFETY: the parent passed the read end of its death pipe as fd 3.
     let death = unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) };
-    set_cloexec(CHANNEL_FD);
+    set_cloexec(&death);
     // The coordinator only balances load between the engines: it holds no GPU. Each worker's
     // card is its place among the visible ones (CUDA_VISIBLE_DEVICES), as CUDA renumbers them.
     let _holding = match gpu::dir_from_env().filter(|_| !coordinator) {

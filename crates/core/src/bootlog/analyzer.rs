@@ -8,12 +8,13 @@ use super::classify::{Change, Classifier, Failure};
 use super::facts::BootFacts;
 use super::lines::{
     decode, is_progress_bar, split_vllm, stamp_seconds, strip_ansi, strip_other_stamps,
-    truncate_chars, LineSplitter, RawLine,
+    LineSplitter, RawLine,
 };
 use super::phrases::{scan, Found, Phrase};
 use super::state::State;
 use super::{sglang, trtllm, vllm};
 use crate::engine::Engine;
+use crate::fmt::first_chars;
 
 /// Engine markers are looked for in a log's first 200,000 characters
 /// (docs/design/engines.md#auto-detection).
@@ -281,7 +282,7 @@ impl Analyzer {
             if shown.len() <= 300 {
                 self.last_line.push_str(shown);
             } else {
-                self.last_line.push_str(&truncate_chars(shown, 300));
+                self.last_line.push_str(first_chars(shown, 300));
             }
         }
     }

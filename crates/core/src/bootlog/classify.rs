@@ -13,8 +13,8 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::lines::truncate_chars;
 use super::phrases::{Found, Phrase};
+use crate::fmt::first_chars;
 
 /// What kind of failure a log shows, in the classifier's priority order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -212,8 +212,8 @@ impl Classifier {
                         Phase::Boot
                     },
                     lineno,
-                    line: truncate_chars(text, 300),
-                    detail: truncate_chars(&detail, 200),
+                    line: first_chars(text, 300).to_string(),
+                    detail: first_chars(&detail, 200).to_string(),
                 });
             }
         }

@@ -373,14 +373,6 @@ pub fn is_progress_bar(s: &str) -> bool {
     s.contains("it/s]") || s.contains("s/it]") || s.contains("%|")
 }
 
-/// The first `n` characters of `s`.
-pub fn truncate_chars(s: &str, n: usize) -> String {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => s[..i].to_string(),
-        None => s.to_string(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

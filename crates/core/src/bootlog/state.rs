@@ -9,8 +9,9 @@ use serde_json::{Map, Value};
 
 use super::classify::Failure;
 use super::facts::{BootFacts, Unparsed};
-use super::lines::{elapsed, truncate_chars};
+use super::lines::elapsed;
 use crate::engine::Engine;
+use crate::fmt::first_chars;
 
 /// At most this many unparsed lines are kept (the rest are counted).
 const MAX_UNPARSED: usize = 1000;
@@ -63,7 +64,7 @@ impl State {
             self.f.unparsed.push(Unparsed {
                 field: field.to_string(),
                 lineno,
-                line: truncate_chars(line, 300),
+                line: first_chars(line, 300).to_string(),
             });
         } else {
             self.unparsed_more += 1;

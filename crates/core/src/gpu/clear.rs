@@ -2,7 +2,7 @@
 //! teardown (T2), with the readings and the clock injected so that it runs on recorded or
 //! synthetic readings.
 
-use std::time::{Duration, Instant};
+use crate::clock::Clock;
 
 use serde_json::{json, Value};
 
@@ -74,32 +74,6 @@ impl ClearResult {
     }
 }
 
-/// The clock the waiter reads and sleeps on (substituted in tests).
-pub trait Clock {
-    /// Seconds since an arbitrary origin.
-    fn now(&self) -> f64;
-    fn sleep(&mut self, secs: f64);
-}
-
-/// The real clock.
-#[derive(Debug)]
-pub struct SystemClock(Instant);
-
-impl Default for SystemClock {
-    fn default() -> Self {
-        SystemClock(Instant::now())
-    }
-}
-
-impl Clock for SystemClock {
-    fn now(&self) -> f64 {
-        self.0.elapsed().as_secs_f64()
-    }
-    fn sleep(&mut self, secs: f64) {
-        std::thread::sleep(Duration::from_secs_f64(secs.max(0.0)));
-    }
-}
-
 /// `--consecutive` below 1.
 #[derive(Debug, thiserror::Error)]
 #[error("--consecutive must be at least 1 (got {0})")]
@@ -116,12 +90,13 @@ pub fn wait_until_clear(
     if opts.consecutive < 1 {
         return Err(BadConsecutive(opts.consecutive));
     }
-    let start = clock.now();
+    let start = clock.now().mono_s();
+    let elapsed = |clock: &dyn Clock| clock.now().mono_s() - start;
     let mut readings = Vec::new();
     let mut run = 0;
     loop {
         let r = Reading {
-            elapsed_s: clock.now() - start,
+            elapsed_s: elapsed(clock),
             used: used(),
             n_live: n_live(),
         };
@@ -140,7 +115,7 @@ pub fn wait_until_clear(
                 gpu_unreadable: !opts.require_gpu,
             });
         }
-        if clock.now() - start >= opts.timeout_s {
+        if elapsed(clock) >= opts.timeout_s {
             return Ok(ClearResult {
                 clear: false,
                 reason: not_clear_reason(opts.timeout_s, &r),
@@ -148,7 +123,7 @@ pub fn wait_until_clear(
                 gpu_unreadable: !opts.require_gpu,
             });
         }
-        let left = opts.timeout_s - (clock.now() - start);
+        let left = opts.timeout_s - elapsed(clock);
         clock.sleep(opts.interval_s.min(left.max(0.0)));
     }
 }

@@ -16,8 +16,7 @@ pub mod scope;
 pub mod simdir;
 
 pub use clear::{
-    not_clear_reason, wait_until_clear, BadConsecutive, ClearOptions, ClearResult, Clock, Reading,
-    SystemClock,
+    not_clear_reason, wait_until_clear, BadConsecutive, ClearOptions, ClearResult, Reading,
 };
 pub use holder::{command_of, parse_nspid, GpuHolder};
 pub use reading::{

@@ -85,7 +85,7 @@ fn self_kills(s: &Script, script_name: &str) -> Vec<Finding> {
             let Some((hit, what)) = own.iter().find(|(p, _)| m.hits(p)) else {
                 continue;
             };
-            let shown = super::shorten(&one_line(&hit.cmdline), 80);
+            let shown = inferlint_core::fmt::shorten(&one_line(&hit.cmdline), 80);
             let tool = k.tool.name();
             let problem = format!(
                 "{tool} pattern '{pattern}' also matches {what} ({shown}), so the cleanup kills \
@@ -489,7 +489,7 @@ fn last_pid_problem(s: &Script, c: &Cmd, b: usize, engine: Engine, server: usize
             "'{kill}' signals the shell started on line {} ({}), not the server inside it: \
              the {} server and its {engine_procs} keep running and keep the GPU",
             bg.pos.line,
-            super::shorten(&runner, 60),
+            inferlint_core::fmt::shorten(&runner, 60),
             engine.name(),
         );
     }

@@ -9,6 +9,7 @@ use super::argv::{basename, is_load, server_engine, strip_launchers};
 use super::model::{Cmd, Pos, Script};
 use super::Finding;
 use inferlint_core::engine::Engine;
+use inferlint_core::fmt::shorten;
 
 /// Every finding in a script. `script_name` is the file's name, which its own command line
 /// contains when it runs.
@@ -30,17 +31,6 @@ fn snippet(s: &Script, pos: Pos, text: &str) -> String {
         first
     };
     shorten(t, 120)
-}
-
-/// At most `max` characters, with `…` when cut.
-fn shorten(t: &str, max: usize) -> String {
-    if t.chars().count() <= max {
-        t.to_string()
-    } else {
-        let mut s: String = t.chars().take(max - 1).collect();
-        s.push('…');
-        s
-    }
 }
 
 /// The command's name after its launchers (`sudo kill` → `kill`).

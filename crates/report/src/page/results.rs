@@ -220,14 +220,7 @@ fn evidence_value(v: &serde_json::Value) -> String {
     match v {
         serde_json::Value::String(s) => s.clone(),
         serde_json::Value::Null => "–".into(),
-        other => {
-            let s = other.to_string();
-            if s.len() > 600 {
-                format!("{}…", s.chars().take(600).collect::<String>())
-            } else {
-                s
-            }
-        }
+        other => inferlint_core::fmt::shorten(&other.to_string(), 601),
     }
 }
 

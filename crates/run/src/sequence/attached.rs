@@ -21,6 +21,35 @@ const POLL: Duration = Duration::from_millis(100);
 const AFTER_KILL: Duration = Duration::from_secs(5);
 
 impl Run {
+    /// Attach mode: which processes serve the URL (the listener on its port and everything
+    /// below it), said once; the stop ends those processes ([`Run::stop_attached`]).
+    pub(super) async fn name_attached_server(&mut self) {
+        let url = self.url.clone();
+        let found =
+            tokio::task::spawn_blocking(move || listener::find(Path::new("/proc"), &url)).await;
+        let line = match found {
+            Ok(listener::Found::Tree(t)) => {
+                let cmdline = t[0].cmdline();
+                let cmd = inferlint_core::fmt::first_chars(&cmdline, 100);
+                self.record.attached_server = t.iter().map(|p| p.pid).collect();
+                format!(
+                    "== the server at {}: pid={} {cmd} (and {} processes below it; the run stops them when it ends)",
+                    self.url,
+                    t[0].pid,
+                    t.len() - 1
+                )
+            }
+            Ok(listener::Found::NotFound(why)) => {
+                format!(
+                    "note: cannot tell which processes serve {}: {why}; the run will stop nothing",
+                    self.url
+                )
+            }
+            Err(e) => format!("note: cannot tell which processes serve {}: {e}", self.url),
+        };
+        self.line(&line);
+    }
+
     /// Step 12 in attach mode: SIGTERM the attached server's processes, SIGKILL what is left
     /// after the grace, and say what was done.
     pub(super) async fn stop_attached(&mut self) {
@@ -94,7 +123,8 @@ fn stop(url: &str, started: &[i32], grace: Duration) -> Vec<String> {
     let mut lines: Vec<String> = tracked
         .iter()
         .map(|(p, _)| {
-            let cmd: String = p.cmdline().chars().take(100).collect();
+            let cmdline = p.cmdline();
+            let cmd = inferlint_core::fmt::first_chars(&cmdline, 100);
             format!("target  pid={:<8} {cmd}", p.pid)
         })
         .collect();

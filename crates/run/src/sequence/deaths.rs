@@ -11,7 +11,7 @@ impl Run {
     /// one T7 FAIL names the first (an engine's death is followed by its workers' and its
     /// server's: one incident, one verdict), and a broken server becomes the problem line.
     pub(super) fn record_deaths(&mut self) {
-        let Some(w) = &self.deaths else {
+        let Some(w) = &self.server.deaths else {
             return;
         };
         w.drain_now();
@@ -24,13 +24,13 @@ impl Run {
         });
         let after_ready = t7_deaths(&all, interrupted_ms);
         self.record.deaths = all;
-        if self.deaths_judged {
+        if self.server.deaths_judged {
             return;
         }
         let Some(first) = after_ready.first() else {
             return;
         };
-        self.deaths_judged = true;
+        self.server.deaths_judged = true;
         let mut message = first.summary.clone();
         if after_ready.len() > 1 {
             message.push_str(&format!(
@@ -39,7 +39,7 @@ impl Run {
             ));
         }
         let r = CheckResult::fail(Tripwire::T7, message).with("deaths", &after_ready);
-        self.extra.push(r.clone());
+        self.verdict.extra.push(r.clone());
         self.record_result(r);
         if let Some(b) = after_ready.iter().find(|d| d.server_broken) {
             self.set_problem(if b.phase == "load" {

@@ -22,7 +22,7 @@ impl Run {
     /// SIGTERM, grace, SIGKILL), then T2 on the run's GPUs. Server processes the run did not
     /// start are listed, never signalled (docs/supervision.md, "Sharing the node").
     pub(super) async fn stop_server(&mut self) {
-        let Some(server) = self.server.as_mut() else {
+        let Some(server) = self.server.started.as_mut() else {
             self.stop_attached().await;
             return;
         };
@@ -49,13 +49,13 @@ impl Run {
         }
         let leader_died = server.proc.exited();
         for (pid, cmd) in server.proc.outside_group() {
-            let cmd: String = cmd.chars().take(100).collect();
+            let cmd = inferlint_core::fmt::first_chars(&cmd, 100);
             self.sink.line(&format!(
                 "found outside the server's process group: pid={pid:<8} {cmd} (killing the group would miss it)"
             ));
         }
         // From here on, what ends is the stop's doing, not a death.
-        if let Some(d) = &self.deaths {
+        if let Some(d) = &self.server.deaths {
             d.stop();
         }
         let mode = if self.interrupt.level() >= Level::Force {
@@ -97,7 +97,7 @@ impl Run {
         // one by one, since these orphans are what holds the GPU afterwards.
         if let Some(e) = leader_died {
             for o in report.found.iter().filter(|o| o.pid != server.proc.pid) {
-                let cmd: String = o.cmdline.chars().take(100).collect();
+                let cmd = inferlint_core::fmt::first_chars(&o.cmdline, 100);
                 self.sink.line(&format!(
                     "left by the server's exit ({}): pid={:<8} {cmd} (stopped)",
                     exit_words(e),
@@ -117,16 +117,16 @@ impl Run {
         let j = gate::after_stop(
             t2_timeout,
             &report,
-            self.run_id.clone(),
+            self.server.run_id.clone(),
             &self.inputs.gpu_scope,
-            self.gate_used_mib,
+            self.gate.used_mib,
         )
         .await;
         for l in &j.lines {
             self.sink.line(l);
         }
         self.note_scope(&j);
-        self.extra.push(j.t2.clone());
+        self.verdict.extra.push(j.t2.clone());
         self.record_result(j.t2);
         self.timings.stop_s = t.elapsed().as_secs_f64();
     }
@@ -137,12 +137,12 @@ impl Run {
         if self.interrupt.interrupted() {
             self.set_problem("interrupted");
         }
-        if let Some(p) = &self.problem {
+        if let Some(p) = &self.verdict.problem {
             self.line(&format!("problem: {p}"));
         }
         // In attach mode the server's log is copied in, so the folder holds the whole run.
         if self.serve_argv.is_none() {
-            if let (Some(text), Some(src)) = (&self.boot_text, &self.inputs.boot_log) {
+            if let (Some(text), Some(src)) = (&self.boot.text, &self.inputs.boot_log) {
                 let dst = self.out.join(folder::BOOT_LOG);
                 let same = std::fs::canonicalize(src).ok() == std::fs::canonicalize(&dst).ok();
                 if !same {
@@ -152,8 +152,9 @@ impl Run {
         }
         let mut report_path = None;
         let mut insights = Vec::new();
-        let can_report = !self.no_report
-            && (self.boot_text.is_some() || (self.before.is_some() && self.after.is_some()));
+        let can_report = !self.verdict.no_report
+            && (self.boot.text.is_some()
+                || (self.load.before.is_some() && self.load.after.is_some()));
         if can_report {
             let report = Report::build(self.report_inputs());
             insights = report
@@ -173,12 +174,14 @@ impl Run {
                 Err(e) => self.line(&format!("note: cannot write the report: {e}")),
             }
         }
-        if let Err(e) = folder::write_results(&self.out, &self.results) {
+        if let Err(e) = folder::write_results(&self.out, &self.verdict.results) {
             self.line(&format!("note: cannot write results.json: {e}"));
         }
         let total = self.t0.elapsed().as_secs_f64();
         if let Some(junit) = &self.inputs.junit {
-            if let Err(e) = folder::write_junit(junit, &self.results, "inferlint run", total) {
+            if let Err(e) =
+                folder::write_junit(junit, &self.verdict.results, "inferlint run", total)
+            {
                 self.line(&format!("note: cannot write {}: {e}", junit.display()));
             }
         }
@@ -195,7 +198,7 @@ impl Run {
         });
         self.record.report = outcome.report.as_ref().map(|p| p.display().to_string());
         self.record.timings = Some(outcome.timings);
-        if let Some(d) = &self.deaths {
+        if let Some(d) = &self.server.deaths {
             self.record.deaths = d.deaths();
         }
         if self.record.engine.is_none() {
@@ -212,19 +215,19 @@ impl Run {
 
     pub(super) fn report_inputs(&self) -> report::Inputs {
         let mut sources = Vec::new();
-        if self.boot_text.is_some() {
+        if self.boot.text.is_some() {
             sources.push(folder::BOOT_LOG.to_string());
         }
-        if self.before.is_some() {
+        if self.load.before.is_some() {
             sources.push(folder::BEFORE.to_string());
         }
-        if self.after.is_some() {
+        if self.load.after.is_some() {
             sources.push(folder::AFTER.to_string());
         }
-        if self.series.is_some() {
+        if self.load.series.is_some() {
             sources.push(folder::SERIES.to_string());
         }
-        if let Some(p) = &self.bench_path {
+        if let Some(p) = &self.load.bench_path {
             sources.push(
                 p.file_name()
                     .map(|n| n.to_string_lossy().into_owned())
@@ -233,7 +236,8 @@ impl Run {
         }
         report::Inputs {
             boot_logs: self
-                .boot_text
+                .boot
+                .text
                 .as_ref()
                 .map(|t| {
                     vec![BootLog {
@@ -242,29 +246,29 @@ impl Run {
                     }]
                 })
                 .unwrap_or_default(),
-            before: self.before.clone(),
-            after: self.after.clone(),
-            series: self.series.clone(),
-            bench: self.bench.clone(),
-            requested: self.requested,
+            before: self.load.before.clone(),
+            after: self.load.after.clone(),
+            series: self.load.series.clone(),
+            bench: self.load.bench.clone(),
+            requested: self.load.requested,
             title: self.inputs.title.clone(),
             sources,
-            extra_results: self.extra.clone(),
-            server_version: self.server_version.clone(),
+            extra_results: self.verdict.extra.clone(),
+            server_version: self.boot.server_version.clone(),
             engine: Some(self.engine()),
-            untimed_requests: self.untimed,
+            untimed_requests: self.load.untimed,
             run_folder: Some(self.out.display().to_string()),
             generated_at: None,
-            missing: self.gaps.clone(),
+            missing: self.load.gaps.clone(),
         }
     }
 
     pub(super) fn outcome(&self, report: Option<PathBuf>, insights: Vec<String>) -> Outcome {
         Outcome {
-            results: self.results.clone(),
-            load_exit: self.load_exit,
+            results: self.verdict.results.clone(),
+            load_exit: self.load.exit,
             report,
-            problem: self.problem.clone(),
+            problem: self.verdict.problem.clone(),
             interrupted: self.interrupt.interrupted(),
             insights,
             out: self.out.clone(),

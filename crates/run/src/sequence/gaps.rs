@@ -16,9 +16,9 @@ impl Run {
     /// nothing of how many requests ran at once (the one seen running may be the only one
     /// caught). A well-sampled recording whose gauge stays at 0 is another matter: T8 judges it.
     fn missed_the_load(&self, s: &Series) -> Option<String> {
-        let served = match self.bench.as_ref().and_then(|b| b.completed) {
+        let served = match self.load.bench.as_ref().and_then(|b| b.completed) {
             Some(n) => n > 0.0,
-            None => self.load_exit == Some(0),
+            None => self.load.exit == Some(0),
         };
         let load_s = self.timings.load_s;
         let asked = load_s / self.inputs.interval.as_secs_f64().max(1e-3);
@@ -66,7 +66,7 @@ impl Run {
             }
         };
         self.line(&format!("note: {why}"));
-        self.gaps.recording = Some(why);
+        self.load.gaps.recording = Some(why);
         None
     }
 }

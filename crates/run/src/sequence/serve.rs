@@ -39,13 +39,13 @@ impl Run {
             for l in &j.lines {
                 self.line(l);
             }
-            self.gate_used_mib = j.used_mib();
+            self.gate.used_mib = j.used_mib();
             self.note_scope(&j);
             let t2 = j.t2;
             // N/A: no NVIDIA GPU here and none of the run's processes alive, so nothing
             // blocks a start.
             let clear = matches!(t2.status, Status::Pass | Status::NotApplicable);
-            self.extra.push(t2.clone());
+            self.verdict.extra.push(t2.clone());
             self.record_result(t2);
             self.save_record();
             if !clear {
@@ -87,19 +87,19 @@ impl Run {
         };
         // The run's marker, as the server's environment holds it: the readings after the stop
         // know the run's own processes by it.
-        self.run_id = ProcScanner::system().environ_var(proc.pid, crate::proc::RUN_ID_ENV);
+        self.server.run_id = ProcScanner::system().environ_var(proc.pid, crate::proc::RUN_ID_ENV);
         let lines = std::mem::replace(&mut proc.lines, Lines::closed());
-        self.deaths = proc
+        self.server.deaths = proc
             .take_member_exits()
             .map(|rx| DeathWatch::start(rx, self.sink.clone()));
         let (events, log_task) = server::watch_log(lines, Some(self.engine()));
-        self.server = Some(Started {
+        self.server.started = Some(Started {
             proc,
             events,
             log_task,
             failed: false,
         });
-        let s = self.server.as_mut().expect("just set");
+        let s = self.server.started.as_mut().expect("just set");
         let readiness = server::wait_ready(
             &s.proc,
             &mut s.events,
@@ -133,7 +133,7 @@ impl Run {
             Readiness::Failed(summary) => {
                 // A failing server usually exits right after its traceback: give it a moment
                 // to say so itself, then stop it.
-                let s = self.server.as_mut().expect("started above");
+                let s = self.server.started.as_mut().expect("started above");
                 s.failed = true;
                 let exited = tokio::time::timeout(FAILURE_EXIT_WAIT, s.proc.wait())
                     .await
@@ -173,7 +173,7 @@ impl Run {
         if !self.inputs.pin_server_gpus {
             return argv;
         }
-        let ordinals: Option<Vec<String>> = match &self.scope_cards {
+        let ordinals: Option<Vec<String>> = match &self.gate.scope_cards {
             Some(cards) if !cards.is_empty() => Some(cards.iter().map(u32::to_string).collect()),
             _ => self.inputs.gpu_scope.ids.as_ref().and_then(|ids| {
                 ids.iter()
@@ -212,8 +212,8 @@ impl Run {
             .as_ref()
             .map(|r| r.gpus.iter().map(|g| g.index).collect())
             .unwrap_or_default();
-        if self.scope_cards.is_none() && judged.last.is_some() {
-            self.scope_cards = Some(cards.clone());
+        if self.gate.scope_cards.is_none() && judged.last.is_some() {
+            self.gate.scope_cards = Some(cards.clone());
         }
         let rec = self
             .record
@@ -267,7 +267,7 @@ impl Run {
 
     /// Waits (bounded) for the server's output to close, so its log is complete.
     pub(super) async fn wait_log_end(&mut self, limit: Duration) {
-        if let Some(s) = self.server.as_mut() {
+        if let Some(s) = self.server.started.as_mut() {
             if !s.log_task.is_finished() {
                 let _ = tokio::time::timeout(limit, &mut s.log_task).await;
             }

@@ -70,16 +70,8 @@ impl ProcSelf {
         let open_fds = std::fs::read_dir("/proc/self/fd")
             .map(|d| d.count() as f64)
             .unwrap_or(0.0);
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes into the struct we pass and reads nothing else.
-        let max_fds = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
-            lim.rlim_cur as f64
-        } else {
-            0.0
-        };
+        let max_fds = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE)
+            .map_or(0.0, |(soft, _)| soft as f64);
         ProcSelf {
             vsize: num(23),
             rss: num(24) * page,
