@@ -235,7 +235,7 @@ fn t14_divides_the_summed_block_count_among_the_engines() {
         "{}",
         r.message
     );
-    assert!(r.message.contains("5"), "{}", r.message);
+    assert!(r.message.contains('5'), "{}", r.message);
     // The same readings against a label of 14 (7 blocks an engine, 6 usable): no longer a fit.
     let wrong = snapshot(
         "after",

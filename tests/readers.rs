@@ -115,9 +115,8 @@ fn every_recorded_result_file_loads() {
 
 #[test]
 fn live_raw_metrics_parse_fully() {
-    let text = match evidence_text("vllm-0.28/live/raw_metrics.prom") {
-        Some(t) => t,
-        None => return,
+    let Some(text) = evidence_text("vllm-0.28/live/raw_metrics.prom") else {
+        return;
     };
     let m = Metrics::parse(&text).unwrap();
     let sample_lines = text

@@ -162,7 +162,7 @@ fn preempting_run_is_caught_with_the_servers_own_numbers() {
         // all the same must divide 4.
         "unknown" => {
             let mut distinct: Vec<u64> = readings.iter().map(|u| (u * 1e9) as u64).collect();
-            distinct.sort();
+            distinct.sort_unstable();
             distinct.dedup();
             assert!(distinct.len() < 5, "{distinct:?}");
             assert_eq!(

@@ -63,7 +63,7 @@ fn data_parallel_engines_are_children_of_the_api_server_each_on_its_gpu() {
     // Each engine (TP 1) holds a GPU of its own; the coordinator holds none.
     let held = gpus_held(&sim);
     let mut gpus: Vec<u32> = held.values().copied().collect();
-    gpus.sort();
+    gpus.sort_unstable();
     assert_eq!(gpus, [0, 1], "{held:?}");
     for pid in held.keys() {
         assert!(argv(*pid)[0].starts_with("VLLM::EngineCore_DP"));
@@ -120,7 +120,7 @@ fn tensor_parallel_workers_each_hold_their_own_gpu() {
         .len()
         == 3));
     let mut gpus: Vec<u32> = gpus_held(&sim).values().copied().collect();
-    gpus.sort();
+    gpus.sort_unstable();
     assert_eq!(gpus, [0, 1, 2]);
 }
 

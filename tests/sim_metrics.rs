@@ -117,7 +117,7 @@ fn assert_same_exposition(args: &[&str], reference: &str, what: &str) {
         let mut keys: Vec<&str> = s.labels.iter().map(|(k, _)| k.as_str()).collect();
         let sorted = {
             let mut k = keys.clone();
-            k.sort();
+            k.sort_unstable();
             k
         };
         assert_eq!(keys, sorted, "labels are sorted in {}", s.name);

@@ -93,7 +93,10 @@
 //! recorded. When both die, a cgroup still holds the tree and `reap` finds it by marker or
 //! cgroup name — except a process that cleared its environment and left the process group while
 //! no cgroup was in use: nothing ties it to the run any more (tested as exactly that limit).
-
+#![expect(
+    missing_docs,
+    reason = "121 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
+)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod cgroup;

@@ -91,7 +91,7 @@ pub fn g_prec(x: f64, prec: usize) -> String {
         format!("{m}e{sign}{:02}", exp.abs())
     } else {
         let decimals = (prec as i32 - 1 - exp).max(0) as usize;
-        strip_zeros(&format!("{:.*}", decimals, x)).to_string()
+        strip_zeros(&format!("{x:.decimals$}")).to_string()
     }
 }
 

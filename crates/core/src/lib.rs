@@ -5,7 +5,10 @@
 //! tripwire, and [`checks::run_all`]) → [`output`] (verdict lines and JSON). The supervised run,
 //! the report, the simulator and the command line live in crates above this one
 //! (ARCHITECTURE.md); nothing here uses an async runtime, HTTP, a command-line parser or HTML.
-
+#![expect(
+    missing_docs,
+    reason = "289 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
+)]
 #![forbid(unsafe_code)]
 
 pub mod argv;

@@ -156,7 +156,7 @@ impl Snapshot {
         let mono = before.mono_ns + (after.mono_ns - before.mono_ns) / 2;
         Ok(Snapshot {
             url: url.to_string(),
-            t_wall: (before.wall + after.wall) / 2.0,
+            t_wall: f64::midpoint(before.wall, after.wall),
             t_mono_ns: Some(mono),
             latency_s: Some((after.mono_ns - before.mono_ns) as f64 / 1e9),
             text,

@@ -13,7 +13,10 @@
 //! | T12 | a server or load piped into `tee` without `set -o pipefail` | WARN |
 //! | T13 | a readiness loop on a fixed port with a killing `trap … EXIT`, not checking the server is its own | FAIL |
 //! | T13 | `sleep N` as the only wait after starting a server | WARN |
-
+#![expect(
+    missing_docs,
+    reason = "117 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
+)]
 #![forbid(unsafe_code)]
 
 pub mod argv;

@@ -164,8 +164,8 @@ mod tests {
         assert_eq!(rows.len(), 100);
         let maxes: Vec<f64> = rows.iter().filter_map(|r| r.cells[0].max()).collect();
         let mins: Vec<f64> = rows.iter().filter_map(|r| r.cells[0].min()).collect();
-        assert_eq!(maxes.iter().cloned().fold(f64::MIN, f64::max), 9.0);
-        assert_eq!(mins.iter().cloned().fold(f64::MAX, f64::min), 1.0);
+        assert_eq!(maxes.iter().copied().fold(f64::MIN, f64::max), 9.0);
+        assert_eq!(mins.iter().copied().fold(f64::MAX, f64::min), 1.0);
         assert_eq!(rows.iter().map(|r| r.readings).sum::<usize>(), 10_000);
         let spike = rows.iter().find(|r| r.cells[0].max() == Some(9.0)).unwrap();
         assert!(spike.t0 <= 1234.0 && 1234.0 <= spike.t1);

@@ -5,7 +5,10 @@
 //! [`Insight`]s; [`Report::render_page`] draws the page from templates that escape by default
 //! (maud), with the run's data embedded as JSON so the page is also the archive
 //! ([`embed::read_back`]).
-
+#![expect(
+    missing_docs,
+    reason = "120 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
+)]
 #![forbid(unsafe_code)]
 
 pub mod charts;

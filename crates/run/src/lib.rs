@@ -10,7 +10,10 @@
 //! [`sequence`] (the steps in order). Below them, what a run reads from the machine and the
 //! server: [`gpu`] (NVML, nvidia-smi, the simulated GPU), [`procs`] (`/proc`, server processes,
 //! teardown), [`probe`] (T7's requests), [`scrape`] and [`record`] (live metrics).
-
+#![expect(
+    missing_docs,
+    reason = "173 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
+)]
 // The process model's unsafe code (pre_exec, raw fds) lives in inferlint-supervisor.
 #![forbid(unsafe_code)]
 

@@ -13,7 +13,7 @@ pub fn server_url(serve_argv: &[String], named: Option<Engine>) -> String {
         .unwrap_or(Engine::Vllm);
     let host = flag_value(serve_argv, "--host");
     let host = match host.as_deref().map(str::trim) {
-        None | Some("") | Some("0.0.0.0") | Some("::") | Some("[::]") => "127.0.0.1".to_string(),
+        None | Some("" | "0.0.0.0" | "::" | "[::]") => "127.0.0.1".to_string(),
         Some(h) if h.contains(':') && !h.starts_with('[') => format!("[{h}]"),
         Some(h) => h.to_string(),
     };

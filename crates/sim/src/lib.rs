@@ -26,7 +26,10 @@
 //! metrics, shutdown), [`proto`] (their channel), [`metrics`] and [`expo`] (the exposition),
 //! [`logline`] and [`failures`] (the log lines), [`gpu`] (the simulated GPU), [`os`] (process
 //! titles and /proc), [`bench`] (the load client).
-
+#![expect(
+    missing_docs,
+    reason = "233 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
+)]
 // Unsafe code here is limited to what the process model needs (fork, pre_exec, raw fds); each
 // block says why it is sound.
 #![deny(clippy::undocumented_unsafe_blocks)]

@@ -395,7 +395,7 @@ mod tests {
             ("a".to_string(), false),
             ("b".to_string(), false),
             ("c".to_string(), false),
-            ("".to_string(), false),
+            (String::new(), false),
             ("d".to_string(), false),
         ];
         assert_eq!(split_all(&[b"a\r\nb\rc\n\nd"]), want);

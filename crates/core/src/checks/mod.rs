@@ -59,10 +59,10 @@ pub fn run_all(f: &Facts<'_>) -> Vec<CheckResult> {
         out.push(t10::check(b, a, None, engine));
     }
     if let Some(s) = f.series.filter(|s| !s.samples.is_empty()) {
-        let t14 = if !t14::applies_to(engine) {
-            Some(t14::not_applicable(engine))
-        } else {
+        let t14 = if t14::applies_to(engine) {
             f.after.map(|a| t14::check(s, a, engine))
+        } else {
+            Some(t14::not_applicable(engine))
         };
         let blocks = t14.as_ref().and_then(t14::usable_blocks);
         out.extend(t14);

@@ -73,7 +73,7 @@ pub fn family(cap: &str) -> Option<&'static str> {
     let minor: u32 = minor.parse().ok()?;
     match (major, minor) {
         (6, _) => Some("Pascal"),
-        (7, 0) | (7, 2) => Some("Volta"),
+        (7, 0 | 2) => Some("Volta"),
         (7, 5) => Some("Turing"),
         (8, 9) => Some("Ada Lovelace"),
         (8, _) => Some("Ampere"),

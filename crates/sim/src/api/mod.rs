@@ -236,7 +236,7 @@ async fn serve(
                     for p in &procs {
                         let _ = kill(Pid::from_raw(p.pid as i32), Signal::SIGTERM);
                     }
-                    for p in procs.iter_mut() {
+                    for p in &mut procs {
                         let _ = p.child.wait();
                     }
                     failures::print_api_boot_failure(&log, cfg.fail_boot.unwrap_or(FailKind::RuntimeError));

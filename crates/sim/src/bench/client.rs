@@ -98,11 +98,11 @@ impl Target {
                 match v.get("choices").and_then(Value::as_array) {
                     Some(choices) if !choices.is_empty() => {
                         let now = Instant::now();
-                        if !first {
+                        if first {
+                            out.itl.push((now - last).as_secs_f64());
+                        } else {
                             first = true;
                             out.ttft = (now - st).as_secs_f64();
-                        } else {
-                            out.itl.push((now - last).as_secs_f64());
                         }
                         last = now;
                         let c = &choices[0];

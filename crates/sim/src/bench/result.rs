@@ -302,7 +302,7 @@ pub(super) fn print_summary(a: &BenchArgs, r: &Map<String, Value>) {
             "e2el" => ("E2EL", "End-to-end Latency"),
             _ => continue,
         };
-        println!("{:-^50}", header);
+        println!("{header:-^50}");
         println!(
             "{:<40} {:<10.2}",
             format!("Mean {name} (ms):"),
