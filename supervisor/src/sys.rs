@@ -216,7 +216,7 @@ pub fn read_fd(fd: impl AsFd, buf: &mut [u8]) -> io::Result<usize> {
     let fd = fd.as_fd();
     loop {
         match nix::unistd::read(fd, buf) {
-            Err(Errno::EINTR) => continue,
+            Err(Errno::EINTR) => {}
             r => return Ok(r?),
         }
     }
