@@ -11,6 +11,7 @@ pub mod catalogue;
 pub mod checks;
 pub mod cli;
 pub mod engine;
+pub mod evidence;
 pub mod fmt;
 pub mod gpu;
 pub mod lintscript;

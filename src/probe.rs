@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::evidence::{ProbeBurst, ProbeReply, T7Evidence};
 use crate::result::{CheckResult, Tripwire};
 
 /// The prompt every probe request sends.
@@ -177,12 +178,12 @@ async fn complete(client: &reqwest::Client, url: &str, model: &str, opts: &Probe
     }
 }
 
-fn reply_json(r: &Reply) -> Value {
-    json!({
-        "ok": r.ok,
-        "seconds": (r.seconds * 1000.0).round() / 1000.0,
-        "error": r.error,
-    })
+fn reply_json(r: &Reply) -> ProbeReply {
+    ProbeReply {
+        ok: r.ok,
+        seconds: (r.seconds * 1000.0).round() / 1000.0,
+        error: r.error.clone(),
+    }
 }
 
 /// Probes the server at `url` into a T7 result.
@@ -193,7 +194,10 @@ pub async fn probe(url: &str, opts: &ProbeOptions) -> CheckResult {
             Ok(m) => m,
             Err(e) => {
                 return CheckResult::fail(Tripwire::T7, format!("cannot list models: {e}"))
-                    .with("model", Value::Null)
+                    .with_evidence(T7Evidence {
+                        model: Some(None),
+                        ..Default::default()
+                    })
             }
         },
     };
@@ -208,9 +212,12 @@ pub async fn probe(url: &str, opts: &ProbeOptions) -> CheckResult {
                 first.error.clone().unwrap_or_default()
             ),
         )
-        .with("model", &model)
-        .with("first", reply_json(&first))
-        .with("alive_after", alive);
+        .with_evidence(T7Evidence {
+            model: Some(Some(model)),
+            first: Some(reply_json(&first)),
+            alive_after: Some(alive),
+            ..Default::default()
+        });
     }
     let n = opts.concurrency;
     let burst: Vec<Reply> =
@@ -219,12 +226,12 @@ pub async fn probe(url: &str, opts: &ProbeOptions) -> CheckResult {
     let max_seconds = burst.iter().map(|r| r.seconds).fold(0.0_f64, f64::max);
     let alive = healthy(url, opts.health_timeout).await;
     let errors: Vec<&str> = burst.iter().filter_map(|r| r.error.as_deref()).collect();
-    let burst_json = json!({
-        "concurrency": n,
-        "failed": failed,
-        "max_seconds": (max_seconds * 1000.0).round() / 1000.0,
-        "errors": errors.iter().take(3).collect::<Vec<_>>(),
-    });
+    let burst_json = ProbeBurst {
+        concurrency: n as u64,
+        failed: failed as u64,
+        max_seconds: (max_seconds * 1000.0).round() / 1000.0,
+        errors: errors.iter().take(3).map(|e| e.to_string()).collect(),
+    };
     let result = if failed > 0 {
         CheckResult::fail(Tripwire::T7, format!("{failed}/{n} burst requests failed"))
     } else if !alive {
@@ -235,9 +242,11 @@ pub async fn probe(url: &str, opts: &ProbeOptions) -> CheckResult {
             format!("1 + {n} concurrent requests served, server alive"),
         )
     };
-    result
-        .with("model", &model)
-        .with("first", reply_json(&first))
-        .with("burst", burst_json)
-        .with("alive_after", alive)
+    result.with_evidence(T7Evidence {
+        model: Some(Some(model)),
+        first: Some(reply_json(&first)),
+        burst: Some(burst_json),
+        alive_after: Some(alive),
+        ..Default::default()
+    })
 }

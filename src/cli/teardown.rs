@@ -118,9 +118,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             signalled.push(*pid);
         }
     }
-    let result = t2_result(clear, "")
-        .with("readings", clear.readings_json())
-        .with("signalled", signalled);
+    let result = t2_result(clear, "").with_evidence(crate::evidence::T2Evidence {
+        readings: Some(clear.readings_json()),
+        signalled: Some(signalled),
+        ..Default::default()
+    });
     let _ = writeln!(out, "{}", result.line());
     Ok(crate::output::exit_code(&[result], false))
 }
