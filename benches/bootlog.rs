@@ -12,9 +12,9 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use inferlint::bootlog::{self, Analyzer, BootFacts};
-use inferlint::checks::{t12, t5, t6};
-use inferlint::CheckResult;
+use inferlint_core::bootlog::{self, Analyzer, BootFacts};
+use inferlint_core::checks::{t12, t5, t6};
+use inferlint_core::CheckResult;
 
 const TARGET_MB_S: f64 = 100.0;
 const TARGET_LINE_US: f64 = 2.0;
@@ -61,7 +61,7 @@ fn rounds(bytes: usize, mut work: impl FnMut()) -> (f64, f64) {
 }
 
 fn main() {
-    let Some(one) = inferlint::testkit::evidence_text("sglang-0.5/capped/boot.log") else {
+    let Some(one) = inferlint_core::testkit::evidence_text("sglang-0.5/capped/boot.log") else {
         eprintln!("no recorded evidence: nothing to measure");
         return;
     };
@@ -101,7 +101,7 @@ fn main() {
         "vllm-0.28/boot_spec_backend_override.log",
         "trtllm-1.3/qwen3-8b/boot.log",
     ] {
-        let Some(text) = inferlint::testkit::evidence_text(rel) else {
+        let Some(text) = inferlint_core::testkit::evidence_text(rel) else {
             continue;
         };
         let lines: Vec<&str> = text.lines().collect();

@@ -9,7 +9,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use inferlint::prom::Metrics;
+use inferlint_core::prom::Metrics;
 
 const TARGET_MB_S: f64 = 100.0;
 
@@ -50,7 +50,8 @@ fn measure(text: &str, budget: Duration) -> (f64, f64, usize) {
 }
 
 fn main() {
-    let Some(text) = inferlint::testkit::evidence_text("vllm-0.28/live/raw_metrics.prom") else {
+    let Some(text) = inferlint_core::testkit::evidence_text("vllm-0.28/live/raw_metrics.prom")
+    else {
         eprintln!("prom_parse: no recorded evidence; nothing measured");
         return;
     };

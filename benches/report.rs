@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use inferlint::report::{Inputs, Report};
-use inferlint::series::SeriesWriter;
+use inferlint_core::series::SeriesWriter;
+use inferlint_report::{Inputs, Report};
 
 #[path = "../tests/report_support/long.rs"]
 mod long;
@@ -16,8 +16,8 @@ mod support;
 const DAY: usize = 345_600;
 
 fn live_inputs() -> Option<Inputs> {
-    let dir = inferlint::testkit::evidence("vllm-0.28/live")?;
-    let files = inferlint::report::discover::RunFiles {
+    let dir = inferlint_core::testkit::evidence("vllm-0.28/live")?;
+    let files = inferlint_report::discover::RunFiles {
         folder: Some(dir),
         ..Default::default()
     }
@@ -119,7 +119,7 @@ fn main() {
     // 3. A day at 0.25 s, end to end: `inferlint report RUN` reading the files from disk.
     let tmp = std::env::temp_dir().join(format!("inferlint-bench-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
-    let src = inferlint::testkit::evidence("vllm-0.28/live").unwrap();
+    let src = inferlint_core::testkit::evidence("vllm-0.28/live").unwrap();
     for f in ["boot.log", "before.snapshot.json", "after.snapshot.json"] {
         std::fs::copy(src.join(f), tmp.join(f)).unwrap();
     }

@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::Instant;
 
-use inferlint::series::Series;
+use inferlint_core::series::Series;
 
 const SAMPLES: usize = 345_600;
 const INTERVAL_S: f64 = 0.25;
@@ -24,10 +24,10 @@ mod support;
 
 fn main() {
     support::measurer_role();
-    let Some(rec) = inferlint::testkit::evidence("vllm-0.28/live/run.series.jsonl") else {
+    let Some(rec) = inferlint_core::testkit::evidence("vllm-0.28/live/run.series.jsonl") else {
         return;
     };
-    let snap = inferlint::testkit::evidence("vllm-0.28/live/after.snapshot.json")
+    let snap = inferlint_core::testkit::evidence("vllm-0.28/live/after.snapshot.json")
         .expect("the live run's snapshot");
     let recorded = Series::load(&rec).expect("the recorded series reads");
     let dir = tempfile::tempdir().expect("a temporary folder");
@@ -89,12 +89,12 @@ fn main() {
 /// Where the command's time goes, measured in this process: reading the recording, then the
 /// checks on it.
 fn breakdown(path: &std::path::Path, snap: &std::path::Path) {
-    use inferlint::checks::{t14, t8, t9};
-    use inferlint::Engine;
+    use inferlint_core::checks::{t14, t8, t9};
+    use inferlint_core::Engine;
     let start = Instant::now();
     let series = Series::load(path).expect("the generated recording reads");
     let load_s = start.elapsed().as_secs_f64();
-    let snapshot = inferlint::snapshot::Snapshot::load(snap).expect("the snapshot reads");
+    let snapshot = inferlint_core::snapshot::Snapshot::load(snap).expect("the snapshot reads");
     let start = Instant::now();
     let r14 = t14::check(&series, &snapshot, Engine::Vllm);
     let t14_s = start.elapsed().as_secs_f64();
@@ -107,9 +107,9 @@ fn breakdown(path: &std::path::Path, snap: &std::path::Path) {
     assert_eq!(
         (r14.status, r9.status, r8.status),
         (
-            inferlint::Status::Pass,
-            inferlint::Status::Warn,
-            inferlint::Status::Fail
+            inferlint_core::Status::Pass,
+            inferlint_core::Status::Warn,
+            inferlint_core::Status::Fail
         )
     );
     println!(
@@ -124,7 +124,7 @@ fn write_day(recorded: &Series, path: &std::path::Path) -> usize {
     assert!(!rows.is_empty());
     let first = &rows[0];
     let last = &rows[rows.len() - 1];
-    let gain = |f: fn(&inferlint::series::SeriesSample) -> Option<f64>| {
+    let gain = |f: fn(&inferlint_core::series::SeriesSample) -> Option<f64>| {
         f(last).unwrap_or(0.0) - f(first).unwrap_or(0.0)
     };
     let gains = [

@@ -11,9 +11,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use inferlint::checks::{t1, t10};
-use inferlint::snapshot::Snapshot;
-use inferlint::{bootlog, output, Engine};
+use inferlint_core::checks::{t1, t10};
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::{bootlog, output, Engine};
 
 fn main() -> anyhow::Result<()> {
     let run: PathBuf = std::env::args_os().nth(1).map(PathBuf::from).context(

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use inferlint::testkit::evidence;
+use inferlint_core::testkit::evidence;
 
 fn inferlint(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_inferlint"))

@@ -1,10 +1,10 @@
-//! Boot-log facts and verdicts pinned in spec §10 on the recorded logs, and the mutations that
-//! flip each verdict (one line of real evidence changed in memory).
+//! Boot-log facts and verdicts pinned in docs/design/evidence.md on the recorded logs, and the
+//! mutations that flip each verdict (one line of real evidence changed in memory).
 
-use inferlint::bootlog::{self, BootFacts, FailureKind, Phase};
-use inferlint::checks::{t12, t4_t11, t5, t6};
-use inferlint::testkit::{evidence, evidence_text};
-use inferlint::{Engine, Status, Tripwire};
+use inferlint_core::bootlog::{self, BootFacts, FailureKind, Phase};
+use inferlint_core::checks::{t12, t4_t11, t5, t6};
+use inferlint_core::testkit::{evidence, evidence_text};
+use inferlint_core::{Engine, Status, Tripwire};
 use serde_json::json;
 
 fn facts(rel: &str) -> Option<BootFacts> {
@@ -565,7 +565,7 @@ fn trtllm_qwen3_8b() {
 
 #[test]
 fn every_recorded_log_reads_without_unparsed_lines() {
-    let Some(dir) = inferlint::testkit::evidence_dir() else {
+    let Some(dir) = inferlint_core::testkit::evidence_dir() else {
         return;
     };
     let mut n = 0;

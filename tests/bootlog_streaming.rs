@@ -4,14 +4,14 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint::bootlog::{self, Analyzer, BootEvent, BootEventKind, BootFacts, LINE_CAP};
-use inferlint::checks::{t12, t5};
-use inferlint::testkit::{evidence, evidence_dir};
-use inferlint::Status;
+use inferlint_core::bootlog::{self, Analyzer, BootEvent, BootEventKind, BootFacts, LINE_CAP};
+use inferlint_core::checks::{t12, t5};
+use inferlint_core::testkit::{evidence, evidence_dir};
+use inferlint_core::Status;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-/// Every boot log of the recorded evidence, plus the format samples of the spec.
+/// Every boot log of the recorded evidence, plus the engines' published format samples.
 fn all_logs() -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(dir) = evidence_dir() {
@@ -29,11 +29,12 @@ fn all_logs() -> Vec<PathBuf> {
             }
         }
     }
-    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/spec/engine-samples");
+    // The engines' format samples (committed with the tests: a missing one fails).
+    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/engine-samples");
     for name in ["vllm-0.11.0-boot.log", "vllm-0.33.0-boot.log"] {
-        if samples.join(name).exists() {
-            out.push(samples.join(name));
-        }
+        let p = samples.join(name);
+        assert!(p.is_file(), "{} is missing", p.display());
+        out.push(p);
     }
     out.sort();
     out
@@ -227,7 +228,7 @@ fn a_serving_error_the_server_survived_is_withdrawn() {
 }
 
 fn eager() -> Option<String> {
-    inferlint::testkit::evidence_text("vllm-0.28/boot_eager.log")
+    inferlint_core::testkit::evidence_text("vllm-0.28/boot_eager.log")
 }
 
 #[test]
@@ -279,7 +280,7 @@ fn one_enormous_line_is_cut_and_the_rest_still_read() {
     assert_eq!(f.kv_pool_tokens, Some(31_554));
     assert!(t12::unreadable(&f)[0].message.contains(&format!(
         "longer than {} bytes were cut",
-        inferlint::fmt::thousands(LINE_CAP as i64)
+        inferlint_core::fmt::thousands(LINE_CAP as i64)
     )));
 
     // A key line cut at the cap does not parse: it is reported, never half-read.

@@ -1,13 +1,11 @@
 //! vLLM releases after the tested ones (0.31–0.33) and before them (0.10–0.24): logs built from
-//! the exact format strings of engines.md §2, the format samples of the spec, and the real vLLM
-//! 0.32 CPU logs of the evidence.
+//! the exact format strings of each release (docs/design/bootlog.md#vllm-lines), the engines'
+//! format samples, and the real vLLM 0.32 CPU logs of the evidence.
 
-use std::path::Path;
-
-use inferlint::bootlog::{self, Analyzer, BootEventKind, BootFacts, FailureKind};
-use inferlint::checks::{t5, t6};
-use inferlint::testkit::evidence;
-use inferlint::{Engine, Status};
+use inferlint_core::bootlog::{self, Analyzer, BootEventKind, BootFacts, FailureKind};
+use inferlint_core::checks::{t5, t6};
+use inferlint_core::testkit::evidence;
+use inferlint_core::{Engine, Status};
 
 /// One vLLM 0.33 log record as its formatter writes it: the process prefix inside the format,
 /// and every `\n` of the message turned into `\r\n` plus the full header.
@@ -27,7 +25,7 @@ fn logo(version: &str) -> String {
     rec(API, "INFO", "14:06:07", "startup.py:38", &msg)
 }
 
-/// A vLLM 0.33 boot and a short run, then an orderly stop (§2.2, §2.3).
+/// A vLLM 0.33 boot and a short run, then an orderly stop (docs/design/bootlog.md#vllm-lines).
 fn v033_log(version: &str) -> String {
     let mut s = logo(version);
     s += &rec(API, "INFO", "14:06:07", "startup.py:96", "non-default args: {'model_tag': 'Qwen/Qwen3-0.6B', 'max_model_len': 4096, 'api_key': '***', 'model': 'Qwen/Qwen3-0.6B'}");
@@ -272,11 +270,9 @@ fn a_known_line_that_no_longer_parses_is_unparsed_not_defaulted() {
     );
 }
 
+/// A format sample of tests/engine-samples.
 fn sample(name: &str) -> Option<String> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/spec/engine-samples")
-        .join(name);
-    std::fs::read_to_string(p).ok()
+    Some(inferlint_core::testkit::engine_sample(name))
 }
 
 #[test]
@@ -311,7 +307,7 @@ fn the_format_samples_of_the_spec() {
     }
 }
 
-/// Lines of a real vLLM 0.32 CPU boot (real-vllm.md §5).
+/// Lines of a real vLLM 0.32 CPU boot (docs/design/evidence.md#vllm-032-on-cpu).
 const REAL_032: &str = "Triton is installed, but doesn't include CPU backend. Disabling Triton.
 (APIServer pid=1318) INFO 11-29 14:32:46 [api_utils.py:347]  \u{2584}\u{2584} \u{2584}\u{2588} \u{2588}     \u{2588}     \u{2588} \u{2580}\u{2584}\u{2580} \u{2588}  version 0.32.0
 (APIServer pid=1318) INFO 11-29 14:32:58 [model.py:733] Resolved architecture: LlamaForCausalLM

@@ -1,35 +1,36 @@
 //! The counter and series tripwires (T1, T8, T9, T10, T14, T15) on the recorded evidence, with
-//! the numbers spec §10 pins, both verdicts of each, and the mutations of §10.7: one number or
+//! the numbers docs/design/evidence.md pins, both verdicts of each, and the mutations of
+//! docs/design/evidence.md#mutations: one number or
 //! line of real evidence changed in memory, verdict flipped.
 
-use inferlint::bench::{self, BenchResult};
-use inferlint::bootlog::BootFacts;
-use inferlint::checks::blocks::{infer_blocks, predicted_ceiling};
-use inferlint::checks::counters::{snapshot_delta, CounterQuery, DeltaError, Restart};
-use inferlint::checks::{t1, t10, t14, t15, t8, t9};
-use inferlint::prom::Metrics;
-use inferlint::series::Series;
-use inferlint::snapshot::Snapshot;
-use inferlint::{CheckResult, Engine, Status};
+use inferlint_core::bench::{self, BenchResult};
+use inferlint_core::bootlog::BootFacts;
+use inferlint_core::checks::blocks::{infer_blocks, predicted_ceiling};
+use inferlint_core::checks::counters::{snapshot_delta, CounterQuery, DeltaError, Restart};
+use inferlint_core::checks::{t1, t10, t14, t15, t8, t9};
+use inferlint_core::prom::Metrics;
+use inferlint_core::series::Series;
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::{CheckResult, Engine, Status};
 use serde_json::{Map, Value};
 
 fn snap(rel: &str) -> Option<Snapshot> {
-    let p = inferlint::testkit::evidence(rel)?;
+    let p = inferlint_core::testkit::evidence(rel)?;
     Some(Snapshot::load(&p).unwrap_or_else(|e| panic!("{rel}: {e}")))
 }
 
 fn rec(rel: &str) -> Option<Series> {
-    let p = inferlint::testkit::evidence(rel)?;
+    let p = inferlint_core::testkit::evidence(rel)?;
     Some(Series::load(&p).unwrap_or_else(|e| panic!("{rel}: {e}")))
 }
 
 fn boot(rel: &str) -> Option<BootFacts> {
-    let p = inferlint::testkit::evidence(rel)?;
-    Some(inferlint::bootlog::parse_file(&p, None).unwrap_or_else(|e| panic!("{rel}: {e}")))
+    let p = inferlint_core::testkit::evidence(rel)?;
+    Some(inferlint_core::bootlog::parse_file(&p, None).unwrap_or_else(|e| panic!("{rel}: {e}")))
 }
 
 fn result_file(rel: &str) -> Option<BenchResult> {
-    let p = inferlint::testkit::evidence(rel)?;
+    let p = inferlint_core::testkit::evidence(rel)?;
     Some(bench::load(&p).unwrap_or_else(|e| panic!("{rel}: {e}")))
 }
 
@@ -79,7 +80,7 @@ macro_rules! some_or_skip {
     };
 }
 
-// ---------------------------------------------------------------- vLLM 0.28 live (§10.1)
+// ------------------------------------------ vLLM 0.28 live (docs/design/evidence.md#vllm-028-live)
 
 #[test]
 fn live_028_t1_fails_with_22_preemptions() {
@@ -175,7 +176,7 @@ fn live_028_t10_rate_and_span() {
     );
 }
 
-// ---------------------------------------------------------------- vLLM 0.28 xray (§10.2)
+// ------------------------------- vLLM 0.28 xray (docs/design/evidence.md#vllm-028-recorded-by-run)
 
 #[test]
 fn xray_028_pins() {
@@ -284,7 +285,7 @@ fn xray_028_t15_agrees_and_mutations_of_completed_flip_it() {
     assert_eq!(r.message, "a server counter is missing from a snapshot");
 }
 
-// ---------------------------------------------------------------- vLLM 0.28 metrics (§10.3)
+// -------------------------------- vLLM 0.28 metrics (docs/design/evidence.md#vllm-028-other-files)
 
 #[test]
 fn preempted_prom_files_count_60_and_the_mutation_to_106_passes() {
@@ -408,7 +409,7 @@ fn a_restart_is_caught_by_moved_created_stamps_and_hidden_when_they_are_copied()
     assert_eq!(r.message, "4490 preemptions during the run");
 }
 
-// ---------------------------------------------------------------- vLLM 0.28 series (§10.3)
+// --------------------------------- vLLM 0.28 series (docs/design/evidence.md#vllm-028-other-files)
 
 #[test]
 fn ladder_t8_boundary_t9_and_t14() {
@@ -511,7 +512,7 @@ fn t14_is_unknown_when_the_readings_cannot_be_trusted() {
     );
 }
 
-// ---------------------------------------------------------------- vLLM 0.30 (§10.4)
+// ---------------------------------------------------- vLLM 0.30 (docs/design/evidence.md#vllm-030)
 
 #[test]
 fn capped_030_names_admission_control_only_with_the_boot_log() {
@@ -544,7 +545,7 @@ fn capped_030_t15_does_not_count_rejected_requests() {
     assert_eq!(r.evidence_json()["server_finished"], 16.0);
 }
 
-// ---------------------------------------------------------------- SGLang 0.5.20 (§10.5)
+// ----------------------------------------------- SGLang 0.5.20 (docs/design/evidence.md#sglang-05)
 
 #[test]
 fn sglang_capped() {
@@ -667,7 +668,7 @@ fn sglang_own_client_counts_retractions_and_its_warm_up() {
     let after = some_or_skip!(snap("sglang-0.5/qwen3-8b-own-client/after.snapshot.json"));
     let s = some_or_skip!(rec("sglang-0.5/qwen3-8b-own-client/run.series.jsonl"));
     let b = some_or_skip!(result_file("sglang-0.5/qwen3-8b-own-client/bench.jsonl"));
-    let load = some_or_skip!(inferlint::testkit::evidence_text(
+    let load = some_or_skip!(inferlint_core::testkit::evidence_text(
         "sglang-0.5/qwen3-8b-own-client/load.log"
     ));
     let r = t1::check(&before, &after, None, None, Engine::Sglang);
@@ -702,7 +703,7 @@ fn sglang_own_client_counts_retractions_and_its_warm_up() {
     assert_eq!(r.message, "no retractions");
 }
 
-// ---------------------------------------------------------------- TensorRT-LLM 1.3 (§10.6)
+// -------------------------------------- TensorRT-LLM 1.3 (docs/design/evidence.md#tensorrt-llm-13)
 
 fn trt_facts(pauses: Option<u64>, served: Option<u64>, policy: Option<&str>) -> BootFacts {
     let server_args = policy.map(|p| {
@@ -729,9 +730,11 @@ fn trtllm_t1_from_the_log_the_gauge_or_the_policy() {
     let after = some_or_skip!(snap("trtllm-1.3/qwen3-8b/after.snapshot.json"));
     let s = some_or_skip!(rec("trtllm-1.3/qwen3-8b/run.series.jsonl"));
     assert!(after.url.ends_with("/prometheus/metrics"));
-    let log_path = some_or_skip!(inferlint::testkit::evidence("trtllm-1.3/qwen3-8b/boot.log"));
+    let log_path = some_or_skip!(inferlint_core::testkit::evidence(
+        "trtllm-1.3/qwen3-8b/boot.log"
+    ));
     let text = std::fs::read_to_string(&log_path).unwrap();
-    let log = inferlint::bootlog::parse_text(&text, None);
+    let log = inferlint_core::bootlog::parse_text(&text, None);
     let r = t1::check(&before, &after, Some(&s), Some(&log), Engine::Trtllm);
     assert_eq!(
         r.line(),
@@ -747,7 +750,7 @@ fn trtllm_t1_from_the_log_the_gauge_or_the_policy() {
     let cut_text = &text[..text[ready..]
         .find('\n')
         .map_or(text.len(), |i| ready + i + 1)];
-    let cut = inferlint::bootlog::parse_text(cut_text, None);
+    let cut = inferlint_core::bootlog::parse_text(cut_text, None);
     assert_eq!((cut.pauses, cut.served_in_log.unwrap_or(0)), (None, 0));
     let r = t1::check(&before, &after, Some(&s), Some(&cut), Engine::Trtllm);
     assert_eq!(r.status, Status::Pass);
@@ -757,7 +760,7 @@ fn trtllm_t1_from_the_log_the_gauge_or_the_policy() {
         format!("no paused request in {n} readings, and the scheduler policy (GUARANTEED_NO_EVICT) admits a request only when its whole output fits")
     );
     // Another policy in the same log: a pause between readings cannot be ruled out.
-    let other = inferlint::bootlog::parse_text(
+    let other = inferlint_core::bootlog::parse_text(
         &cut_text.replace("GUARANTEED_NO_EVICT", "MAX_UTILIZATION"),
         None,
     );
@@ -843,7 +846,7 @@ fn trtllm_without_iteration_stats_cannot_tell_concurrency() {
     let after = some_or_skip!(snap("trtllm-1.3/no-iter-stats/after.snapshot.json"));
     let s = some_or_skip!(rec("trtllm-1.3/no-iter-stats/run.series.jsonl"));
     let b = some_or_skip!(result_file("trtllm-1.3/no-iter-stats/bench.json"));
-    let load = some_or_skip!(inferlint::testkit::evidence_text(
+    let load = some_or_skip!(inferlint_core::testkit::evidence_text(
         "trtllm-1.3/no-iter-stats/load.log"
     ));
     assert!(after.metrics.has("trtllm_generation_tokens_total"));

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use inferlint::testkit::evidence;
+use inferlint_core::testkit::evidence;
 
 struct Run {
     code: i32,
@@ -322,7 +322,7 @@ fn another_engines_input_is_refused() {
 fn explain_lists_all_fifteen() {
     let r = run(&["explain"]);
     assert_eq!(r.code, 0);
-    for e in inferlint::catalogue::all() {
+    for e in inferlint_core::catalogue::all() {
         let head = format!("{}  {}  ({})", e.id(), e.name, e.slug);
         assert!(r.stdout.lines().any(|l| l == head), "missing {head}");
         assert!(r.stdout.contains(&format!("    Check: {}\n", e.command)));

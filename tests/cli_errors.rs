@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use inferlint::evidence_or_skip;
+use inferlint_core::evidence_or_skip;
 
 fn inferlint(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_inferlint"))

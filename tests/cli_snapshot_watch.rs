@@ -14,10 +14,13 @@ use axum::extract::State;
 use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use inferlint::series::{record, RecordOptions, Series};
-use inferlint::snapshot::{Clock, ClockReading, Scraper, Snapshot};
-use inferlint::testkit::evidence;
-use inferlint::Engine;
+use inferlint_core::clock::{Clock, ClockReading};
+use inferlint_core::series::Series;
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::testkit::evidence;
+use inferlint_core::Engine;
+use inferlint_run::record::{record, RecordOptions};
+use inferlint_run::scrape::Scraper;
 
 const BIN: &str = env!("CARGO_BIN_EXE_inferlint");
 

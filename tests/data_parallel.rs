@@ -3,17 +3,17 @@
 //! still reads as the old format, and T8, T9, T14 and T1 decide on it, both ways, with one
 //! number of the real evidence changed to flip each verdict.
 
-use inferlint::bootlog::BootFacts;
-use inferlint::checks::{t1, t14, t8, t9};
-use inferlint::series::{Series, SeriesHeader, SeriesSample, SeriesWriter};
-use inferlint::snapshot::Snapshot;
-use inferlint::{Engine, Status};
+use inferlint_core::bootlog::BootFacts;
+use inferlint_core::checks::{t1, t14, t8, t9};
+use inferlint_core::series::{Series, SeriesHeader, SeriesSample, SeriesWriter};
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::{Engine, Status};
 
 const DP2: &str = "vllm-0.32-cpu/dp2";
 const SCRAPES: [&str; 5] = ["idle", "load1", "load2", "load3", "after"];
 
 fn prom(name: &str) -> Option<String> {
-    inferlint::testkit::evidence_text(&format!("{DP2}/{name}.prom"))
+    inferlint_core::testkit::evidence_text(&format!("{DP2}/{name}.prom"))
 }
 
 fn snapshot(name: &str, text: &str) -> Snapshot {
@@ -38,8 +38,8 @@ fn real() -> Option<Vec<String>> {
 }
 
 fn facts() -> Option<BootFacts> {
-    let p = inferlint::testkit::evidence(&format!("{DP2}/boot.log"))?;
-    Some(inferlint::bootlog::parse_file(&p, None).unwrap())
+    let p = inferlint_core::testkit::evidence(&format!("{DP2}/boot.log"))?;
+    Some(inferlint_core::bootlog::parse_file(&p, None).unwrap())
 }
 
 #[test]
@@ -105,7 +105,7 @@ fn old_readers_see_the_old_fields_and_old_files_load_unchanged() {
         );
     }
     // A recording made before per-engine fields (the 0.28 live one) loads exactly as before.
-    let Some(p) = inferlint::testkit::evidence("vllm-0.28/live/run.series.jsonl") else {
+    let Some(p) = inferlint_core::testkit::evidence("vllm-0.28/live/run.series.jsonl") else {
         return;
     };
     let old = Series::load(&p).unwrap();
@@ -235,7 +235,7 @@ fn t14_divides_the_summed_block_count_among_the_engines() {
         "{}",
         r.message
     );
-    assert!(r.message.contains("5"), "{}", r.message);
+    assert!(r.message.contains('5'), "{}", r.message);
     // The same readings against a label of 14 (7 blocks an engine, 6 usable): no longer a fit.
     let wrong = snapshot(
         "after",
@@ -337,7 +337,7 @@ fn one_engine_recordings_keep_their_verdicts() {
         "ceiling moved between 7 and 10 as requests grew (one request held 9.5% to 14.3% of the cache); concurrency was not a constant of this run"
     );
     assert!(r.evidence_json().get("engines").is_none());
-    let m = inferlint::prom::Metrics::parse(
+    let m = inferlint_core::prom::Metrics::parse(
         "vllm:num_requests_running{engine=\"0\"} 3\nvllm:kv_cache_usage_perc{engine=\"0\"} 0.5\n",
     )
     .unwrap();

@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use inferlint::evidence_or_skip;
-use inferlint::testkit::evidence_root;
+use inferlint_core::evidence_or_skip;
+use inferlint_core::testkit::evidence_root;
 
 fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")

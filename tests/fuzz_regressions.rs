@@ -100,7 +100,7 @@ fn evidence_files(dir: &Path, matches: &dyn Fn(&str) -> bool, out: &mut Vec<Path
 /// `.ci/fuzz.sh` gives it to libFuzzer as an extra corpus).
 #[test]
 fn recorded_evidence_passes_every_target() {
-    let Some(dir) = inferlint::testkit::evidence_dir() else {
+    let Some(dir) = inferlint_core::testkit::evidence_dir() else {
         return;
     };
     type Kind = (&'static str, fn(&str) -> bool);

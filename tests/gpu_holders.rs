@@ -10,14 +10,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use inferlint::gpu::{self, GpuHolder, GpuScope, GpuSource, ScopeOrigin};
-use inferlint::sim::gpu as simgpu;
+use inferlint_run::gpu::{self, GpuHolder, GpuScope, GpuSource, ScopeOrigin};
+use inferlint_sim::gpu as simgpu;
 
 const H200: &str = "nvidia-smi/h200x8-query-gpu-and-compute-apps-before-after.txt";
 
 /// The recorded output split into (query-gpu, compute-apps) for "## Before" and "## After".
 fn h200_sections() -> Option<[(String, String); 2]> {
-    let text = inferlint::testkit::evidence_text(H200)?;
+    let text = inferlint_core::testkit::evidence_text(H200)?;
     let (before, after) = text.split_once("## After").unwrap();
     let blocks = |part: &str| {
         let gpu = smi_support::block(part, "index, uuid");
@@ -227,7 +227,7 @@ fn nvidia_smi_rows_are_placed_on_cards_by_uuid() {
     // Rows without gpu_uuid (the two recorded vLLM engines) belong to a node's only card, and
     // to no card of a node with several.
     let Some(engines) =
-        inferlint::testkit::evidence_text("nvidia-smi/compute-apps-vllm-enginecore.csv.txt")
+        inferlint_core::testkit::evidence_text("nvidia-smi/compute-apps-vllm-enginecore.csv.txt")
     else {
         return;
     };

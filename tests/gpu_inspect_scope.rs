@@ -38,8 +38,8 @@ fn inspect(args: &[&str], env: &[(&str, String)]) -> (Option<i32>, String) {
 #[test]
 fn on_the_simulated_gpu_only_the_named_card_is_judged() {
     let dir = tempfile::tempdir().unwrap();
-    inferlint::sim::gpu::set_cards(dir.path(), 3).unwrap();
-    let _held = inferlint::sim::gpu::hold(dir.path(), 21_768, 1).unwrap();
+    inferlint_sim::gpu::set_cards(dir.path(), 3).unwrap();
+    let _held = inferlint_sim::gpu::hold(dir.path(), 21_768, 1).unwrap();
     let env = [("INFERLINT_GPU", format!("sim:{}", dir.path().display()))];
     let me = std::process::id();
 
@@ -70,7 +70,7 @@ fn on_the_simulated_gpu_only_the_named_card_is_judged() {
     );
 
     // By UUID, in JSON: the evidence names the scope and the holders.
-    let uuid = inferlint::sim::gpu::sim_uuid(1);
+    let uuid = inferlint_sim::gpu::sim_uuid(1);
     let (code, out) = inspect(&["--gpus", &uuid, "--timeout", "0", "--json"], &env);
     assert_eq!(code, Some(1), "{out}");
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -132,7 +132,7 @@ fn fake_smi(dir: &Path, section: &str) {
 
 #[test]
 fn on_the_recorded_h200_node_before_and_after_the_release() {
-    let Some(text) = inferlint::testkit::evidence_text(H200) else {
+    let Some(text) = inferlint_core::testkit::evidence_text(H200) else {
         return;
     };
     let (before, after) = text.split_once("## After").unwrap();

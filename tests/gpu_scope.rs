@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use inferlint::gpu::{self, Gpu, GpuId, GpuScope, MigInstance, ScopeOrigin};
+use inferlint_run::gpu::{self, Gpu, GpuId, GpuScope, MigInstance, ScopeOrigin};
 
 fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let m: HashMap<String, String> = pairs
@@ -25,7 +25,7 @@ fn idx(v: &[u32]) -> Option<Vec<GpuId>> {
 /// The recorded H200 node (before the release): 8 cards with their UUIDs and used memory.
 /// None (the test is skipped) when the evidence is absent outside CI.
 fn h200() -> Option<Vec<Gpu>> {
-    let text = inferlint::testkit::evidence_text(
+    let text = inferlint_core::testkit::evidence_text(
         "nvidia-smi/h200x8-query-gpu-and-compute-apps-before-after.txt",
     )?;
     let block: String = text

@@ -16,8 +16,8 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use inferlint::series::Series;
-use inferlint::snapshot::Snapshot;
+use inferlint_core::series::Series;
+use inferlint_core::snapshot::Snapshot;
 use loopback::{start, Server};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -195,7 +195,7 @@ fn metrics_of_another_engine() {
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(
         Snapshot::load(&out).unwrap().engine(),
-        Some(inferlint::Engine::Sglang)
+        Some(inferlint_core::Engine::Sglang)
     );
 }
 

@@ -1,7 +1,8 @@
-//! Property tests for the block arithmetic that decides T14 and T9 (spec §2 T9, T14): the gauge's
-//! denominator recovered from readings k/N, the refusal to trust fewer than 5 distinct readings,
-//! Python's `limit_denominator` against a brute-force search, and the per-sample ceiling
-//! `floor(1/share)` against the same quantity computed in exact integers.
+//! Property tests for the block arithmetic that decides T14 and T9
+//! (docs/design/tripwires.md#block-arithmetic): the gauge's denominator recovered from readings
+//! k/N, the refusal to trust fewer than 5 distinct readings, Python's `limit_denominator` against a
+//! brute-force search, and the per-sample ceiling `floor(1/share)` against the same quantity
+//! computed in exact integers.
 //!
 //! Each property runs a modest number of cases so that `cargo test` stays fast; for a long run:
 //! `PROPTEST_CASES=100000 cargo test --release --test proptest_blocks`.
@@ -10,15 +11,15 @@ mod proptest_support;
 
 use std::collections::BTreeSet;
 
-use inferlint::checks::blocks::{
+use inferlint_core::checks::blocks::{
     infer_blocks, limit_denominator, predicted_ceiling, MAX_DENOMINATOR, MIN_DISTINCT_READINGS,
     TOLERANCE,
 };
-use inferlint::checks::{t14, t9};
-use inferlint::prom::Metrics;
-use inferlint::series::{Series, SeriesHeader, SeriesSample};
-use inferlint::snapshot::Snapshot;
-use inferlint::{Engine, Status};
+use inferlint_core::checks::{t14, t9};
+use inferlint_core::prom::Metrics;
+use inferlint_core::series::{Series, SeriesHeader, SeriesSample};
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::{Engine, Status};
 use proptest::prelude::*;
 
 fn cases(default: u32) -> ProptestConfig {

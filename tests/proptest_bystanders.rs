@@ -1,8 +1,8 @@
-//! Property test for the attach-mode teardown (spec §5.1–5.2) on random process trees: servers
-//! of the three engines in every launch shape, their renamed children and helpers, mixed with
-//! bystanders that a substring match would hit (`tail -f "vllm serve.log"`, `grep "vllm serve"`,
-//! `bash -c "vllm serve m"`, `vllm bench serve`, a script that would pkill), and inferlint's own
-//! process placed anywhere, even under a server or looking like one.
+//! Property test for the attach-mode teardown (docs/design/processes.md#stopping) on random process
+//! trees: servers of the three engines in every launch shape, their renamed children and helpers,
+//! mixed with bystanders that a substring match would hit (`tail -f "vllm serve.log"`, `grep "vllm
+//! serve"`, `bash -c "vllm serve m"`, `vllm bench serve`, a script that would pkill), and
+//! inferlint's own process placed anywhere, even under a server or looking like one.
 //!
 //! Signals go to a simulated machine, never to a real process. The teardown must signal exactly
 //! the server processes and their descendants, and never inferlint, its ancestors, a bystander,
@@ -14,7 +14,8 @@ mod proptest_support;
 
 use std::collections::BTreeSet;
 
-use inferlint::procs::{self, ProcInfo, System, Target, TeardownOptions};
+use inferlint_run::procs::{self, ProcInfo, System, Target, TeardownOptions};
+use nix::sys::signal::Signal;
 use proptest::prelude::*;
 
 fn cases(default: u32) -> ProptestConfig {
@@ -154,7 +155,7 @@ fn proc_info(i: usize, n: &Node) -> ProcInfo {
 /// A machine whose processes exit on the first signal; it records every signal.
 struct Machine {
     procs: Vec<ProcInfo>,
-    signals: Vec<(i32, i32)>,
+    signals: Vec<(i32, Signal)>,
     t: f64,
 }
 
@@ -162,7 +163,7 @@ impl System for Machine {
     fn processes(&mut self) -> Option<Vec<ProcInfo>> {
         Some(self.procs.clone())
     }
-    fn signal(&mut self, target: &Target, sig: i32) -> bool {
+    fn signal(&mut self, target: &Target, sig: Signal) -> bool {
         let Some(i) = self
             .procs
             .iter()
@@ -232,7 +233,7 @@ proptest! {
             prop_assert!(!signalled.contains(&pid_of(i)), "signalled inferlint or an ancestor: {}", pid_of(i));
         }
         prop_assert_eq!(&signalled, &expected);
-        prop_assert!(machine.signals.iter().all(|s| s.1 == libc::SIGTERM));
+        prop_assert!(machine.signals.iter().all(|s| s.1 == Signal::SIGTERM));
         let targets: BTreeSet<i32> = out.selection.targets.iter().map(|t| t.pid).collect();
         prop_assert_eq!(targets, expected);
     }

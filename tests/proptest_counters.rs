@@ -1,18 +1,19 @@
-//! Property tests for the counter arithmetic shared by T1, T10 and T15 (spec §2 "Counter deltas
-//! and restarts", T10): deltas and restart detection under random counter histories, written as
-//! Prometheus text and read back by the parser; and T10's integer-second comparison against an
-//! independent computation in integer microseconds and nanoseconds.
+//! Property tests for the counter arithmetic shared by T1, T10 and T15
+//! (docs/design/tripwires.md#counter-deltas-and-restarts): deltas and restart detection under
+//! random counter histories, written as Prometheus text and read back by the parser; and T10's
+//! integer-second comparison against an independent computation in integer microseconds and
+//! nanoseconds.
 //!
 //! Each property runs a modest number of cases so that `cargo test` stays fast; for a long run:
 //! `PROPTEST_CASES=100000 cargo test --release --test proptest_counters`.
 
 mod proptest_support;
 
-use inferlint::checks::counters::{counter_delta, CounterQuery, DeltaError, Restart};
-use inferlint::checks::{t1, t10};
-use inferlint::prom::Metrics;
-use inferlint::snapshot::Snapshot;
-use inferlint::{Engine, Status};
+use inferlint_core::checks::counters::{counter_delta, CounterQuery, DeltaError, Restart};
+use inferlint_core::checks::{t1, t10};
+use inferlint_core::prom::Metrics;
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::{Engine, Status};
 use proptest::prelude::*;
 
 const COUNTER: &str = "vllm:num_preemptions_total";
@@ -105,7 +106,7 @@ proptest! {
         } else {
             prop_assert_eq!(r.status, Status::Fail);
             let plural = if want == 1 { "" } else { "s" };
-            prop_assert_eq!(r.message, format!("{} preemption{plural} during the run", inferlint::fmt::g(want as f64)));
+            prop_assert_eq!(r.message, format!("{} preemption{plural} during the run", inferlint_core::fmt::g(want as f64)));
         }
     }
 
@@ -184,8 +185,8 @@ proptest! {
                 got.unwrap_err().to_string(),
                 format!(
                     "{COUNTER} went down ({} -> {}); counters only reset on restart",
-                    inferlint::fmt::g(s0 as f64),
-                    inferlint::fmt::g(s1 as f64)
+                    inferlint_core::fmt::g(s0 as f64),
+                    inferlint_core::fmt::g(s1 as f64)
                 )
             );
         } else {
@@ -256,7 +257,7 @@ proptest! {
                 format!(
                     "{}; an integer-second timer would say {got_naive:.2} ({})",
                     r.message,
-                    inferlint::fmt::pct_signed(got_error, 2)
+                    inferlint_core::fmt::pct_signed(got_error, 2)
                 )
             );
         } else if int_span <= 0 {

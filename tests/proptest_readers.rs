@@ -1,7 +1,7 @@
 //! "Never panics" properties for the readers, on arbitrary strings and on inputs built from the
-//! formats' own pieces (which reach deeper than random text): the Prometheus parser, the
-//! snapshot, series and result-file readers, and the boot-log analyzer. The series reader is
-//! also checked against an independent classification of every line (spec §6.2: blank lines
+//! formats' own pieces (which reach deeper than random text): the Prometheus parser, the snapshot,
+//! series and result-file readers, and the boot-log analyzer. The series reader is also checked
+//! against an independent classification of every line (docs/design/formats.md#series: blank lines
 //! skipped, damaged rows counted, the first row with a `schema` key is the header).
 //!
 //! The fuzz targets in fuzz/ cover the same readers for hours; these run in seconds under
@@ -9,12 +9,12 @@
 
 mod proptest_support;
 
-use inferlint::bench::{self, BenchResult};
-use inferlint::bootlog::{self, Analyzer};
-use inferlint::prom::{Metrics, PromError};
-use inferlint::series::Series;
-use inferlint::snapshot::Snapshot;
-use inferlint::Engine;
+use inferlint_core::bench::{self, BenchResult};
+use inferlint_core::bootlog::{self, Analyzer};
+use inferlint_core::prom::{Metrics, PromError};
+use inferlint_core::series::Series;
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::Engine;
 use proptest::prelude::*;
 
 fn cases(default: u32) -> ProptestConfig {
@@ -190,7 +190,8 @@ fn series_line() -> impl Strategy<Value = Line> {
                 "{\"schema\": \"inferlint.series/1\", \"interval_s\": 0.5, \"url\": 3}".to_string()
             ),
             Just("{\"schema\": 1, \"interval_s\": 0.5}".to_string()),
-            // Any row with a `schema` key is the header, even a null one (spec §6.2).
+            // Any row with a `schema` key is the header, even a null one
+            // (docs/design/formats.md#series).
             Just("{\"schema\": null, \"t_wall\": 1.0, \"running\": 1.0}".to_string()),
         ]
         .prop_map(Line::BadHeader),
@@ -381,6 +382,6 @@ proptest! {
         prop_assert_eq!(chunked_facts(&bytes, &one_byte_cuts, hint), whole);
         let text = String::from_utf8_lossy(&bytes);
         let _ = bootlog::classify_failure(&text);
-        let _ = inferlint::checks::t12::check(&text, &bootlog::parse_text(&text, hint));
+        let _ = inferlint_core::checks::t12::check(&text, &bootlog::parse_text(&text, hint));
     }
 }

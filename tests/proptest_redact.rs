@@ -1,13 +1,13 @@
-//! Property tests for secret redaction (src/run/redact.rs): a secret given on a command line in
-//! any of the forms users write it (`--api-key S`, `--api-key=S`, `HF_TOKEN=S`, `--hf-token S`,
-//! a URL password or token parameter), or in a secret-named environment variable, never appears
-//! in the redacted command nor in text scrubbed of the collected secrets, wherever it sits.
+//! Property tests for secret redaction (crates/run/src/redact.rs): a secret given on a command line
+//! in any of the forms users write it (`--api-key S`, `--api-key=S`, `HF_TOKEN=S`, `--hf-token S`,
+//! a URL password or token parameter), or in a secret-named environment variable, never appears in
+//! the redacted command nor in text scrubbed of the collected secrets, wherever it sits.
 //!
 //! For a long run: `PROPTEST_CASES=100000 cargo test --release --test proptest_redact`.
 
 mod proptest_support;
 
-use inferlint::run::redact::{redact_command, Secrets, MASK};
+use inferlint_run::redact::{redact_command, Secrets, MASK};
 use proptest::prelude::*;
 
 fn cases(default: u32) -> ProptestConfig {

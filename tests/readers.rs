@@ -1,13 +1,14 @@
-//! The evidence readers on the recorded evidence (spec §6, §8, §10) and on damaged input.
+//! The evidence readers on the recorded evidence (docs/design/formats.md, docs/design/evidence.md)
+//! and on damaged input.
 
 use std::path::{Path, PathBuf};
 
-use inferlint::bench::{self, untimed_requests};
-use inferlint::prom::{Metrics, PromError};
-use inferlint::series::{Series, SeriesHeader, SeriesSample};
-use inferlint::snapshot::Snapshot;
-use inferlint::testkit::{evidence, evidence_dir, evidence_text};
-use inferlint::{evidence_or_skip, Engine};
+use inferlint_core::bench::{self, untimed_requests};
+use inferlint_core::prom::{Metrics, PromError};
+use inferlint_core::series::{Series, SeriesHeader, SeriesSample};
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::testkit::{evidence, evidence_dir, evidence_text};
+use inferlint_core::{evidence_or_skip, Engine};
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -114,9 +115,8 @@ fn every_recorded_result_file_loads() {
 
 #[test]
 fn live_raw_metrics_parse_fully() {
-    let text = match evidence_text("vllm-0.28/live/raw_metrics.prom") {
-        Some(t) => t,
-        None => return,
+    let Some(text) = evidence_text("vllm-0.28/live/raw_metrics.prom") else {
+        return;
     };
     let m = Metrics::parse(&text).unwrap();
     let sample_lines = text
@@ -311,7 +311,7 @@ fn load_logs_untimed_requests() {
     assert_eq!(untimed_requests("Warmup completed with 1 sequences.\n"), 1);
 }
 
-// ---- spec §10.7 parser cases ----
+// ---- parser cases (docs/design/evidence.md#parsers-and-arithmetic) ----
 
 #[test]
 fn parser_scenarios() {

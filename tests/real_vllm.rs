@@ -162,7 +162,7 @@ fn preempting_run_is_caught_with_the_servers_own_numbers() {
         // all the same must divide 4.
         "unknown" => {
             let mut distinct: Vec<u64> = readings.iter().map(|u| (u * 1e9) as u64).collect();
-            distinct.sort();
+            distinct.sort_unstable();
             distinct.dedup();
             assert!(distinct.len() < 5, "{distinct:?}");
             assert_eq!(
@@ -231,7 +231,7 @@ fn preempting_run_is_caught_with_the_servers_own_numbers() {
     );
     let agree = format!(
         "client and server agree: 16 requests, {} output tokens",
-        inferlint::fmt::thousands(tokens as i64)
+        inferlint_core::fmt::thousands(tokens as i64)
     );
     assert!(
         t15["message"].as_str().unwrap().starts_with(&agree),
@@ -420,9 +420,9 @@ fn sigkill_of_inferlint_mid_load_leaves_no_vllm_process() {
     assert!(out.join("report.html").is_file(), "{stdout}\n{stderr}");
 }
 
-/// (b') The orphan of real-vllm.md §8 on top: the API server is SIGKILLed together with
-/// inferlint, so vLLM's EngineCore and Worker lose their parent mid-load and live on by
-/// themselves. The shepherd must find and stop them.
+/// (b') The orphan of docs/real-vllm.md (vLLM's own EngineCore) on top: the API server is SIGKILLed
+/// together with inferlint, so vLLM's EngineCore and Worker lose their parent mid-load and live on
+/// by themselves. The shepherd must find and stop them.
 #[test]
 fn sigkill_of_inferlint_and_the_api_server_leaves_no_orphaned_engine() {
     let _t = real::turn();
@@ -661,7 +661,7 @@ fn gate_still_refuses_where_a_gpu_is_busy() {
     };
     let port = 8016;
     let gpu = tempfile::tempdir().unwrap();
-    let _held = inferlint::sim::gpu::hold(gpu.path(), 2048, 0).unwrap();
+    let _held = inferlint_sim::gpu::hold(gpu.path(), 2048, 0).unwrap();
     let sim = format!("sim:{}", gpu.path().display());
     // Bare: the holder (this test) must be visible in the run's /proc.
     let launch = Launch::start_with(
@@ -773,8 +773,8 @@ fn aiperf_load_is_read_for_t15_and_its_concurrency_is_requested() {
             t15["message"],
             format!(
                 "requests agree, but the server generated {} output tokens and the load tool counted {}",
-                inferlint::fmt::thousands(generated as i64),
-                inferlint::fmt::thousands(client_tokens as i64)
+                inferlint_core::fmt::thousands(generated as i64),
+                inferlint_core::fmt::thousands(client_tokens as i64)
             )
         );
     }
@@ -782,7 +782,7 @@ fn aiperf_load_is_read_for_t15_and_its_concurrency_is_requested() {
 
     // The file's own concurrency and request count (aiperf 0.13 writes them under
     // input_config.phases, schema 1.4), as `report` would need them without the command line.
-    let read = inferlint::run::foreign::load_aiperf(&file).unwrap();
+    let read = inferlint_run::foreign::load_aiperf(&file).unwrap();
     assert_eq!(read.completed, Some(completed));
     assert_eq!(
         read.max_concurrency,

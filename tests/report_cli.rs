@@ -59,7 +59,7 @@ fn usage_errors_exit_2_with_the_spec_messages() {
 
 #[test]
 fn a_report_from_a_boot_log_alone() {
-    let Some(log) = inferlint::testkit::evidence("vllm-0.28/boot_cudagraphs.log") else {
+    let Some(log) = inferlint_core::testkit::evidence("vllm-0.28/boot_cudagraphs.log") else {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
@@ -130,7 +130,7 @@ fn hostile_names_and_lines_stay_text() {
         html.matches("<script").count()
     );
     check_balanced(&html).unwrap();
-    let back = inferlint::report::embed::read_back(&html, "r").unwrap();
+    let back = inferlint_report::embed::read_back(&html, "r").unwrap();
     assert_eq!(back.title, evil);
 }
 
@@ -165,8 +165,8 @@ fn from_html_reads_the_results_back() {
 #[test]
 fn compare_two_runs() {
     let (Some(a), Some(b)) = (
-        inferlint::testkit::evidence("vllm-0.28/live"),
-        inferlint::testkit::evidence("vllm-0.28/xray"),
+        inferlint_core::testkit::evidence("vllm-0.28/live"),
+        inferlint_core::testkit::evidence("vllm-0.28/xray"),
     ) else {
         return;
     };
@@ -204,7 +204,7 @@ fn compare_two_runs() {
 /// A run folder (`run.json` and `load.log`: its load was started) that lacks its after snapshot
 /// (a run killed mid-load, a file deleted since): the checks that needed it are "can't tell",
 /// as `run` records them, never left out. A folder of files that `run` did not write keeps the
-/// spec's rule: the checks its files allow, and no others.
+/// rule of docs/design/report.md#finding-a-runs-files: the checks its files allow, and no others.
 #[test]
 fn a_run_folder_missing_its_after_snapshot_cannot_tell_what_it_needed() {
     let Some((_tmp, dir)) = copy_run("vllm-0.28/xray") else {

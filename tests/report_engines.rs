@@ -1,11 +1,12 @@
-//! The report on SGLang and TensorRT-LLM runs (spec §10.5, §10.6): titles, the N/A row, the
-//! engine's own words, the charts each engine can support, and the insights.
+//! The report on SGLang and TensorRT-LLM runs (docs/design/evidence.md#sglang-05,
+//! docs/design/evidence.md#tensorrt-llm-13): titles, the N/A row, the engine's own words, the
+//! charts each engine can support, and the insights.
 
 mod report_support;
 
 use std::process::Command;
 
-use inferlint::{Engine, Status, Tripwire};
+use inferlint_core::{Engine, Status, Tripwire};
 use report_support::*;
 
 #[test]

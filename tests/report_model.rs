@@ -3,23 +3,23 @@
 
 mod report_support;
 
-use inferlint::report::{BootLog, Inputs, Report};
-use inferlint::snapshot::Snapshot;
-use inferlint::{CheckResult, Status, Tripwire};
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::{CheckResult, Status, Tripwire};
+use inferlint_report::{BootLog, Inputs, Report};
 use report_support::*;
 
 fn log(rel: &str, label: &str) -> Option<BootLog> {
     Some(BootLog {
         label: label.into(),
-        text: inferlint::testkit::evidence_text(rel)?,
+        text: inferlint_core::testkit::evidence_text(rel)?,
     })
 }
 
 #[test]
 fn a_restart_voids_the_counts_and_the_insights() {
     let (Some(b), Some(a)) = (
-        inferlint::testkit::evidence("vllm-0.28/metrics/restart_before.prom"),
-        inferlint::testkit::evidence("vllm-0.28/metrics/restart_after.prom"),
+        inferlint_core::testkit::evidence("vllm-0.28/metrics/restart_before.prom"),
+        inferlint_core::testkit::evidence("vllm-0.28/metrics/restart_after.prom"),
     ) else {
         return;
     };
@@ -193,7 +193,7 @@ fn every_recorded_result_reads_back_into_its_struct() {
             let text = serde_json::to_string(r).unwrap();
             let back: CheckResult = serde_json::from_str(&text).unwrap();
             assert!(
-                !matches!(back.evidence, inferlint::evidence::Evidence::Unread(_)),
+                !matches!(back.evidence, inferlint_core::evidence::Evidence::Unread(_)),
                 "{rel} {}: {text}",
                 r.tripwire
             );

@@ -1,13 +1,13 @@
-//! The report of the recorded vLLM 0.28 live run (spec §10.1): its results, summary, insights,
-//! the page's pinned strings and charts, and the CLI.
+//! The report of the recorded vLLM 0.28 live run (docs/design/evidence.md#vllm-028-live): its
+//! results, summary, insights, the page's pinned strings and charts, and the CLI.
 
 mod report_support;
 
 use std::process::Command;
 
-use inferlint::prom::Metrics;
-use inferlint::report::Report;
-use inferlint::{Status, Tripwire};
+use inferlint_core::prom::Metrics;
+use inferlint_core::{Status, Tripwire};
+use inferlint_report::Report;
 use report_support::*;
 
 const RUN: &str = "vllm-0.28/live";
@@ -126,7 +126,7 @@ fn the_page_carries_the_pinned_strings() {
         figure(&html, "fig-cache").is_none(),
         "no cache chart for a hybrid model"
     );
-    // Sections in the spec's order, "what limited this run" first.
+    // Sections in the order of docs/design/report.md#page-order, "what limited this run" first.
     let order: Vec<usize> = [
         "h-limits",
         "h-happened",
@@ -171,7 +171,7 @@ fn an_error_counter_moving_from_0_to_3_is_reported() {
 fn the_page_reads_back_its_own_data() {
     let Some(r) = live() else { return };
     let html = r.render_page();
-    let back = inferlint::report::embed::read_back(&html, "report.html").unwrap();
+    let back = inferlint_report::embed::read_back(&html, "report.html").unwrap();
     assert_eq!(back.results, r.results());
     assert_eq!(&back.summary, r.summary());
     assert_eq!(back.insights, r.insights());

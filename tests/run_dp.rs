@@ -9,8 +9,8 @@ mod run_support;
 use std::process::Command;
 use std::time::Duration;
 
-use inferlint::series::Series;
-use inferlint::snapshot::Snapshot;
+use inferlint_core::series::Series;
+use inferlint_core::snapshot::Snapshot;
 use run_support::{bin, json_file, message_of, run_with_limit, status_of, text, World};
 
 const LIMIT: Duration = Duration::from_secs(150);

@@ -2,7 +2,8 @@
 //! supervises `inferlint sim serve` started with one of its fault modes (`--metrics-fault`,
 //! `--boot-never-ends`) while `inferlint sim bench` loads it. Each run must end with a clear
 //! verdict (usually "can't tell" with the reason), a complete run folder, the exit status of
-//! spec §4, nothing it started left alive, and within a bounded time: never a panic or a hang.
+//! docs/design/run.md, nothing it started left alive, and within a bounded time: never a panic or a
+//! hang.
 //!
 //! Most faults start after the run's first two scrapes (the engine check and the before
 //! snapshot), so they arrive while the load runs, as they would on a real server; some are
@@ -124,7 +125,7 @@ fn assert_ended_cleanly(w: &World, r: &Ran, bound: Duration, files: &[&str]) {
     assert_eq!(run["state"], "finished", "{run}");
     assert_eq!(run["exit_code"], r.code, "{run}");
     // The printed verdicts are the recorded ones.
-    let recorded: Vec<inferlint::CheckResult> =
+    let recorded: Vec<inferlint_core::CheckResult> =
         serde_json::from_value(r.results.clone()).expect("results.json holds results");
     for res in &recorded {
         assert!(
@@ -297,8 +298,9 @@ fn metrics_of_another_engine_mid_run() {
         .message("T8")
         .starts_with("the recording shows SGLang's metrics"));
     // The answer itself is kept.
-    let after = inferlint::snapshot::Snapshot::load(&w.out().join("after.snapshot.json")).unwrap();
-    assert_eq!(after.engine(), Some(inferlint::Engine::Sglang));
+    let after =
+        inferlint_core::snapshot::Snapshot::load(&w.out().join("after.snapshot.json")).unwrap();
+    assert_eq!(after.engine(), Some(inferlint_core::Engine::Sglang));
 }
 
 /// The server started by `--serve` is vLLM, but what answers is SGLang: another server holds
@@ -322,7 +324,8 @@ fn metrics_of_another_engine_from_the_start() {
 }
 
 /// The engine restarts while the load runs: every counter back at zero, every `_created`
-/// stamp moved. A delta across a restart is no number: T1 fails with the restart (spec §2),
+/// stamp moved. A delta across a restart is no number: T1 fails with the restart
+/// (docs/design/tripwires.md#counter-deltas-and-restarts),
 /// T10 and T15 cannot tell. Exit 1.
 #[test]
 fn counters_going_backwards_on_a_restart() {
@@ -455,7 +458,8 @@ fn attach_mode_metrics_answering_500_mid_run() {
     assert_eq!(r.code, 2, "{}", r.all());
     assert!(r.took < BOUND);
     assert!(!r.stderr.contains("panicked"), "{}", r.all());
-    // No boot log and one snapshot: no report (spec §4 step 13); everything else is there.
+    // No boot log and one snapshot: no report (docs/design/run.md#the-report-and-the-files);
+    // everything else is there.
     for f in [
         "results.json",
         "run.json",

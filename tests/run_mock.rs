@@ -1,6 +1,6 @@
-//! `inferlint run` attached to a running server (no `--serve`), against one small mock server
-//! per engine (spec §10.7, "the one-shot run against a mock server"). The load command is this
-//! test binary itself, re-run as the `load_helper` below: it sends N completions and writes a
+//! `inferlint run` attached to a running server (no `--serve`), against one small mock server per
+//! engine (docs/design/evidence.md#the-one-shot-run-against-a-mock-server). The load command is
+//! this test binary itself, re-run as the `load_helper` below: it sends N completions and writes a
 //! result file claiming M of them.
 
 mod run_support;
@@ -265,7 +265,7 @@ fn the_load_command_is_required() {
 /// The boot log of a server started by hand is read, copied into the run folder, and checked.
 #[test]
 fn attach_with_a_boot_log() {
-    let Some(log) = inferlint::testkit::evidence("vllm-0.28/live/boot.log") else {
+    let Some(log) = inferlint_core::testkit::evidence("vllm-0.28/live/boot.log") else {
         return;
     };
     let mock = Mock::start(MockConfig::new(MockEngine::Vllm, "m"));

@@ -538,7 +538,7 @@ fn gpus_flag_starts_the_server_on_those_gpus() {
 #[test]
 fn a_held_card_is_refused_and_its_holder_named_and_left_alone() {
     let w = World::new();
-    let _held = inferlint::sim::gpu::hold(&w.dir.path().join("gpu"), 2048, 0).unwrap();
+    let _held = inferlint_sim::gpu::hold(&w.dir.path().join("gpu"), 2048, 0).unwrap();
     let serve = w.sim_serve("0.3", HEALTHY);
     let out = run_with_limit(w.command(&serve, &[], &short_load(&w, 2)), LIMIT);
     let stdout = text(&out.stdout);
@@ -567,8 +567,8 @@ fn a_card_busy_elsewhere_is_not_a_refusal() {
     for pinned in [true, false] {
         let w = World::new();
         let gpu = w.dir.path().join("gpu");
-        inferlint::sim::gpu::set_cards(&gpu, 2).unwrap();
-        let _held = inferlint::sim::gpu::hold(&gpu, 20_000, 0).unwrap();
+        inferlint_sim::gpu::set_cards(&gpu, 2).unwrap();
+        let _held = inferlint_sim::gpu::hold(&gpu, 20_000, 0).unwrap();
         let serve = w.sim_serve("0.3", HEALTHY);
         let args: &[&str] = if pinned { &["--gpus", "1"] } else { &[] };
         let mut cmd = w.command(&serve, args, &short_load(&w, 6));
@@ -617,7 +617,7 @@ fn two_runs_on_one_node_one_card_each() {
     let a = World::new();
     let b = World::new();
     let gpu = a.dir.path().join("gpu");
-    inferlint::sim::gpu::set_cards(&gpu, 2).unwrap();
+    inferlint_sim::gpu::set_cards(&gpu, 2).unwrap();
     let mut runs = Vec::new();
     for (i, w) in [&a, &b].into_iter().enumerate() {
         let serve = w.sim_serve("0.5", HEALTHY);

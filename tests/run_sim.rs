@@ -108,7 +108,8 @@ fn healthy_run() {
         Some("reached 3 running (requested 3)")
     );
     // The printed verdicts are the recorded ones.
-    let recorded: Vec<inferlint::CheckResult> = serde_json::from_value(results.clone()).unwrap();
+    let recorded: Vec<inferlint_core::CheckResult> =
+        serde_json::from_value(results.clone()).unwrap();
     for r in &recorded {
         assert!(stdout.contains(&r.line()), "not printed: {}", r.line());
     }
@@ -228,7 +229,8 @@ fn capped_run_with_admission_rejections() {
 #[test]
 fn boot_failure_stops_within_a_second() {
     let _t = turn();
-    let Some(fixture) = inferlint::testkit::evidence("vllm-0.28/boot_fail_accelerator.log") else {
+    let Some(fixture) = inferlint_core::testkit::evidence("vllm-0.28/boot_fail_accelerator.log")
+    else {
         return;
     };
     let w = World::new();
@@ -281,11 +283,13 @@ fn boot_failure_stops_within_a_second() {
     assert!(w.live_processes().is_empty());
 }
 
-/// The spec's fake server: prints the failure and exits 1.
+/// The fake server of docs/design/evidence.md#the-one-shot-run-against-a-mock-server: prints the
+/// failure and exits 1.
 #[test]
 fn server_that_exits_during_boot() {
     let _t = turn();
-    let Some(fixture) = inferlint::testkit::evidence("vllm-0.28/boot_fail_accelerator.log") else {
+    let Some(fixture) = inferlint_core::testkit::evidence("vllm-0.28/boot_fail_accelerator.log")
+    else {
         return;
     };
     let w = World::new();

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use inferlint::snapshot::Snapshot;
-use inferlint::{Engine, Status};
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::{Engine, Status};
 use sim_support::*;
 
 /// Runs `inferlint sim bench ARGS` to completion (killed by pid after 120 s).
@@ -96,24 +96,24 @@ fn result_counts_equal_the_server_counters() {
             .contains("Starting initial single prompt test run...\nSkipping endpoint ready check."),
         "{stdout}"
     );
-    assert_eq!(inferlint::bench::untimed_requests(&stdout), 0);
+    assert_eq!(inferlint_core::bench::untimed_requests(&stdout), 0);
     assert!(stdout.contains("============ Serving Benchmark Result ============"));
     assert!(
         stdout.contains("Successful requests:                     20"),
         "{stdout}"
     );
     // inferlint's reader and T15 agree.
-    let result = inferlint::bench::load(&dir.path().join("bench.json")).unwrap();
+    let result = inferlint_core::bench::load(&dir.path().join("bench.json")).unwrap();
     assert_eq!(
         (result.completed, result.total_output_tokens),
         (Some(20.0), Some(160.0))
     );
-    let t15 = inferlint::checks::t15::check(&result, &before, &after, 0, Engine::Vllm);
+    let t15 = inferlint_core::checks::t15::check(&result, &before, &after, 0, Engine::Vllm);
     assert_eq!(t15.status, Status::Pass, "{}", t15.message);
     // The key order of vLLM 0.33's result file (engine-samples).
-    let sample = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/spec/engine-samples/vllm-0.33.0-bench-serve-save-result.json");
-    if let Ok(text) = std::fs::read_to_string(sample) {
+    {
+        let text =
+            inferlint_core::testkit::engine_sample("vllm-0.33.0-bench-serve-save-result.json");
         let want: Vec<String> = json(&text).as_object().unwrap().keys().cloned().collect();
         let got: Vec<String> = r.as_object().unwrap().keys().cloned().collect();
         assert_eq!(got, want);
@@ -128,7 +128,7 @@ fn the_initial_test_request_is_sent_by_the_releases_that_send_one() {
     let dir = tempfile::tempdir().unwrap();
     let (stdout, r, before, after) = run(&sim, dir.path(), &["--vllm-version", "0.11"]);
     assert!(stdout.contains("Initial test run completed."), "{stdout}");
-    assert_eq!(inferlint::bench::untimed_requests(&stdout), 1);
+    assert_eq!(inferlint_core::bench::untimed_requests(&stdout), 1);
     assert_eq!(r["completed"], 20);
     assert!(r.get("failed").is_none(), "0.11 writes no `failed` key");
     // The server finished one request more than the client reports.
@@ -137,10 +137,10 @@ fn the_initial_test_request_is_sent_by_the_releases_that_send_one() {
         delta(&before, &after, "vllm:generation_tokens_total"),
         168.0
     );
-    let result = inferlint::bench::load(&dir.path().join("bench.json")).unwrap();
-    let t15 = inferlint::checks::t15::check(&result, &before, &after, 1, Engine::Vllm);
+    let result = inferlint_core::bench::load(&dir.path().join("bench.json")).unwrap();
+    let t15 = inferlint_core::checks::t15::check(&result, &before, &after, 1, Engine::Vllm);
     assert_eq!(t15.status, Status::Pass, "{}", t15.message);
-    let t15 = inferlint::checks::t15::check(&result, &before, &after, 0, Engine::Vllm);
+    let t15 = inferlint_core::checks::t15::check(&result, &before, &after, 0, Engine::Vllm);
     assert_ne!(
         t15.status,
         Status::Pass,
@@ -149,7 +149,7 @@ fn the_initial_test_request_is_sent_by_the_releases_that_send_one() {
     );
     // Any release sends it when asked to wait for the server.
     let (stdout, _, before, after) = run(&sim, dir.path(), &["--ready-check-timeout-sec", "30"]);
-    assert_eq!(inferlint::bench::untimed_requests(&stdout), 1);
+    assert_eq!(inferlint_core::bench::untimed_requests(&stdout), 1);
     assert_eq!(delta(&before, &after, "vllm:request_success_total"), 21.0);
 }
 
@@ -194,8 +194,8 @@ fn rejected_requests_count_as_failed_on_both_sides() {
         latencies.iter().filter(|l| l.as_f64() == Some(0.0)).count() as u64,
         failed
     );
-    let result = inferlint::bench::load(&dir.path().join("bench.json")).unwrap();
-    let t15 = inferlint::checks::t15::check(&result, &before, &after, 0, Engine::Vllm);
+    let result = inferlint_core::bench::load(&dir.path().join("bench.json")).unwrap();
+    let t15 = inferlint_core::checks::t15::check(&result, &before, &after, 0, Engine::Vllm);
     assert_eq!(t15.status, Status::Pass, "{}", t15.message);
 }
 

@@ -8,7 +8,7 @@ mod sim_support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use inferlint::sim::gpu::Holding;
+use inferlint_sim::gpu::Holding;
 use sim_support::*;
 
 /// pid → GPU index of every live holder of simulated GPU memory.
@@ -63,7 +63,7 @@ fn data_parallel_engines_are_children_of_the_api_server_each_on_its_gpu() {
     // Each engine (TP 1) holds a GPU of its own; the coordinator holds none.
     let held = gpus_held(&sim);
     let mut gpus: Vec<u32> = held.values().copied().collect();
-    gpus.sort();
+    gpus.sort_unstable();
     assert_eq!(gpus, [0, 1], "{held:?}");
     for pid in held.keys() {
         assert!(argv(*pid)[0].starts_with("VLLM::EngineCore_DP"));
@@ -120,7 +120,7 @@ fn tensor_parallel_workers_each_hold_their_own_gpu() {
         .len()
         == 3));
     let mut gpus: Vec<u32> = gpus_held(&sim).values().copied().collect();
-    gpus.sort();
+    gpus.sort_unstable();
     assert_eq!(gpus, [0, 1, 2]);
 }
 
@@ -205,7 +205,12 @@ fn data_parallel_metrics_are_labelled_per_engine_like_the_real_scrapes() {
         assert!((u - 0.8).abs() < 1e-9, "4 of 5 usable blocks, got {u}");
     }
     // The recorder reads it as two engines.
-    let row = inferlint::series::SeriesSample::from_metrics(&m, inferlint::Engine::Vllm, 1.0, None);
+    let row = inferlint_core::series::SeriesSample::from_metrics(
+        &m,
+        inferlint_core::Engine::Vllm,
+        1.0,
+        None,
+    );
     assert_eq!(
         (row.running, row.waiting, row.kv_usage),
         (Some(8.0), Some(4.0), None)

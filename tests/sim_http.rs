@@ -1,5 +1,6 @@
 //! The simulated vLLM's OpenAI-compatible HTTP surface: the same routes, status codes and error
-//! bodies as vLLM's server (spec/engines.md §5), SSE streaming with usage, and `--api-key`.
+//! bodies as vLLM's server (docs/design/engines.md#http-surface), SSE streaming with usage, and
+//! `--api-key`.
 
 mod sim_support;
 

@@ -1,6 +1,6 @@
 //! The simulator judged by inferlint's own readers and checks: its /metrics has the families,
-//! labels and types of the real release (spec/engine-samples, recorded evidence), its boot log
-//! parses with nothing unparsed, its preemption counter equals the preemptions it performed,
+//! labels and types of the real release (the engines' published samples, the recorded
+//! evidence), its boot log parses with nothing unparsed, its preemption counter equals the preemptions it performed,
 //! its usage gauge counts out of num_gpu_blocks − 1 (T14), and T9's ceiling is the block
 //! arithmetic it was configured with.
 
@@ -11,10 +11,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use inferlint::prom::Metrics;
-use inferlint::series::{Series, SeriesHeader, SeriesSample};
-use inferlint::snapshot::Snapshot;
-use inferlint::{Engine, Status};
+use inferlint_core::prom::Metrics;
+use inferlint_core::series::{Series, SeriesHeader, SeriesSample};
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::{Engine, Status};
 use sim_support::*;
 
 /// `(family, type)` from the `# TYPE` lines, in order.
@@ -117,7 +117,7 @@ fn assert_same_exposition(args: &[&str], reference: &str, what: &str) {
         let mut keys: Vec<&str> = s.labels.iter().map(|(k, _)| k.as_str()).collect();
         let sorted = {
             let mut k = keys.clone();
-            k.sort();
+            k.sort_unstable();
             k
         };
         assert_eq!(keys, sorted, "labels are sorted in {}", s.name);
@@ -128,12 +128,8 @@ fn assert_same_exposition(args: &[&str], reference: &str, what: &str) {
 
 #[test]
 fn exposition_033_matches_the_engine_sample() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/spec/engine-samples/vllm-0.33.0-metrics-single-api-server.prom");
-    let Ok(reference) = std::fs::read_to_string(&path) else {
-        eprintln!("skipping: no {}", path.display());
-        return;
-    };
+    let reference =
+        inferlint_core::testkit::engine_sample("vllm-0.33.0-metrics-single-api-server.prom");
     assert_same_exposition(
         &["--vllm-version", "0.33"],
         &reference,
@@ -143,7 +139,7 @@ fn exposition_033_matches_the_engine_sample() {
 
 #[test]
 fn exposition_028_matches_the_recorded_scrape() {
-    let Some(reference) = inferlint::testkit::evidence_text("vllm-0.28/live/raw_metrics.prom")
+    let Some(reference) = inferlint_core::testkit::evidence_text("vllm-0.28/live/raw_metrics.prom")
     else {
         return;
     };
@@ -162,7 +158,7 @@ fn exposition_028_matches_the_recorded_scrape() {
 
 #[test]
 fn exposition_030_matches_the_recorded_scrape() {
-    let path = inferlint::evidence_or_skip!("vllm-0.30/capped/after.snapshot.json");
+    let path = inferlint_core::evidence_or_skip!("vllm-0.30/capped/after.snapshot.json");
     let reference = Snapshot::load(&path).expect("evidence loads").text;
     assert_same_exposition(
         &[
@@ -193,7 +189,7 @@ fn boot_logs_parse_fully_with_the_configured_pool() {
             "--max-num-seqs",
             "32",
         ]);
-        let facts = inferlint::bootlog::parse_text(&sim.log(), None);
+        let facts = inferlint_core::bootlog::parse_text(&sim.log(), None);
         assert_eq!(facts.vllm_version.as_deref(), Some(version), "{release}");
         assert!(facts.ready, "{release}");
         assert!(facts.unparsed.is_empty(), "{release}: {:?}", facts.unparsed);
@@ -215,12 +211,12 @@ fn boot_logs_parse_fully_with_the_configured_pool() {
         let args = facts.non_default_args.as_ref().expect("non-default args");
         assert_eq!(args.get("max_num_seqs"), Some(&serde_json::json!(32)));
         assert!(
-            inferlint::bootlog::classify_failure(&sim.log()).is_none(),
+            inferlint_core::bootlog::classify_failure(&sim.log()).is_none(),
             "{release}"
         );
     }
     let sim = Sim::start(&["--enforce-eager", "--attention-backend", "TRITON_ATTN"]);
-    let facts = inferlint::bootlog::parse_text(&sim.log(), None);
+    let facts = inferlint_core::bootlog::parse_text(&sim.log(), None);
     assert_eq!(facts.cudagraphs, Some(false));
     assert_eq!(facts.requested_backend.as_deref(), Some("TRITON_ATTN"));
     assert_eq!(facts.selected_backends, vec!["TRITON_ATTN".to_string()]);
@@ -325,7 +321,7 @@ fn the_preemption_counter_equals_the_preemptions_performed() {
     let counter = |s: &Snapshot| s.metrics.total("vllm:num_preemptions_total").unwrap();
     assert_eq!(counter(&after) - counter(&before), performed as f64);
     // T1 reads the same number, and the log says nothing about it (vLLM V1 logs no preemption).
-    let t1 = inferlint::checks::t1::check(&before, &after, None, None, Engine::Vllm);
+    let t1 = inferlint_core::checks::t1::check(&before, &after, None, None, Engine::Vllm);
     assert_eq!(t1.status, Status::Fail);
     assert_eq!(
         t1.message,
@@ -389,13 +385,13 @@ fn the_usage_gauge_counts_out_of_num_gpu_blocks_minus_one() {
         "an odd block count was seen"
     );
     // T14 infers the 42 usable blocks from the readings.
-    let t14 = inferlint::checks::t14::check(&series, &after, Engine::Vllm);
+    let t14 = inferlint_core::checks::t14::check(&series, &after, Engine::Vllm);
     assert_eq!(t14.status, Status::Pass, "{}", t14.message);
     assert_eq!(
         t14.message,
         "gauge denominator is 42 = num_gpu_blocks (43) - 1 null block"
     );
-    assert_eq!(inferlint::checks::t14::usable_blocks(&t14), Some(42));
+    assert_eq!(inferlint_core::checks::t14::usable_blocks(&t14), Some(42));
 }
 
 #[test]
@@ -434,12 +430,12 @@ fn t9s_ceiling_is_the_configured_block_arithmetic() {
         );
     }
     assert_eq!(series.peak_running(), Some(10.0));
-    let t9 = inferlint::checks::t9::check(&series, Some(42), Engine::Vllm);
+    let t9 = inferlint_core::checks::t9::check(&series, Some(42), Engine::Vllm);
     assert_eq!(t9.status, Status::Pass, "{}", t9.message);
     assert_eq!(t9.evidence_json()["ceiling_min"], 10, "42 // 4");
     assert_eq!(t9.evidence_json()["ceiling_max"], 10);
     assert_eq!(t9.evidence_json()["basis"], "saturated");
-    let t8 = inferlint::checks::t8::check(&series, 32, None, Engine::Vllm);
+    let t8 = inferlint_core::checks::t8::check(&series, 32, None, Engine::Vllm);
     assert_eq!(t8.status, Status::Fail);
     assert!(
         t8.message
@@ -476,7 +472,7 @@ fn the_ceiling_falls_as_outputs_grow_with_784_token_blocks() {
         .all(|b| b.contains("\"completion_tokens\":1000")));
     let (series, texts) = rec.finish();
     let after = Snapshot::from_text(texts.last().unwrap(), "after").unwrap();
-    let t14 = inferlint::checks::t14::check(&series, &after, Engine::Vllm);
+    let t14 = inferlint_core::checks::t14::check(&series, &after, Engine::Vllm);
     let held: BTreeSet<u64> = series
         .usage_readings()
         .iter()
@@ -488,9 +484,9 @@ fn the_ceiling_falls_as_outputs_grow_with_784_token_blocks() {
         "{}; blocks held at the scrapes: {held:?}",
         t14.message
     );
-    let t9 = inferlint::checks::t9::check(
+    let t9 = inferlint_core::checks::t9::check(
         &series,
-        inferlint::checks::t14::usable_blocks(&t14),
+        inferlint_core::checks::t14::usable_blocks(&t14),
         Engine::Vllm,
     );
     assert_eq!(t9.status, Status::Warn, "{}", t9.message);

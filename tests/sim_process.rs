@@ -253,7 +253,7 @@ fn die_after_requests_serves_that_many_first() {
 
 #[test]
 fn boot_failures_print_their_signature_and_exit_non_zero() {
-    for kind in inferlint::sim::config::FailKind::ALL {
+    for kind in inferlint_sim::config::FailKind::ALL {
         let mut sim = Sim::builder()
             .args(&["--fail-boot", kind.key()])
             .no_wait()
@@ -268,7 +268,7 @@ fn boot_failures_print_their_signature_and_exit_non_zero() {
             log.contains("RuntimeError: Engine core initialization failed. See root cause above."),
             "{kind:?}: {log}"
         );
-        let failure = inferlint::bootlog::classify_failure(&log)
+        let failure = inferlint_core::bootlog::classify_failure(&log)
             .unwrap_or_else(|| panic!("{kind:?}: no failure found in\n{log}"));
         assert_eq!(
             failure.kind.as_str(),
@@ -305,7 +305,7 @@ fn a_pool_smaller_than_one_request_fails_like_vllm() {
         log.contains("the estimated maximum model length is 384."),
         "{log}"
     );
-    let failure = inferlint::bootlog::classify_failure(&log).unwrap();
+    let failure = inferlint_core::bootlog::classify_failure(&log).unwrap();
     assert_eq!(failure.kind.as_str(), "kv_cache_too_small");
     // 5 blocks fit one request: it starts.
     let sim = Sim::start(&[

@@ -1,8 +1,9 @@
-//! GPU facts (spec §5.4): nvidia-smi parsing on the recorded samples, the family table, the
-//! simulated GPU, NVML's absence, and the "N consecutive clear readings" waiter (§5.3) on a
-//! substituted clock.
+//! GPU facts (docs/design/gpus.md#gpu-facts): nvidia-smi parsing on the recorded samples, the
+//! family table, the simulated GPU, NVML's absence, and the "N consecutive clear readings" waiter
+//! (docs/design/gpus.md#two-consecutive-clear-readings) on a substituted clock.
 
-use inferlint::gpu::{self, ClearOptions, Clock, GpuSource, Reading};
+use inferlint_core::clock::{Clock, ClockReading};
+use inferlint_run::gpu::{self, ClearOptions, GpuSource, Reading};
 
 #[test]
 fn the_recorded_card_parses() {
@@ -88,7 +89,7 @@ fn family_table() {
 #[test]
 fn compute_apps_of_the_recorded_samples() {
     let Some(text) =
-        inferlint::testkit::evidence_text("nvidia-smi/compute-apps-vllm-enginecore.csv.txt")
+        inferlint_core::testkit::evidence_text("nvidia-smi/compute-apps-vllm-enginecore.csv.txt")
     else {
         return;
     };
@@ -99,7 +100,7 @@ fn compute_apps_of_the_recorded_samples() {
     assert_eq!(apps[0].used_mib, Some(6265));
     assert_eq!(apps[1].used_mib, Some(5530));
 
-    let Some(text) = inferlint::testkit::evidence_text(
+    let Some(text) = inferlint_core::testkit::evidence_text(
         "nvidia-smi/h200x8-query-gpu-and-compute-apps-before-after.txt",
     ) else {
         return;
@@ -117,7 +118,7 @@ fn compute_apps_of_the_recorded_samples() {
     assert_eq!(gpu::parse_compute_apps(after).len(), 4);
 
     let Some(text) =
-        inferlint::testkit::evidence_text("nvidia-smi/csv-header-vs-noheader-nounits.txt")
+        inferlint_core::testkit::evidence_text("nvidia-smi/csv-header-vs-noheader-nounits.txt")
     else {
         return;
     };
@@ -133,7 +134,7 @@ fn the_simulated_gpu_is_held_while_its_holder_lives() {
     let dir = tempfile::tempdir().unwrap();
     let source = GpuSource::Sim(dir.path().to_path_buf());
     assert_eq!(gpu::max_used_mib(&source), Some(0));
-    let hold = inferlint::sim::gpu::hold(dir.path(), 21_768, 0).unwrap();
+    let hold = inferlint_sim::gpu::hold(dir.path(), 21_768, 0).unwrap();
     let gpus = gpu::read_gpus(&source).unwrap();
     assert_eq!(gpus[0].memory_used_mib, Some(21_768));
     assert_eq!(gpu::max_used_mib(&source), Some(21_768));
@@ -160,8 +161,8 @@ fn nvml_absent_fails_gracefully() {
 /// A virtual clock: sleeping advances it.
 struct Fake(f64);
 impl Clock for Fake {
-    fn now(&self) -> f64 {
-        self.0
+    fn now(&self) -> ClockReading {
+        ClockReading::at(self.0)
     }
     fn sleep(&mut self, s: f64) {
         self.0 += s;

@@ -1,4 +1,5 @@
-//! Finding and stopping server processes (spec §5, §10.5–§10.7) on synthetic process tables,
+//! Finding and stopping server processes (docs/design/processes.md#finding-server-processes,
+//! docs/design/evidence.md#finding-and-stopping-server-processes) on synthetic process tables,
 //! synthetic `/proc` roots and a substituted machine: structural matching, descendants, never
 //! self or ancestors, the usual pkill pattern and what it would hit, other users, the staged
 //! attach-mode teardown and the clear readings.
@@ -6,9 +7,10 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use inferlint::engine::Engine;
-use inferlint::gpu::ClearOptions;
-use inferlint::procs::{self, ProcInfo, System, Target, TeardownOptions};
+use inferlint_core::engine::Engine;
+use inferlint_run::gpu::ClearOptions;
+use inferlint_run::procs::{self, ProcInfo, System, Target, TeardownOptions};
+use nix::sys::signal::Signal;
 
 fn p(pid: i32, ppid: i32, argv: &[&str]) -> ProcInfo {
     let comm = argv
@@ -33,8 +35,9 @@ fn renamed(pid: i32, ppid: i32, name: &str) -> ProcInfo {
     x
 }
 
-/// The table of §10.7: two vLLM servers with renamed children, a shell one-liner that would
-/// pkill, a `tail -f` bystander and a third server.
+/// The table of docs/design/evidence.md#finding-and-stopping-server-processes: two vLLM servers
+/// with renamed children, a shell one-liner that would pkill, a `tail -f` bystander and a third
+/// server.
 fn table() -> Vec<ProcInfo> {
     vec![
         p(1, 0, &["/sbin/init"]),
@@ -395,7 +398,7 @@ struct World {
     gpu: HashMap<i32, u64>,
     base: Option<u64>,
     t: f64,
-    signals: Vec<(i32, i32)>,
+    signals: Vec<(i32, Signal)>,
 }
 
 impl World {
@@ -415,12 +418,12 @@ impl System for World {
     fn processes(&mut self) -> Option<Vec<ProcInfo>> {
         Some(self.procs.clone())
     }
-    fn signal(&mut self, target: &Target, sig: i32) -> bool {
+    fn signal(&mut self, target: &Target, sig: Signal) -> bool {
         let Some(i) = self.procs.iter().position(|x| x.pid == target.pid) else {
             return false;
         };
         self.signals.push((target.pid, sig));
-        if sig == libc::SIGKILL || !self.ignores_term.contains(&target.pid) {
+        if sig == Signal::SIGKILL || !self.ignores_term.contains(&target.pid) {
             self.procs.remove(i);
         }
         true
@@ -456,11 +459,14 @@ fn an_engine_that_ignores_sigterm_is_killed_after_the_grace() {
     w.gpu.insert(201, 21_768);
     w.base = Some(120);
     let out = procs::teardown(&mut w, &opts()).unwrap();
-    assert_eq!(out.signals.first(), Some(&(200, libc::SIGTERM)));
-    assert!(out.signals.contains(&(201, libc::SIGTERM)));
-    assert_eq!(out.signals.last(), Some(&(201, libc::SIGKILL)));
+    assert_eq!(out.signals.first(), Some(&(200, Signal::SIGTERM)));
+    assert!(out.signals.contains(&(201, Signal::SIGTERM)));
+    assert_eq!(out.signals.last(), Some(&(201, Signal::SIGKILL)));
     assert_eq!(
-        out.signals.iter().filter(|s| s.1 == libc::SIGKILL).count(),
+        out.signals
+            .iter()
+            .filter(|s| s.1 == Signal::SIGKILL)
+            .count(),
         1
     );
     let clear = out.clear.unwrap();
@@ -480,7 +486,7 @@ fn an_engine_that_ignores_sigterm_is_killed_after_the_grace() {
 fn a_cooperative_tree_is_not_killed() {
     let mut w = World::new(table());
     let out = procs::teardown(&mut w, &opts()).unwrap();
-    assert!(out.signals.iter().all(|s| s.1 == libc::SIGTERM));
+    assert!(out.signals.iter().all(|s| s.1 == Signal::SIGTERM));
     assert!(out.clear.unwrap().clear);
     // No grace wait when everything exits: only the 2 s between the two clear readings.
     assert!(w.t <= 2.0, "{}", w.t);

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use inferlint::evidence_or_skip;
+use inferlint_core::evidence_or_skip;
 
 const LOG: &str = "vllm-0.32-cpu/boot-preempt-orphan.log";
 const SNAPSHOT: &str = "vllm-0.32-cpu/metrics-preempt.prom";

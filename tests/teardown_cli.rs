@@ -50,7 +50,8 @@ fn quiet_proc() -> tempfile::TempDir {
     dir
 }
 
-/// vLLM + EngineCore, SGLang + scheduler, and a shell (§10.7).
+/// vLLM + EngineCore, SGLang + scheduler, and a shell
+/// (docs/design/evidence.md#finding-and-stopping-server-processes).
 fn engine_table_proc() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let r = dir.path();

@@ -7,13 +7,13 @@
 
 use std::path::PathBuf;
 
-use inferlint::bench::{self, untimed_requests, BenchResult};
-use inferlint::bootlog::{self, Analyzer};
-use inferlint::checks::{blocks, counters, t1, t10, t12, t4_t11, t5, t6, t8, t9};
-use inferlint::prom::{Metrics, PromError};
-use inferlint::series::Series;
-use inferlint::snapshot::Snapshot;
-use inferlint::Engine;
+use inferlint_core::bench::{self, untimed_requests, BenchResult};
+use inferlint_core::bootlog::{self, Analyzer};
+use inferlint_core::checks::{blocks, counters, t1, t10, t12, t4_t11, t5, t6, t8, t9};
+use inferlint_core::prom::{Metrics, PromError};
+use inferlint_core::series::Series;
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::Engine;
 
 /// What a fuzz target does with one input.
 pub type Body = fn(&[u8]);

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::bootlog::BootFacts;
-use crate::engine;
-use crate::output;
+use inferlint_core::bootlog::BootFacts;
+use inferlint_core::engine;
+use inferlint_core::output;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -60,7 +60,7 @@ const ZERO_HIDDEN: [&str; 4] = ["lines_cut", "lines_lossy", "unparsed_more", "li
 /// and unparsed lines.
 pub fn text(facts: &BootFacts) -> String {
     let mut out = String::new();
-    let Value::Object(all) = crate::result::to_json_value(facts) else {
+    let Value::Object(all) = inferlint_core::result::to_json_value(facts) else {
         return out;
     };
     for (field, value) in &all {

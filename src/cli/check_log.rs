@@ -5,11 +5,11 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use crate::bootlog::{self, BootFacts};
-use crate::checks::{t12, t4_t11, t5, t6};
-use crate::engine::{self, Engine, NamedEngine};
-use crate::output;
-use crate::result::CheckResult;
+use inferlint_core::bootlog::{self, BootFacts};
+use inferlint_core::checks::{t12, t4_t11, t5, t6};
+use inferlint_core::engine::{self, Engine, NamedEngine};
+use inferlint_core::output;
+use inferlint_core::result::CheckResult;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

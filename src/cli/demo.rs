@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::run::{self, GpuCheck, RunInputs};
+use inferlint_run::{self as run, GpuCheck, RunInputs};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = "\
@@ -62,8 +62,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     std::fs::create_dir_all(&gpu_dir)?;
     // SAFETY (of set_var): no other thread runs yet; the runtime starts after this. The server,
     // its engine and this process all read the same simulated GPU.
-    std::env::set_var(crate::gpu::GPU_ENV, format!("sim:{}", gpu_dir.display()));
-    std::env::remove_var(crate::engine::ENGINE_ENV);
+    std::env::set_var(
+        inferlint_run::gpu::GPU_ENV,
+        format!("sim:{}", gpu_dir.display()),
+    );
+    std::env::remove_var(inferlint_core::engine::ENGINE_ENV);
 
     let out = args.out.unwrap_or_else(|| {
         PathBuf::from(run::folder::default_folder_name().replacen("xray", "demo", 1))

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
-use crate::catalogue;
-use crate::engine;
+use inferlint_core::catalogue;
+use inferlint_core::engine;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -6,11 +6,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::evidence::T2Evidence;
-use crate::fmt::thousands;
-use crate::gpu::{self, ClearOptions, Gpu, GpuScope, GpuSource, ScopeView};
-use crate::procs::{self, ProcInfo, RealSystem, System, Target};
-use crate::result::CheckResult;
+use inferlint_core::checks::t2;
+use inferlint_core::evidence::T2Evidence;
+use inferlint_core::fmt::thousands;
+use inferlint_core::result::CheckResult;
+use inferlint_run::gpu::{self, ClearOptions, Gpu, GpuScope, GpuSource, ScopeView};
+use inferlint_run::procs::{self, ProcInfo, RealSystem, System, Target};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -90,7 +91,7 @@ impl System for ScopedSystem {
     fn processes(&mut self) -> Option<Vec<ProcInfo>> {
         self.real.processes()
     }
-    fn signal(&mut self, target: &Target, sig: i32) -> bool {
+    fn signal(&mut self, target: &Target, sig: procs::Signal) -> bool {
         self.real.signal(target, sig)
     }
     fn gpu_used_mib(&mut self) -> Option<u64> {
@@ -140,7 +141,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     .filter(|g| !g.is_empty());
     let print = |out: &mut dyn Write, results: &[CheckResult]| {
-        let _ = crate::output::print_results(out, results, args.json);
+        let _ = inferlint_core::output::print_results(out, results, args.json);
     };
     if !args.json {
         let view = scoped.as_ref().and_then(|(_, v)| v.as_ref());
@@ -187,7 +188,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             e.scope = Some(scope.describe());
             e.holders = Some(
                 view.as_ref()
-                    .map(|v| crate::result::to_json_value(&v.reading.holders)),
+                    .map(|v| inferlint_core::result::to_json_value(&v.reading.holders)),
             );
             e.notes = Some(view.as_ref().map_or(Vec::new(), |v| v.notes.clone()));
         }
@@ -223,8 +224,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             reason: String::new(),
             gpu_unreadable: true,
         };
-        let r = super::teardown::t2_result(&clear, "")
-            .with_evidence(evidence(Some(clear.readings_json())));
+        let r = t2::result(&clear, "").with_evidence(evidence(Some(clear.readings_json())));
         print(&mut out, &[r]);
         return Ok(2);
     }
@@ -238,12 +238,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
         None => procs::wait_clear(&mut { real }, self_pid, &opts)?,
     };
-    let r = super::teardown::t2_result(&clear, "card not clear; refusing to boot. ")
+    let r = t2::result(&clear, "card not clear; refusing to boot. ")
         .with_evidence(evidence(Some(clear.readings_json())));
     print(&mut out, std::slice::from_ref(&r));
     Ok(match r.status {
-        crate::result::Status::Pass => 0,
-        crate::result::Status::Fail => 1,
+        inferlint_core::result::Status::Pass => 0,
+        inferlint_core::result::Status::Fail => 1,
         _ => 2,
     })
 }

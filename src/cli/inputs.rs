@@ -4,12 +4,12 @@
 
 use std::path::Path;
 
-use crate::bootlog::BootFacts;
-use crate::engine::{self, Engine, NamedEngine};
-use crate::output;
-use crate::result::CheckResult;
-use crate::series::Series;
-use crate::snapshot::Snapshot;
+use inferlint_core::bootlog::BootFacts;
+use inferlint_core::engine::{self, Engine, NamedEngine};
+use inferlint_core::output;
+use inferlint_core::result::CheckResult;
+use inferlint_core::series::Series;
+use inferlint_core::snapshot::Snapshot;
 
 /// One input and the engine it names (None when it names none).
 pub(crate) struct Input {
@@ -112,7 +112,9 @@ pub(crate) fn parse_boot_log(
     path: &Path,
     hint: Option<Engine>,
 ) -> anyhow::Result<(BootFacts, Option<Engine>)> {
-    Ok(crate::bootlog::parse_file_with_markers(path, hint)?)
+    Ok(inferlint_core::bootlog::parse_file_with_markers(
+        path, hint,
+    )?)
 }
 
 /// [`parse_boot_log`] when a log was given: its facts and the engine its markers name.
@@ -129,7 +131,8 @@ pub(crate) fn parse_optional_boot_log(
     }
 }
 
-/// Prints the verdict lines (or the JSON array) and returns the exit status of spec §1.1.
+/// Prints the verdict lines (or the JSON array) and returns the exit status
+/// (docs/design/formats.md#exit-status).
 pub(crate) fn print_verdicts(
     results: &[CheckResult],
     json: bool,

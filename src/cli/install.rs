@@ -33,7 +33,7 @@ pub fn command() -> clap::Command {
         .cloned()
         .collect();
     let mut cmd = clap::Command::new("inferlint")
-        .version(crate::VERSION)
+        .version(inferlint_core::VERSION)
         .disable_help_subcommand(true)
         .subcommand_required(true)
         .subcommands(shown);

@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::lintscript::{lint_file, results};
-use crate::output::{exit_code, print_results};
+use inferlint_core::output::{exit_code, print_results};
+use inferlint_lintscript::{lint_file, results};
 
 const AFTER_HELP: &str = "\
 Output: one line per finding,

@@ -126,7 +126,7 @@ pub fn main_with(args: Vec<OsString>) -> i32 {
             return 0;
         }
         Some("--version" | "-V") => {
-            println!("inferlint {}", crate::VERSION);
+            println!("inferlint {}", inferlint_core::VERSION);
             return 0;
         }
         Some("--help" | "-h" | "help") if args.len() == 2 => {
@@ -326,11 +326,11 @@ Options:
 Most commands take --engine vllm|sglang|trtllm (or INFERLINT_ENGINE). Verdict commands exit
 1 on a failed tripwire, 2 when one could not tell or the input was bad, else 0.
 ",
-        version = crate::VERSION
+        version = inferlint_core::VERSION
     )
 }
 
-/// The options every verdict command takes (spec §1.1).
+/// The options every verdict command takes (docs/reference.md#common-to-every-command).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct VerdictOptions {
     /// The engine the inputs came from (vllm, sglang, trtllm; default: read from the inputs, else
@@ -349,8 +349,9 @@ impl VerdictOptions {
     /// The engine named by `--engine` or `INFERLINT_ENGINE`.
     pub fn named_engine(
         &self,
-    ) -> Result<Option<crate::engine::NamedEngine>, crate::engine::EngineNameError> {
-        crate::engine::named_engine(self.engine.as_deref())
+    ) -> Result<Option<inferlint_core::engine::NamedEngine>, inferlint_core::engine::EngineNameError>
+    {
+        inferlint_core::engine::named_engine(self.engine.as_deref())
     }
 }
 

@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use crate::checks::{counters, t1};
 use crate::cli::inputs::{
     choose_engine, load_series, load_snapshot, parse_optional_boot_log, print_verdicts, Input,
 };
+use inferlint_core::checks::{counters, t1};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

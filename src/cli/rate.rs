@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
-use crate::checks::{counters, t10};
 use crate::cli::inputs::{choose_engine, load_snapshot, print_verdicts, Input};
+use inferlint_core::checks::{counters, t10};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

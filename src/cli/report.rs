@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
-use crate::engine::{self, NamedEngine};
-use crate::output;
-use crate::report::compare::Comparison;
-use crate::report::discover::{self, RunFiles};
-use crate::report::{embed, Report};
+use inferlint_core::engine::{self, NamedEngine};
+use inferlint_core::output;
+use inferlint_report::compare::Comparison;
+use inferlint_report::discover::{self, RunFiles};
+use inferlint_report::{embed, Report};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -109,7 +109,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let report = Report::build(inputs);
     if let Some(note) = report
         .first_facts()
-        .and_then(crate::bootlog::untested_version_note)
+        .and_then(inferlint_core::bootlog::untested_version_note)
     {
         writeln!(err, "{note}")?;
     }
@@ -138,9 +138,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 }
 
 /// T15 runs when the result file and both snapshots exist (untimed requests from load.log).
-fn add_t15(inputs: &mut crate::report::Inputs) {
+fn add_t15(inputs: &mut inferlint_report::Inputs) {
     // The snapshots' engine decides which counters T15 compares.
-    let engine = crate::report::engine_of(inputs, &[]);
+    let engine = inferlint_report::engine_of(inputs, &[]);
     if let Some(r) = inputs.t15(engine) {
         inputs.extra_results.push(r);
     }
@@ -182,7 +182,7 @@ fn from_html(page: &Path, json: bool) -> anyhow::Result<i32> {
 }
 
 fn compare(args: &Args, named: Option<&NamedEngine>) -> anyhow::Result<i32> {
-    let labels = crate::bootlog::log_labels(&args.compare);
+    let labels = inferlint_core::bootlog::log_labels(&args.compare);
     let mut runs = Vec::new();
     let mut inputs_seen: Vec<PathBuf> = Vec::new();
     for (folder, label) in args.compare.iter().zip(labels) {
@@ -212,7 +212,7 @@ fn compare(args: &Args, named: Option<&NamedEngine>) -> anyhow::Result<i32> {
     let seen: Vec<&Path> = inputs_seen.iter().map(PathBuf::as_path).collect();
     refuse_overwriting_inputs(&out, &seen)?;
     let comparison = Comparison::new(runs);
-    crate::report::write_atomically(&out, comparison.render_page().as_bytes())
+    inferlint_report::write_atomically(&out, comparison.render_page().as_bytes())
         .with_context(|| format!("cannot write {}", out.display()))?;
     let mut stdout = std::io::stdout().lock();
     if args.json {

@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 
-use crate::checks::{t14, t8, t9};
 use crate::cli::inputs::{
     choose_engine, load_series, load_snapshot, parse_optional_boot_log, print_verdicts, Input,
 };
+use inferlint_core::checks::{t14, t8, t9};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -44,8 +44,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Err(code) => return Ok(code),
     };
     let mut results = Vec::new();
-    // T14 gate (spec §1.2): N/A on engines without a block count; else only with a snapshot
-    // from an engine that exports the cache-info series.
+    // T14 gate (docs/design/tripwires.md#t14): N/A on engines without a block count; else only with
+    // a snapshot from an engine that exports the cache-info series.
     let mut usable_blocks = None;
     if !t14::applies_to(engine) {
         results.push(t14::not_applicable(engine));

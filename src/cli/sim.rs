@@ -1,7 +1,7 @@
 //! `inferlint sim`: the simulated vLLM (hidden). `serve` is the API server, `bench` the load
 //! client; `engine-core` and `worker` are the processes `serve` starts (not for users).
 
-use crate::sim;
+use inferlint_sim as sim;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

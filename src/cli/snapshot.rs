@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
-use crate::engine::{self, Engine};
-use crate::snapshot::{split_metrics_url, ScrapeError, Snapshot, SCRAPE_TIMEOUT};
+use inferlint_core::engine::{self, Engine};
+use inferlint_core::snapshot::SCRAPE_TIMEOUT;
+use inferlint_run::scrape::{self, split_metrics_url, ScrapeError};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -21,7 +22,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let named = engine::named_engine(args.engine.as_deref())?;
     let (base, path) = split_metrics_url(&args.url);
     let scraped =
-        crate::cli::runtime()?.block_on(Snapshot::scrape(&base, path.as_deref(), SCRAPE_TIMEOUT));
+        crate::cli::runtime()?.block_on(scrape::scrape(&base, path.as_deref(), SCRAPE_TIMEOUT));
     let snap = match scraped {
         Ok(s) => s,
         Err(ScrapeError::Status { url, status: 404 }) => {

@@ -4,9 +4,10 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::gpu::{self, ClearOptions, GpuSource};
-use crate::procs::{self, RealSystem, TeardownError, TeardownOptions};
-use crate::result::{CheckResult, Tripwire};
+use inferlint_core::checks::t2;
+use inferlint_core::result::{CheckResult, Tripwire};
+use inferlint_run::gpu::{self, ClearOptions, GpuSource};
+use inferlint_run::procs::{self, RealSystem, TeardownError, TeardownOptions};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -47,7 +48,7 @@ pub fn needs_linux(what: &str) -> CheckResult {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let named = crate::engine::named_engine(args.engine.as_deref())?;
+    let named = inferlint_core::engine::named_engine(args.engine.as_deref())?;
     if args.consecutive < 1 {
         anyhow::bail!(
             "--consecutive must be at least 1 (got {})",
@@ -118,32 +119,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             signalled.push(*pid);
         }
     }
-    let result = t2_result(clear, "").with_evidence(crate::evidence::T2Evidence {
+    let result = t2::result(clear, "").with_evidence(inferlint_core::evidence::T2Evidence {
         readings: Some(clear.readings_json()),
         signalled: Some(signalled),
         ..Default::default()
     });
     let _ = writeln!(out, "{}", result.line());
-    Ok(crate::output::exit_code(&[result], false))
-}
-
-/// T2 from a clear result: PASS, FAIL with `prefix` before the reason, or UNKNOWN when no GPU
-/// could be read (the processes alone never prove the card free).
-pub fn t2_result(clear: &gpu::ClearResult, prefix: &str) -> CheckResult {
-    if clear.gpu_unreadable {
-        let procs_part = if clear.readings.last().is_some_and(|r| r.n_live == 0) {
-            "no server process is alive"
-        } else {
-            "server processes are still alive"
-        };
-        return CheckResult::unknown(
-            Tripwire::T2,
-            format!("{prefix}{procs_part}, but no GPU could be read (nvidia-smi is missing or failed), so the card's memory is unknown"),
-        );
-    }
-    if clear.clear {
-        CheckResult::pass(Tripwire::T2, clear.reason.clone())
-    } else {
-        CheckResult::fail(Tripwire::T2, format!("{prefix}{}", clear.reason))
-    }
+    Ok(inferlint_core::output::exit_code(&[result], false))
 }

@@ -7,9 +7,9 @@ use std::time::Duration;
 use anyhow::Context;
 
 use crate::cli::snapshot::how_to_serve_metrics;
-use crate::engine;
-use crate::series::{record, RecordError, RecordOptions};
-use crate::snapshot::split_metrics_url;
+use inferlint_core::engine;
+use inferlint_run::record::{record, RecordError, RecordOptions};
+use inferlint_run::scrape::split_metrics_url;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

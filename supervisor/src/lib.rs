@@ -1,7 +1,7 @@
 //! `inferlint-supervisor`: owning a command's whole Linux process tree, so that nothing it
 //! starts outlives its supervisor — on a normal end, an error, Ctrl-C, SIGTERM (Slurm's
 //! `scancel`), SIGHUP, and SIGKILL of the supervisor itself. It knows nothing of inference
-//! servers; the design and its reasons are in `../shared/spec/supervisor.md` §7 and
+//! servers; the design and its reasons are in `docs/design/processes.md#ownership` and
 //! `docs/supervision.md`.
 //!
 //! # Topology
@@ -82,6 +82,10 @@
 //! recorded. When both die, a cgroup still holds the tree and `reap` finds it by marker or
 //! cgroup name — except a process that cleared its environment and left the process group while
 //! no cgroup was in use: nothing ties it to the run any more (tested as exactly that limit).
+#![expect(
+    missing_docs,
+    reason = "121 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
+)]
 
 pub mod cgroup;
 pub mod member_exit;

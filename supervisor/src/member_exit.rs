@@ -188,10 +188,10 @@ fn in_root_memory_cgroup(text: &str) -> bool {
 
 /// A cgroup path (as `/proc/PID/cgroup` writes it) under a mount whose root is `root`.
 fn under(mount: &Path, root: &str, path: &str) -> PathBuf {
-    let rel = if root != "/" {
-        path.strip_prefix(root).unwrap_or(path)
-    } else {
+    let rel = if root == "/" {
         path
+    } else {
+        path.strip_prefix(root).unwrap_or(path)
     };
     mount.join(rel.trim_start_matches('/'))
 }

@@ -88,7 +88,7 @@ pub fn read_some(r: &mut impl Read, buf: &mut [u8]) -> io::Result<Option<usize>>
         match r.read(buf) {
             Ok(0) => return Ok(None),
             Ok(n) => return Ok(Some(n)),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(e) => return Err(e),
         }
     }

@@ -1,6 +1,6 @@
-//! The one staged teardown every path uses (supervisor.md §7.3): the supervisor's stop, the
-//! shepherd's stop when the supervisor is gone, the supervisor's fallback when the shepherd is
-//! gone, and reconciliation of earlier runs.
+//! The one staged teardown every path uses (docs/design/processes.md#the-staged-teardown): the
+//! supervisor's stop, the shepherd's stop when the supervisor is gone, the supervisor's fallback
+//! when the shepherd is gone, and reconciliation of earlier runs.
 //!
 //! 1. **polite** — SIGTERM to the leader only, so the server runs its own clean shutdown (vLLM
 //!    stops its engine itself); output keeps draining meanwhile (the pumps run on their own).

@@ -1,10 +1,10 @@
 //! What a run owns and how its processes are found: the census.
 //!
-//! No single mechanism sees every process a server can start (supervisor.md §3), so one census
-//! pass over `/proc` takes the union of: the run's cgroup, its process group, the shepherd's
-//! session, children adopted by the subreaper, every process already tracked by pidfd, and the
-//! `INFERLINT_RUN_ID` marker in the initial environment. The caller, its ancestors and any pid
-//! it protects are never members.
+//! No single mechanism sees every process a server can start
+//! (docs/design/processes.md#finding-every-member), so one census pass over `/proc` takes the union
+//! of: the run's cgroup, its process group, the shepherd's session, children adopted by the
+//! subreaper, every process already tracked by pidfd, and the `INFERLINT_RUN_ID` marker in the
+//! initial environment. The caller, its ancestors and any pid it protects are never members.
 
 use std::collections::{HashMap, HashSet};
 

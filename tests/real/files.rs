@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use inferlint::snapshot::Snapshot;
+use inferlint_core::snapshot::Snapshot;
 use serde_json::Value;
 
 use super::Launch;
@@ -79,7 +79,7 @@ pub fn print_timings(name: &str, launch: &Launch, out: &Path, results: &Value) {
         f("stop_s"),
     );
     let probe = match (launch.printed_at("== probe"), launch.printed_at("== load:")) {
-        (Some(a), Some(b)) => (b - a).as_secs_f64(),
+        (Some(a), Some(b)) => b.saturating_sub(a).as_secs_f64(),
         _ => 0.0,
     };
     // `stopped: N process(es) signalled (…) in X s`: the server's own shutdown.

@@ -10,7 +10,8 @@ pub const AIPERF_ENV: &str = "INFERLINT_AIPERF";
 /// The served model name.
 pub const MODEL: &str = "smollm2-135m";
 
-/// real-vllm.md §3.3: the CPU platform, a 1 GiB KV budget, no CPU pinning on a small box, no hub.
+/// docs/real-vllm.md#what-the-server-gets: the CPU platform, a 1 GiB KV budget, no CPU pinning on a
+/// small box, no hub.
 pub const SERVER_ENV: [(&str, &str); 7] = [
     ("VLLM_TARGET_DEVICE", "cpu"),
     ("VLLM_CPU_KVCACHE_SPACE", "1"),
@@ -96,9 +97,9 @@ impl Install {
         None
     }
 
-    /// `vllm serve` as real-vllm.md §9 starts it: eager (boot in ~40 s instead of ~170 s), at
-    /// most 8 sequences, and `blocks` KV blocks of 128 tokens (5 → 640 tokens: it preempts; 4 →
-    /// vLLM refuses to start).
+    /// `vllm serve` as docs/real-vllm.md#what-the-server-gets starts it: eager (boot in ~40 s
+    /// instead of ~170 s), at most 8 sequences, and `blocks` KV blocks of 128 tokens (5 → 640
+    /// tokens: it preempts; 4 → vLLM refuses to start).
     pub fn serve(&self, port: u16, blocks: u32) -> String {
         format!(
             "{} serve {} --served-model-name {MODEL} --host 127.0.0.1 --port {port} --max-model-len 512 --dtype bfloat16 --max-num-seqs 8 --num-gpu-blocks-override {blocks} --enforce-eager",
@@ -142,7 +143,7 @@ impl Install {
 
     /// `aiperf profile` with the same shape of load as [`Install::bench`], its artifacts in
     /// `artifact_dir`. aiperf reads a local tokenizer only without `HF_HUB_OFFLINE` (its offline
-    /// branch treats the path as a hub id: ecosystem.md §2a), which the server needs: so `env -u`.
+    /// branch treats the path as a hub id), which the server needs: so `env -u`.
     pub fn aiperf_profile(
         &self,
         aiperf: &Path,

@@ -1,17 +1,17 @@
-//! The harness of the real-vLLM lane (`tests/real_vllm.rs`): where the install is, the
-//! environment real-vllm.md §3.3 gives the server, and one run of the real binary, watched from
-//! outside.
+//! The harness of the real-vLLM lane (`tests/real_vllm.rs`): where the install is, the environment
+//! docs/real-vllm.md#what-the-server-gets gives the server, and one run of the real binary, watched
+//! from outside.
 //!
 //! Each run lives in a PID namespace of its own (`unshare --pid --fork --mount-proc`) whose first
 //! process is a small shell. Inside, inferlint's GPU gate and its teardown (which stop any
-//! inference server process of their user, §5) see only this run's processes, so the lane can
-//! neither refuse to start because of nor stop another test's servers on a shared machine. From
-//! outside, every process of the namespace but the shell is the run's: "nothing left" is exact,
-//! and the test signals only pids it found there. inferlint is not the namespace's first process,
-//! so killing it does not make the kernel clean up for it: what survives is what its shepherds
-//! failed to stop. Where `unshare` is refused, the run is started bare and its processes are
-//! found by a marker in their environment and by their process groups (vLLM's renamed children
-//! wipe their environment, but stay in the API server's group).
+//! inference server process of their user, docs/design/processes.md#finding-server-processes) see
+//! only this run's processes, so the lane can neither refuse to start because of nor stop another
+//! test's servers on a shared machine. From outside, every process of the namespace but the shell
+//! is the run's: "nothing left" is exact, and the test signals only pids it found there. inferlint
+//! is not the namespace's first process, so killing it does not make the kernel clean up for it:
+//! what survives is what its shepherds failed to stop. Where `unshare` is refused, the run is
+//! started bare and its processes are found by a marker in their environment and by their process
+//! groups (vLLM's renamed children wipe their environment, but stay in the API server's group).
 
 pub mod files;
 pub mod install;
@@ -145,7 +145,8 @@ pub struct Launch {
 }
 
 impl Launch {
-    /// Starts `inferlint ARGS` with the server environment of §3.3, in a PID namespace where
+    /// Starts `inferlint ARGS` with the server environment of
+    /// docs/real-vllm.md#what-the-server-gets, in a PID namespace where
     /// the machine allows one.
     pub fn start(name: &str, args: &[String]) -> Launch {
         Launch::start_with(name, args, &[], true)

@@ -180,7 +180,7 @@ fn dp2_run_decides_t8_and_t9_per_engine() {
         boot_log_tail(&launch, 40)
     );
     // The recording keeps both engines.
-    let series = inferlint::series::Series::load(&out.join("run.series.jsonl")).unwrap();
+    let series = inferlint_core::series::Series::load(&out.join("run.series.jsonl")).unwrap();
     assert_eq!(series.engine_ids(), ["0", "1"], "{}", series.source);
     let t8 = result(&results, "T8");
     assert!(t8["status"] == "pass" || t8["status"] == "fail", "{t8}");

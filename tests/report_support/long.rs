@@ -2,7 +2,7 @@
 //! its clocks shifted and its counters carried on, so a day of readings has the shape of a real
 //! run (used by the long-run tests and the report benchmark).
 
-use inferlint::series::{Series, SeriesSample};
+use inferlint_core::series::{Series, SeriesSample};
 
 /// Repeats `base` until it has `samples` readings, one interval apart at each seam.
 pub fn stretch(base: &Series, samples: usize) -> Series {

@@ -4,13 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use inferlint::report::discover::RunFiles;
-use inferlint::report::{Inputs, Report};
+use inferlint_report::discover::RunFiles;
+use inferlint_report::{Inputs, Report};
 
 /// The inputs of a recorded run folder (files found by name), or None when the evidence is
 /// absent outside CI.
 pub fn inputs(rel: &str) -> Option<Inputs> {
-    let dir = inferlint::testkit::evidence(rel)?;
+    let dir = inferlint_core::testkit::evidence(rel)?;
     let files = RunFiles {
         folder: Some(dir),
         ..RunFiles::default()
@@ -149,7 +149,7 @@ pub fn bin() -> &'static str {
 
 /// A copy of a recorded run folder in a temporary folder (the evidence is read-only).
 pub fn copy_run(rel: &str) -> Option<(tempfile::TempDir, PathBuf)> {
-    let src = inferlint::testkit::evidence(rel)?;
+    let src = inferlint_core::testkit::evidence(rel)?;
     let tmp = tempfile::tempdir().unwrap();
     let dst = tmp.path().join("run");
     copy_dir(&src, &dst);

@@ -211,7 +211,7 @@ impl Sim {
 
     pub fn gpu_readings(&self) -> Vec<(u32, u64)> {
         let dir = self.gpu_dir.as_ref().expect("started with .gpu()");
-        inferlint::sim::gpu::sim_gpu_readings(dir.path())
+        inferlint_run::gpu::sim::sim_gpu_readings(dir.path())
     }
 }
 
@@ -344,10 +344,10 @@ pub fn json(text: &str) -> serde_json::Value {
 }
 
 /// The server's /metrics, parsed by inferlint's own reader.
-pub fn metrics(sim: &Sim) -> (String, inferlint::prom::Metrics) {
+pub fn metrics(sim: &Sim) -> (String, inferlint_core::prom::Metrics) {
     let (status, text) = get(&sim.url("/metrics"));
     assert_eq!(status, 200);
-    let m = inferlint::prom::Metrics::parse(&text)
+    let m = inferlint_core::prom::Metrics::parse(&text)
         .unwrap_or_else(|e| panic!("the simulator's /metrics does not parse: {e}"));
     (text, m)
 }

@@ -1,0 +1,203 @@
+//! Load-tool result files: `vllm bench serve`'s JSON, SGLang `bench_serving`'s JSON lines (the last
+//! line is the latest run) and TensorRT-LLM's benchmark_serving JSON (vLLM's format), and the
+//! untimed requests a load tool announces in its output (docs/design/formats.md#load-tool-results,
+//! docs/design/tripwires.md#t15).
+//!
+//! Every field is optional: a missing or non-numeric key is None (a boolean is not a number), so
+//! a file without `completed` still loads and T15 says it can't tell.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+pub use crate::snapshot::ReadError;
+use crate::snapshot::{parse_python_json, read_text};
+
+/// The numbers of one benchmark run, as the load tool reported them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BenchResult {
+    pub completed: Option<f64>,
+    pub failed: Option<f64>,
+    pub total_input_tokens: Option<f64>,
+    pub total_output_tokens: Option<f64>,
+    /// Seconds.
+    pub duration: Option<f64>,
+    /// Output tokens per second.
+    pub output_throughput: Option<f64>,
+    pub max_concurrency: Option<f64>,
+    pub num_prompts: Option<f64>,
+    pub backend: Option<String>,
+    pub mean_ttft_ms: Option<f64>,
+    pub median_ttft_ms: Option<f64>,
+    pub p99_ttft_ms: Option<f64>,
+    pub mean_tpot_ms: Option<f64>,
+    /// The file it was read from.
+    pub path: String,
+}
+
+impl BenchResult {
+    /// The numbers of a result object; `path` names it.
+    pub fn from_object(obj: &Map<String, Value>, path: &str) -> BenchResult {
+        let num = |key: &str| match obj.get(key) {
+            Some(Value::Number(n)) => n.as_f64(),
+            _ => None,
+        };
+        BenchResult {
+            completed: num("completed"),
+            failed: num("failed"),
+            total_input_tokens: num("total_input_tokens"),
+            total_output_tokens: num("total_output_tokens"),
+            duration: num("duration"),
+            output_throughput: num("output_throughput"),
+            max_concurrency: num("max_concurrency"),
+            num_prompts: num("num_prompts"),
+            backend: obj
+                .get("backend")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            mean_ttft_ms: num("mean_ttft_ms"),
+            median_ttft_ms: num("median_ttft_ms"),
+            p99_ttft_ms: num("p99_ttft_ms"),
+            mean_tpot_ms: num("mean_tpot_ms"),
+            path: path.to_string(),
+        }
+    }
+
+    /// Reads a result from text: one JSON document, or JSON lines whose last line is the latest
+    /// run. `source` names it in messages.
+    pub fn from_text(text: &str, source: &str) -> Result<BenchResult, ReadError> {
+        let obj = result_object(text, source)?;
+        Ok(BenchResult::from_object(&obj, source))
+    }
+
+    /// Whether it holds the counts T15 compares (completed and output tokens).
+    pub fn has_counts(&self) -> bool {
+        self.completed.is_some() && self.total_output_tokens.is_some()
+    }
+}
+
+/// Loads a result file (a JSON document, or JSON lines: the last line is the latest run).
+pub fn load(path: &Path) -> Result<BenchResult, ReadError> {
+    let text = read_text(path)?;
+    BenchResult::from_text(&text, &path.display().to_string())
+}
+
+fn result_object(text: &str, source: &str) -> Result<Map<String, Value>, ReadError> {
+    let not_object = |line: usize| {
+        let at = if line > 0 {
+            format!("line {line}: ")
+        } else {
+            String::new()
+        };
+        ReadError::format(
+            source,
+            format!("{at}not a load-tool result (a JSON object was expected)"),
+        )
+    };
+    let whole = parse_python_json(text);
+    let whole_err = match whole {
+        Ok(Value::Object(obj)) => return Ok(obj),
+        Ok(_) => return Err(not_object(0)),
+        Err(e) => e,
+    };
+    // JSON lines: each non-empty line is one run; the last one is the latest.
+    let mut lines = text
+        .split('\n')
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
+    let first_is_object = lines
+        .next()
+        .is_some_and(|(_, l)| matches!(parse_python_json(l), Ok(Value::Object(_))));
+    if !first_is_object {
+        return Err(ReadError::json(source, &whole_err, 0));
+    }
+    let (idx, last) = lines
+        .last()
+        .expect("JSON lines fail as a whole only with 2+ lines");
+    match parse_python_json(last) {
+        Ok(Value::Object(obj)) => Ok(obj),
+        Ok(_) => Err(not_object(idx + 1)),
+        Err(e) => Err(ReadError::json(source, &e, idx)),
+    }
+}
+
+/// The requests a load tool sends before it starts timing, read from its output: a test request
+/// (`Initial test run completed.`), warm-up requests (`Warming up with N requests`) and SGLang's
+/// warm-up (`Warmup completed with N sequences.`). They reach the server but not the result file.
+pub fn untimed_requests(load_output: &str) -> u64 {
+    let mut n: u64 = 0;
+    for line in load_output.lines() {
+        if line.contains("Initial test run completed.") {
+            n = n.saturating_add(1);
+        }
+        if let Some(k) = number_between(line, "Warming up with ", " request") {
+            n = n.saturating_add(k);
+        }
+        if let Some(k) = number_between(line, "Warmup completed with ", " sequence") {
+            n = n.saturating_add(k);
+        }
+    }
+    n
+}
+
+/// The integer between `before` and `after` on a line, e.g. `Warming up with 3 requests...`.
+fn number_between(line: &str, before: &str, after: &str) -> Option<u64> {
+    let start = line.find(before)? + before.len();
+    let rest = &line[start..];
+    let end = rest.find(after)?;
+    rest[..end].trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn untimed_request_lines() {
+        assert_eq!(untimed_requests("Skipping endpoint ready check.\n"), 0);
+        assert_eq!(
+            untimed_requests("Starting initial single prompt test run...\nInitial test run completed. Starting main benchmark run...\n"),
+            1
+        );
+        assert_eq!(
+            untimed_requests("Initial test run completed.\nWarming up with 3 requests...\n"),
+            4
+        );
+        assert_eq!(
+            untimed_requests("Starting warmup with 1 sequences...\nWarmup completed with 1 sequences. Starting main benchmark run...\n"),
+            1
+        );
+        assert_eq!(untimed_requests(""), 0);
+    }
+
+    #[test]
+    fn a_boolean_is_not_a_number() {
+        let r = BenchResult::from_text(
+            r#"{"completed": true, "failed": 0, "backend": "vllm"}"#,
+            "r.json",
+        )
+        .unwrap();
+        assert_eq!(r.completed, None);
+        assert_eq!(r.failed, Some(0.0));
+        assert_eq!(r.backend.as_deref(), Some("vllm"));
+        assert!(!r.has_counts());
+    }
+
+    #[test]
+    fn json_lines_last_line_wins() {
+        let r = BenchResult::from_text("{\"completed\": 99}\n{\"completed\": 6}\n\n", "b.jsonl")
+            .unwrap();
+        assert_eq!(r.completed, Some(6.0));
+    }
+
+    #[test]
+    fn truncated_documents_name_file_and_line() {
+        let e =
+            BenchResult::from_text("{\"completed\": 1}\n{\"completed\": ", "b.jsonl").unwrap_err();
+        assert!(e.to_string().starts_with("b.jsonl: line 2, column"), "{e}");
+        let e = BenchResult::from_text("{\n \"completed\": 3,\n \"fa", "b.json").unwrap_err();
+        assert!(e.to_string().starts_with("b.json: line 3, column"), "{e}");
+        let e = BenchResult::from_text("[1, 2]", "b.json").unwrap_err();
+        assert!(e.to_string().contains("not a load-tool result"), "{e}");
+    }
+}

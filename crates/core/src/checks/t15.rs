@@ -1,0 +1,126 @@
+//! T15 client-server-mismatch: the load tool's result file against the server's counters
+//! (docs/design/tripwires.md#t15).
+
+use crate::bench::BenchResult;
+use crate::checks::counters::{snapshot_delta, CounterQuery, DeltaError};
+use crate::engine::Engine;
+use crate::evidence::{JsonF64, T15Evidence};
+use crate::fmt::{thousands, thousands_f};
+use crate::result::{CheckResult, Tripwire};
+use crate::snapshot::Snapshot;
+
+fn plural(n: i64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// Compares finished requests and generated tokens; `expected_extra` is the number of untimed
+/// requests (test, warm-up) the client sent but left out of its result.
+pub fn check(
+    result: &BenchResult,
+    before: &Snapshot,
+    after: &Snapshot,
+    expected_extra: u64,
+    engine: Engine,
+) -> CheckResult {
+    let names = engine.metrics();
+    let finished = snapshot_delta(before, after, &CounterQuery::new(names.finished));
+    let tokens = snapshot_delta(before, after, &CounterQuery::new(names.generation_tokens));
+    let client = T15Evidence {
+        client_completed: Some(result.completed.map(JsonF64)),
+        client_failed: Some(result.failed.map(JsonF64)),
+        client_output_tokens: Some(result.total_output_tokens.map(JsonF64)),
+        expected_extra_requests: Some(expected_extra),
+        result_file: Some(result.path.clone()),
+        ..Default::default()
+    };
+    let (server_finished, server_tokens) = match (finished, tokens) {
+        (Ok(f), Ok(t)) => (f, t),
+        (Err(DeltaError::Restarted(r)), _) | (_, Err(DeltaError::Restarted(r))) => {
+            return CheckResult::unknown(Tripwire::T15, r.to_string()).with_evidence(T15Evidence {
+                restarted: Some(true),
+                ..client
+            })
+        }
+        _ => {
+            return CheckResult::unknown(
+                Tripwire::T15,
+                "a server counter is missing from a snapshot",
+            )
+            .with_evidence(client)
+        }
+    };
+    let server = T15Evidence {
+        server_finished: Some(server_finished),
+        server_output_tokens: Some(server_tokens),
+        ..client
+    };
+    let (Some(completed), Some(client_tokens)) = (result.completed, result.total_output_tokens)
+    else {
+        return CheckResult::unknown(
+            Tripwire::T15,
+            "the result file has no completed or output-token count",
+        )
+        .with_evidence(server);
+    };
+    let completed_n = completed as i64;
+    let expected = expected_extra as i64;
+    let extra = (server_finished as i64).saturating_sub(completed_n);
+    let extra_tokens = server_tokens - client_tokens;
+    let full = |r: CheckResult| {
+        r.with_evidence(T15Evidence {
+            extra_requests: Some(extra),
+            extra_output_tokens: Some(JsonF64(extra_tokens)),
+            ..server.clone()
+        })
+    };
+    if extra > expected {
+        let k = extra - expected;
+        return full(CheckResult::fail(
+            Tripwire::T15,
+            format!("the server finished {k} more request{} than the load tool sent; other traffic shared the server during the run", plural(k)),
+        ));
+    }
+    if extra < expected {
+        let k = expected - extra;
+        return full(CheckResult::fail(
+            Tripwire::T15,
+            format!(
+                "the load tool counted {k} more completed request{} than the server finished",
+                plural(k)
+            ),
+        ));
+    }
+    // Untimed requests generate tokens the client does not count: allow up to 1.5 times their
+    // share at the run's average length (at least 1 token each).
+    let per_request = if completed > 0.0 {
+        (client_tokens / completed).max(1.0)
+    } else {
+        1.0
+    };
+    let allowed = expected as f64 * per_request * 1.5;
+    if !(0.0..=allowed).contains(&extra_tokens) {
+        return full(CheckResult::warn(
+            Tripwire::T15,
+            format!(
+                "requests agree, but the server generated {} output tokens and the load tool counted {}",
+                thousands_f(server_tokens, 0),
+                thousands(client_tokens as i64)
+            ),
+        ));
+    }
+    let mut msg = format!(
+        "client and server agree: {completed_n} requests, {} output tokens",
+        thousands(client_tokens as i64)
+    );
+    if extra > 0 {
+        msg.push_str(&format!(
+            ", plus {extra} untimed request{} (test or warm-up)",
+            plural(extra)
+        ));
+    }
+    full(CheckResult::pass(Tripwire::T15, msg))
+}

@@ -1,0 +1,76 @@
+//! T2 orphaned-engine: after a teardown, is the card clear? The readings come from the waiter
+//! of [`crate::gpu::clear`]; this turns its outcome into the verdict (docs/design/tripwires.md#t2).
+
+use crate::gpu::ClearResult;
+use crate::result::{CheckResult, Tripwire};
+
+/// T2 from a clear result: PASS, FAIL with `prefix` before the reason, or UNKNOWN when no GPU
+/// could be read (the processes alone never prove the card free).
+pub fn result(clear: &ClearResult, prefix: &str) -> CheckResult {
+    if clear.gpu_unreadable {
+        let procs_part = if clear.readings.last().is_some_and(|r| r.n_live == 0) {
+            "no server process is alive"
+        } else {
+            "server processes are still alive"
+        };
+        return CheckResult::unknown(
+            Tripwire::T2,
+            format!("{prefix}{procs_part}, but no GPU could be read (nvidia-smi is missing or failed), so the card's memory is unknown"),
+        );
+    }
+    if clear.clear {
+        CheckResult::pass(Tripwire::T2, clear.reason.clone())
+    } else {
+        CheckResult::fail(Tripwire::T2, format!("{prefix}{}", clear.reason))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::Reading;
+    use crate::result::Status;
+
+    fn clear(clear: bool, unreadable: bool, n_live: usize) -> ClearResult {
+        ClearResult {
+            clear,
+            readings: vec![Reading {
+                elapsed_s: 0.0,
+                used: (!unreadable).then_some(900),
+                n_live,
+            }],
+            reason: if clear {
+                "2 consecutive clear readings".into()
+            } else {
+                "not clear after 10s: last reading 900 MiB used, 1 server processes alive".into()
+            },
+            gpu_unreadable: unreadable,
+        }
+    }
+
+    #[test]
+    fn clear_passes_not_clear_fails_with_the_prefix_and_no_gpu_is_unknown() {
+        let pass = result(&clear(true, false, 0), "x ");
+        assert_eq!(
+            (pass.status, pass.message.as_str()),
+            (Status::Pass, "2 consecutive clear readings")
+        );
+        let fail = result(
+            &clear(false, false, 1),
+            "card not clear; refusing to boot. ",
+        );
+        assert_eq!(fail.status, Status::Fail);
+        assert!(fail
+            .message
+            .starts_with("card not clear; refusing to boot. not clear after 10s"));
+        let unknown = result(&clear(false, true, 0), "");
+        assert_eq!(unknown.status, Status::Unknown);
+        assert!(unknown
+            .message
+            .starts_with("no server process is alive, but no GPU could be read"));
+        let alive = result(&clear(false, true, 2), "");
+        assert!(alive
+            .message
+            .starts_with("server processes are still alive"));
+    }
+}

@@ -1,0 +1,213 @@
+//! T9 falling-ceiling: how many requests fit, `floor(1/share)`, changed as requests grew
+//! (docs/design/tripwires.md#t9).
+
+use crate::checks::blocks::predicted_ceiling;
+use crate::checks::t8::gauges_hint;
+use crate::engine::Engine;
+use crate::evidence::{JsonF64, T9Evidence};
+use crate::fmt::pct;
+use crate::result::{CheckResult, Tripwire};
+use crate::series::{Series, SeriesSample};
+
+/// Usage at or above this is "saturated": the cache is the limit there, so those samples say
+/// the most about the ceiling.
+pub const SATURATION: f64 = 0.9;
+
+/// T9 at the saturation threshold 0.9, with the usable block count when a T14 PASS gave one.
+pub fn check(series: &Series, usable_blocks: Option<u64>, engine: Engine) -> CheckResult {
+    check_at(series, usable_blocks, engine, SATURATION)
+}
+
+/// T9 with another saturation threshold.
+pub fn check_at(
+    series: &Series,
+    usable_blocks: Option<u64>,
+    engine: Engine,
+    saturation: f64,
+) -> CheckResult {
+    // A data-parallel server: each engine's pool on its own (docs/tripwires.md).
+    if let Some(r) = crate::checks::per_engine::t9(series, usable_blocks, engine, saturation) {
+        return r;
+    }
+    // One pass per question, no copies: a day's recording is 345,600 samples, and the reader
+    // has already spent most of the memory budget holding them.
+    if series.busy().next().is_none() {
+        let mut msg = "no sample with requests running and KV in use".to_string();
+        let no_running = series.samples.iter().all(|s| s.running.is_none());
+        let hint = gauges_hint(engine);
+        if no_running && !hint.is_empty() {
+            msg.push_str("; ");
+            msg.push_str(hint);
+        }
+        return CheckResult::unknown(Tripwire::T9, msg).with_evidence(T9Evidence {
+            samples: Some(0),
+            usable_blocks: Some(usable_blocks),
+            gauges_lag: Some(engine.gauges_lag()),
+            ..Default::default()
+        });
+    }
+    let is_saturated = |s: &SeriesSample| s.kv_usage.is_some_and(|u| u >= saturation);
+    let any_saturated = series.busy().any(is_saturated);
+    let basis = if any_saturated { "saturated" } else { "busy" };
+    // Every used sample is busy (running > 0, usage > 0), so each has a ceiling.
+    let mut rows = 0usize;
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    let (mut share_min, mut share_max) = (f64::INFINITY, f64::NEG_INFINITY);
+    for s in series.busy().filter(|s| !any_saturated || is_saturated(s)) {
+        let (Some(u), Some(r)) = (s.kv_usage, s.running) else {
+            continue;
+        };
+        let Ok(c) = predicted_ceiling(u, r, usable_blocks) else {
+            continue;
+        };
+        rows += 1;
+        lo = lo.min(c);
+        hi = hi.max(c);
+        share_min = share_min.min(u / r);
+        share_max = share_max.max(u / r);
+    }
+    if rows == 0 {
+        lo = 0;
+    }
+    let fullest = series
+        .busy()
+        .filter_map(|s| Some((s.kv_usage?, s.running?)))
+        .fold(None, |best: Option<(f64, f64)>, cur| match best {
+            Some(b) if b.0 >= cur.0 => Some(b),
+            _ => Some(cur),
+        })
+        .and_then(|(u, r)| predicted_ceiling(u, r, usable_blocks).ok());
+    let pool = match engine {
+        Engine::Sglang => "the fullest memory pool (KV cache or request state)",
+        Engine::Vllm | Engine::Trtllm => "the cache",
+    };
+    let mut msg = if lo == hi {
+        let (a, b) = (pct(share_min, 1), pct(share_max, 1));
+        let share = if a == b { a } else { format!("{a} to {b}") };
+        format!(
+            "one request holds {share} of {pool}; ceiling = floor(1/share) = {lo} on every {basis} sample"
+        )
+    } else {
+        format!(
+            "ceiling moved between {lo} and {hi} as requests grew (one request held {} to {} of {pool}); concurrency was not a constant of this run",
+            pct(share_min, 1),
+            pct(share_max, 1)
+        )
+    };
+    if engine.gauges_lag() {
+        msg.push_str(&format!(
+            " (from {} readings; {} updates its gauges only when a request completes)",
+            rows,
+            engine.name()
+        ));
+    }
+    let r = if lo == hi {
+        CheckResult::pass(Tripwire::T9, msg)
+    } else {
+        CheckResult::warn(Tripwire::T9, msg)
+    };
+    let per_request = |share: f64| usable_blocks.map(|b| share * b as f64);
+    r.with_evidence(T9Evidence {
+        ceiling_min: Some(lo),
+        ceiling_max: Some(hi),
+        ceiling_at_fullest: Some(fullest),
+        share_min: Some(JsonF64(share_min)),
+        share_max: Some(JsonF64(share_max)),
+        samples: Some(rows as u64),
+        basis: Some(basis.to_string()),
+        usable_blocks: Some(usable_blocks),
+        blocks_per_request_min: Some(per_request(share_min).map(JsonF64)),
+        blocks_per_request_max: Some(per_request(share_max).map(JsonF64)),
+        gauges_lag: Some(engine.gauges_lag()),
+        engines: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::Status;
+    use crate::series::SeriesHeader;
+
+    fn series(engine: Option<Engine>, rows: &[(Option<f64>, Option<f64>)]) -> Series {
+        let samples = rows
+            .iter()
+            .enumerate()
+            .map(|(i, &(running, kv_usage))| SeriesSample {
+                t_wall: 1000.0 + i as f64 * 0.25,
+                t_mono_ns: Some(i as i64 * 250_000_000),
+                running,
+                waiting: Some(0.0),
+                kv_usage,
+                preemptions: Some(0.0),
+                generation_tokens: Some(0.0),
+                prompt_tokens: Some(0.0),
+                paused: None,
+                engines: None,
+            })
+            .collect();
+        Series::from_samples(
+            SeriesHeader {
+                url: "http://127.0.0.1:8000".into(),
+                interval_s: 0.25,
+                engine,
+            },
+            samples,
+        )
+    }
+
+    #[test]
+    fn a_falling_ceiling_warns_with_whole_blocks() {
+        // 42 usable blocks: 10 requests of 4 blocks, then 7 of 6 blocks.
+        let s = series(
+            None,
+            &[
+                (Some(0.0), Some(0.0)),
+                (Some(10.0), Some(40.0 / 42.0)),
+                (Some(7.0), Some(42.0 / 42.0)),
+            ],
+        );
+        let r = check(&s, Some(42), Engine::Vllm);
+        assert_eq!(r.status, Status::Warn);
+        assert_eq!(
+            r.message,
+            "ceiling moved between 7 and 10 as requests grew (one request held 9.5% to 14.3% of the cache); concurrency was not a constant of this run"
+        );
+        assert_eq!(r.evidence_json()["basis"], "saturated");
+        assert_eq!(r.evidence_json()["ceiling_at_fullest"], 7);
+        assert!(
+            (r.evidence_json()["blocks_per_request_min"]
+                .as_f64()
+                .unwrap()
+                - 4.0)
+                .abs()
+                < 1e-9
+        );
+    }
+
+    #[test]
+    fn a_steady_ceiling_passes_and_busy_is_the_basis_below_saturation() {
+        let s = series(
+            Some(Engine::Sglang),
+            &[(Some(2.0), Some(0.5)), (Some(1.0), Some(0.25))],
+        );
+        let r = check(&s, None, Engine::Sglang);
+        assert_eq!(r.status, Status::Pass);
+        assert_eq!(
+            r.message,
+            "one request holds 25.0% of the fullest memory pool (KV cache or request state); ceiling = floor(1/share) = 4 on every busy sample"
+        );
+    }
+
+    #[test]
+    fn no_busy_sample_is_unknown_with_the_gauges_hint_for_trtllm() {
+        let idle = series(None, &[(Some(0.0), Some(0.0))]);
+        let r = check(&idle, None, Engine::Vllm);
+        assert_eq!(r.status, Status::Unknown);
+        assert_eq!(r.message, "no sample with requests running and KV in use");
+        let none = series(Some(Engine::Trtllm), &[(None, None)]);
+        let r = check(&none, None, Engine::Trtllm);
+        assert_eq!(r.status, Status::Unknown);
+        assert!(r.message.contains("'enable_iter_perf_stats: true'"));
+    }
+}

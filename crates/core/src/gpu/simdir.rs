@@ -1,0 +1,57 @@
+//! The simulated GPU's folder (`INFERLINT_GPU=sim:<dir>`), shared by the simulator that writes
+//! it and the GPU reader that reads it: one `holding-<pid>.json` per holder (its pid, start time,
+//! MiB and card), and `cards`, the number of simulated cards. A holding counts only while the
+//! very process that wrote it is alive; that check is the reader's (inferlint-run's `gpu::sim`).
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// One holding file's content.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holding {
+    pub pid: u32,
+    pub start_time: u64,
+    pub mib: u64,
+    /// The simulated GPU's index.
+    pub gpu: u32,
+}
+
+/// The file in a simulated GPU folder that holds its number of cards.
+pub const CARDS_FILE: &str = "cards";
+
+/// A `cards` file that does not hold a number of cards.
+#[derive(Debug, thiserror::Error)]
+#[error("{} line 1: {text:?} is not a number of simulated GPUs (1 or more)", path.display())]
+pub struct BadCards {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+/// The number of cards `<dir>/cards` declares; None without the file.
+pub fn card_count(dir: &Path) -> Result<Option<u32>, BadCards> {
+    let path = dir.join(CARDS_FILE);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(None);
+    };
+    match text.trim().parse::<u32>() {
+        Ok(n) if n >= 1 => Ok(Some(n)),
+        _ => Err(BadCards {
+            path,
+            text: text.trim().to_string(),
+        }),
+    }
+}
+
+/// Declares that the simulated node has `n` cards.
+pub fn set_cards(dir: &Path, n: u32) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join(CARDS_FILE), format!("{n}\n"))
+}
+
+/// The fixed UUID of simulated card `i`, shaped like NVML's (`GPU-` + 8-4-4-4-12 hex, ending
+/// in `51a` for "simulated"): the card number leads, so `GPU-00000002` is a unique prefix, and
+/// one card's UUID is never a prefix of another's.
+pub fn sim_uuid(i: u32) -> String {
+    format!("GPU-{i:08x}-0000-0000-0000-00000000051a")
+}

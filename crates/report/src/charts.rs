@@ -1,0 +1,529 @@
+//! The report's figures (docs/design/report.md#charts), each built from the run's own numbers: the
+//! cache against the load, requests over time, the cache in use, output tokens per second, time at
+//! each running level, the KV pool per boot and the GPU memory split.
+
+use maud::Markup;
+
+use inferlint_core::bootlog::BootFacts;
+use inferlint_core::checks::blocks::predicted_ceiling;
+use inferlint_core::engine::Engine;
+use inferlint_core::fmt::{g, thousands_f};
+use inferlint_core::series::{Series, SeriesSample};
+
+use super::svg::{Bar, BarChart, ChartError, Drawn, Event, Line, LineKind, RefLine, TimeChart};
+use super::Report;
+
+/// What a figure draws.
+#[derive(Clone, Debug)]
+pub enum Body {
+    Time(Drawn),
+    /// A bar chart and its data table rows (label, value).
+    Bars(Markup, Vec<(String, String)>),
+}
+
+/// One legend entry: CSS class, name and whether it is drawn as a line or a marker.
+#[derive(Clone, Debug)]
+pub struct Key {
+    pub class: &'static str,
+    pub name: String,
+    pub marker: bool,
+}
+
+/// One figure of the page.
+#[derive(Clone, Debug)]
+pub struct Figure {
+    /// `fig-requests`.
+    pub id: &'static str,
+    pub title: String,
+    pub caption: String,
+    pub legend: Vec<Key>,
+    pub body: Body,
+}
+
+/// The lag note added to TensorRT-LLM's time-chart captions.
+pub const LAG_NOTE: &str = " TensorRT-LLM updates these readings only when a request completes, so between completions a line holds its last value.";
+
+/// The note shown instead of the tokens-per-second chart for engines whose token counter moves
+/// only at completions.
+pub fn no_tput_note(engine: Engine) -> String {
+    format!(
+        "No output-tokens-per-second chart: {} adds a request's tokens to its counter when the \
+         request finishes, so readings during the run show completions, not generation. The load \
+         tool's figure and T10 cover the whole run.",
+        engine.name()
+    )
+}
+
+/// Seconds of each reading from the first one: the monotonic clock when every reading has one.
+pub fn seconds(series: &Series) -> Vec<f64> {
+    let mono = series.samples.iter().all(|s| s.t_mono_ns.is_some());
+    let t = |s: &SeriesSample| {
+        if mono {
+            s.t_mono_ns.unwrap_or(0) as f64 / 1e9
+        } else {
+            s.t_wall
+        }
+    };
+    let t0 = series.samples.first().map(t).unwrap_or(0.0);
+    series.samples.iter().map(|s| t(s) - t0).collect()
+}
+
+/// Counter increases between consecutive readings (preemptions), as events at the later one.
+pub fn counter_steps(series: &Series, t: &[f64]) -> Vec<Event> {
+    let mut out = Vec::new();
+    let mut last: Option<f64> = None;
+    for (s, &ti) in series.samples.iter().zip(t) {
+        if let Some(v) = s.preemptions {
+            if let Some(prev) = last {
+                if v > prev {
+                    out.push(Event {
+                        t: ti,
+                        count: v - prev,
+                    });
+                }
+            }
+            last = Some(v);
+        }
+    }
+    out
+}
+
+fn event_words(engine: Engine) -> (String, String) {
+    let w = engine.eviction_word();
+    (w.to_string(), format!("{w}s"))
+}
+
+/// Every figure the report has, in page order, except the GPU-memory one (see [`memory`]).
+pub fn figures(report: &Report) -> Vec<Result<Figure, ChartError>> {
+    let mut out = Vec::new();
+    if let Some(f) = cache(report) {
+        out.push(Ok(f));
+    }
+    let series = report
+        .inputs()
+        .series
+        .as_ref()
+        .filter(|s| s.samples.len() >= 2);
+    if let Some(series) = series {
+        out.push(requests(report, series));
+        out.push(kv(report, series));
+        if !report.engine().token_counter_at_finish() {
+            out.push(tput(report, series));
+        }
+        if let Some(f) = levels(report, series) {
+            out.push(Ok(f));
+        }
+    }
+    if let Some(f) = pools(report) {
+        out.push(Ok(f));
+    }
+    out
+}
+
+fn lag(report: &Report) -> &'static str {
+    if report.engine().gauges_lag() {
+        LAG_NOTE
+    } else {
+        ""
+    }
+}
+
+fn cache(report: &Report) -> Option<Figure> {
+    let need = report.cache_need()?;
+    let bars = vec![
+        Bar {
+            label: "KV cache".into(),
+            value: need.pool_tokens as f64,
+            text: format!("{} tokens", thousands_f(need.pool_tokens as f64, 0)),
+            class: "s1",
+        },
+        Bar {
+            label: format!("{} requests at full length", need.requests),
+            value: need.need_tokens as f64,
+            text: format!("{} tokens", thousands_f(need.need_tokens as f64, 0)),
+            class: "s2",
+        },
+    ];
+    let mut caption = format!(
+        "The server's KV cache holds {} tokens. A request of {} tokens takes {} once rounded up \
+         to whole {}-token blocks, so {} requests at full length need {}.",
+        thousands_f(need.pool_tokens as f64, 0),
+        thousands_f(need.per_request_tokens, 0),
+        thousands_f(need.per_request_alloc as f64, 0),
+        need.block,
+        need.requests,
+        thousands_f(need.need_tokens as f64, 0)
+    );
+    if need.fits() {
+        caption.push_str(&format!(
+            " All of them fit, with {} tokens to spare.",
+            thousands_f((need.pool_tokens - need.need_tokens) as f64, 0)
+        ));
+    } else {
+        caption.push_str(&format!(" {} of them fit.", need.fit));
+    }
+    Some(bar_figure(
+        "fig-cache",
+        "The KV cache and the load",
+        caption,
+        bars,
+        "Tokens",
+    ))
+}
+
+fn bar_figure(
+    id: &'static str,
+    title: &str,
+    caption: String,
+    bars: Vec<Bar>,
+    _unit: &str,
+) -> Figure {
+    let rows = bars
+        .iter()
+        .map(|b| (b.label.clone(), b.text.clone()))
+        .collect();
+    let svg = BarChart {
+        bars,
+        label: title.to_string(),
+    }
+    .render();
+    Figure {
+        id,
+        title: title.to_string(),
+        caption,
+        legend: Vec::new(),
+        body: Body::Bars(svg, rows),
+    }
+}
+
+fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
+    let t = seconds(series);
+    let blocks = report.usable_blocks();
+    let ceiling: Vec<Option<f64>> = series
+        .samples
+        .iter()
+        .map(|s| {
+            let (u, r) = (s.kv_usage?, s.running?);
+            if u < inferlint_core::checks::t9::SATURATION || r <= 0.0 {
+                return None;
+            }
+            predicted_ceiling(u, r, blocks).ok().map(|c| c as f64)
+        })
+        .collect();
+    let requested = report.inputs().requested;
+    let mut chart = TimeChart {
+        t: t.clone(),
+        lines: vec![
+            Line {
+                name: "Running".into(),
+                class: "s1",
+                kind: LineKind::Line,
+                values: series.samples.iter().map(|s| s.running).collect(),
+            },
+            Line {
+                name: "Waiting".into(),
+                class: "s2",
+                kind: LineKind::Line,
+                values: series.samples.iter().map(|s| s.waiting).collect(),
+            },
+        ],
+        refs: requested
+            .map(|n| RefLine {
+                label: format!("asked for {n}"),
+                y: n as f64,
+            })
+            .into_iter()
+            .collect(),
+        events: counter_steps(series, &t),
+        event_words: event_words(report.engine()),
+        y_max: None,
+        y_suffix: "",
+        height: 260.0,
+        label: "Requests running and waiting over time".into(),
+    };
+    let has_ceiling = ceiling.iter().any(Option::is_some);
+    if has_ceiling {
+        chart.lines.push(Line {
+            name: "Fit in cache".into(),
+            class: "s3",
+            kind: LineKind::Step,
+            values: ceiling,
+        });
+    }
+    let drawn = chart.render()?;
+    let mut caption =
+        "Requests the server was running, and requests waiting in its queue, at each \
+                       reading."
+            .to_string();
+    if has_ceiling {
+        caption.push_str(
+            " The step line is how many requests of the size they had then fit in the cache \
+             (on readings with the cache at least 90% full).",
+        );
+    }
+    if let Some(n) = requested {
+        caption.push_str(&format!(" The dashed line is the {n} the load asked for."));
+    }
+    let events: f64 = chart.events.iter().map(|e| e.count).sum();
+    if events > 0.0 {
+        caption.push_str(&format!(
+            " Each triangle marks {} between two readings ({} in all).",
+            event_words(report.engine()).1,
+            g(events)
+        ));
+    }
+    caption.push_str(lag(report));
+    let mut legend = vec![key("s1", "Running"), key("s2", "Waiting")];
+    if has_ceiling {
+        legend.push(key("s3", "Fit in cache"));
+    }
+    if requested.is_some() {
+        legend.push(key("ref", "Asked for"));
+    }
+    if events > 0.0 {
+        legend.push(Key {
+            class: "ev",
+            name: capitalize(&event_words(report.engine()).1),
+            marker: true,
+        });
+    }
+    Ok(Figure {
+        id: "fig-requests",
+        title: "Requests over time".into(),
+        caption,
+        legend,
+        body: Body::Time(drawn),
+    })
+}
+
+fn key(class: &'static str, name: &str) -> Key {
+    Key {
+        class,
+        name: name.to_string(),
+        marker: false,
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+fn kv(report: &Report, series: &Series) -> Result<Figure, ChartError> {
+    let t = seconds(series);
+    let chart = TimeChart {
+        t: t.clone(),
+        lines: vec![Line {
+            name: "KV cache in use".into(),
+            class: "s1",
+            kind: LineKind::Area,
+            values: series
+                .samples
+                .iter()
+                .map(|s| s.kv_usage.map(|u| u * 100.0))
+                .collect(),
+        }],
+        refs: Vec::new(),
+        events: counter_steps(series, &t),
+        event_words: event_words(report.engine()),
+        y_max: Some(100.0),
+        y_suffix: "%",
+        height: 220.0,
+        label: "KV cache in use over time".into(),
+    };
+    let drawn = chart.render()?;
+    let mut caption = "The share of the KV cache in use at each reading.".to_string();
+    if let Some(b) = report.usable_blocks() {
+        caption.push_str(&format!(
+            " The gauge moves in steps of 1/{b}: one block is held back (T14)."
+        ));
+    }
+    caption.push_str(lag(report));
+    let mut legend = vec![key("s1", "KV cache in use")];
+    if chart.events.iter().any(|e| e.count > 0.0) {
+        legend.push(Key {
+            class: "ev",
+            name: capitalize(&event_words(report.engine()).1),
+            marker: true,
+        });
+    }
+    Ok(Figure {
+        id: "fig-kv",
+        title: "KV cache in use".into(),
+        caption,
+        legend,
+        body: Body::Time(drawn),
+    })
+}
+
+/// Generated tokens per second over a sliding one-second window ending at each reading.
+pub fn tokens_per_second(series: &Series, t: &[f64]) -> Vec<Option<f64>> {
+    let mut out = Vec::with_capacity(t.len());
+    let mut j = 0;
+    for i in 0..t.len() {
+        // The latest reading at least one second before this one.
+        while j + 1 < i && t[j + 1] <= t[i] - 1.0 + 1e-9 {
+            j += 1;
+        }
+        let value = (t[j] <= t[i] - 1.0 + 1e-9 && j < i)
+            .then(|| {
+                let (a, b) = (
+                    series.samples[j].generation_tokens?,
+                    series.samples[i].generation_tokens?,
+                );
+                (b >= a).then(|| (b - a) / (t[i] - t[j]))
+            })
+            .flatten();
+        out.push(value);
+    }
+    out
+}
+
+fn tput(report: &Report, series: &Series) -> Result<Figure, ChartError> {
+    let t = seconds(series);
+    let chart = TimeChart {
+        t: t.clone(),
+        lines: vec![Line {
+            name: "Output tokens/s".into(),
+            class: "s1",
+            kind: LineKind::Line,
+            values: tokens_per_second(series, &t),
+        }],
+        refs: Vec::new(),
+        events: Vec::new(),
+        event_words: event_words(report.engine()),
+        y_max: None,
+        y_suffix: "",
+        height: 200.0,
+        label: "Output tokens per second over time".into(),
+    };
+    let drawn = chart.render()?;
+    Ok(Figure {
+        id: "fig-tput",
+        title: "Output tokens per second".into(),
+        caption: "Tokens generated per second, from the server's token counter over a sliding \
+                  one-second window."
+            .into(),
+        legend: vec![key("s1", "Output tokens/s")],
+        body: Body::Time(drawn),
+    })
+}
+
+/// Seconds spent at each running count, highest count first.
+pub fn time_at_levels(series: &Series) -> Vec<(u64, f64)> {
+    let t = seconds(series);
+    let mut levels: std::collections::BTreeMap<u64, f64> = Default::default();
+    for (i, w) in series.samples.windows(2).enumerate() {
+        let Some(r) = w[0].running.filter(|r| r.is_finite() && *r >= 0.0) else {
+            continue;
+        };
+        let dt = t[i + 1] - t[i];
+        if dt > 0.0 {
+            *levels.entry(r.round() as u64).or_default() += dt;
+        }
+    }
+    levels.into_iter().rev().collect()
+}
+
+fn levels(report: &Report, series: &Series) -> Option<Figure> {
+    let levels = time_at_levels(series);
+    if levels.is_empty() {
+        return None;
+    }
+    let bars = levels
+        .iter()
+        .map(|&(n, secs)| Bar {
+            label: if n == 0 {
+                "0 (idle)".to_string()
+            } else {
+                format!("{n} running")
+            },
+            value: secs,
+            text: inferlint_core::fmt::duration(secs),
+            class: if n == 0 { "s2" } else { "s1" },
+        })
+        .collect();
+    let mut caption = "Seconds the server spent at each number of running requests, from the \
+                       recording."
+        .to_string();
+    if let (Some(n), Some(peak)) = (report.inputs().requested, series.peak_running()) {
+        if peak < n as f64 {
+            caption.push_str(&format!(
+                " The load tool asked for {n} the whole time, but the server never ran more than {}.",
+                g(peak)
+            ));
+        }
+    }
+    Some(bar_figure(
+        "fig-levels",
+        "How many requests ran at once, and for how long",
+        caption,
+        bars,
+        "Seconds",
+    ))
+}
+
+fn pools(report: &Report) -> Option<Figure> {
+    let facts = report.facts();
+    if facts.len() < 2 {
+        return None;
+    }
+    let bars: Vec<Bar> = facts
+        .iter()
+        .filter_map(|(label, f)| {
+            let p = f.kv_pool_tokens?;
+            Some(Bar {
+                label: label.clone(),
+                value: p as f64,
+                text: format!("{} tokens", thousands_f(p as f64, 0)),
+                class: "s1",
+            })
+        })
+        .collect();
+    if bars.is_empty() {
+        return None;
+    }
+    Some(bar_figure(
+        "fig-pools",
+        "KV pool per boot",
+        "The KV pool each start drew. Starts with the same flags should draw the same pool (T4)."
+            .into(),
+        bars,
+        "Tokens",
+    ))
+}
+
+/// `fig-memory`: the GPU memory split at start-up, when the log gives two or more parts.
+pub fn memory(facts: &BootFacts) -> Option<Figure> {
+    let parts = [
+        ("Model weights", facts.model_load_gib),
+        ("KV cache", facts.available_kv_cache_gib),
+        ("CUDA graphs", facts.cudagraph_actual_gib),
+        ("Activation peak", facts.peak_activation_gib),
+    ];
+    let bars: Vec<Bar> = parts
+        .iter()
+        .zip(["s1", "s2", "s3", "s1"])
+        .filter_map(|((label, v), class)| {
+            let v = v.filter(|v| v.is_finite())?;
+            Some(Bar {
+                label: label.to_string(),
+                value: v,
+                text: format!("{} GiB", g(v)),
+                class,
+            })
+        })
+        .collect();
+    if bars.len() < 2 {
+        return None;
+    }
+    Some(bar_figure(
+        "fig-memory",
+        "GPU memory at start-up",
+        "How the server split the GPU's memory as it started, from its boot log.".into(),
+        bars,
+        "GiB",
+    ))
+}

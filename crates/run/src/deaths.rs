@@ -1,0 +1,473 @@
+//! Deaths in the server's tree (docs/supervision.md, "Every death is an event"): the shepherd
+//! reports each member that ends before the stop; this module decides what such an end means
+//! for an inference server, prints it at once (`! 3.2s into the load: VLLM::EngineCore (pid
+//! 4711) was killed by SIGKILL`), keeps it for `run.json` and T7, and says when the server can
+//! no longer serve.
+//!
+//! What counts:
+//! * the leader (the `--serve` command) ending, however: nothing answers any more;
+//! * a retitled server process (`VLLM::EngineCore`, `VLLM::Worker_TP0`, `VLLM::DPCoordinator`,
+//!   `sglang::scheduler_TP0`, `ray::…`: setproctitle's `PREFIX::name`) ending, however: vLLM
+//!   restarts neither engines nor workers; a dead engine fails every request with
+//!   `EngineDeadError` and its API server exits (the recorded experiment in
+//!   docs/supervision.md), a dead worker shuts its executor down (`Worker proc … died
+//!   unexpectedly`). Either one means the server is broken;
+//! * any other member killed by a signal (a crash, the OOM killer): a failure of the server's
+//!   tree, though the server may still answer;
+//! * not: any other member exiting with a code. Servers run short-lived helpers (a compiler for
+//!   a JIT kernel, `git`, `which`) whose exit codes are their own business.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::task::Poll;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use inferlint_supervisor::{sys::signal_name, ExitKind, MemberExit};
+use serde::Serialize;
+use tokio::sync::{mpsc, watch};
+
+use super::live::{elapsed, Sink};
+
+/// Where the run was when a member died: the words of its line, and its key in `run.json`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// From the start until the server is ready.
+    Boot,
+    /// Ready, between the steps that use it.
+    Ready,
+    Probe,
+    Load,
+    AfterLoad,
+}
+
+impl Phase {
+    pub fn words(self) -> &'static str {
+        match self {
+            Phase::Boot => "into the boot",
+            Phase::Ready => "after ready",
+            Phase::Probe => "into the probe",
+            Phase::Load => "into the load",
+            Phase::AfterLoad => "after the load",
+        }
+    }
+
+    pub fn key(self) -> &'static str {
+        match self {
+            Phase::Boot => "boot",
+            Phase::Ready => "ready",
+            Phase::Probe => "probe",
+            Phase::Load => "load",
+            Phase::AfterLoad => "after_load",
+        }
+    }
+}
+
+/// One death, as `run.json` records it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Death {
+    pub pid: i32,
+    /// Its title or program name (`VLLM::EngineCore`, `vllm`).
+    pub name: String,
+    /// `boot`, `ready`, `probe`, `load` or `after_load`.
+    pub phase: &'static str,
+    /// Seconds into that phase.
+    pub at_s: f64,
+    /// How it ended; both null when the kernel could no longer tell.
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub oom_kill: bool,
+    /// It was the server's leader (the `--serve` command).
+    pub leader: bool,
+    /// The server could no longer serve after it.
+    pub server_broken: bool,
+    /// What was printed, without the `! `.
+    pub line: String,
+    /// What T7 and the problem line say: `VLLM::EngineCore (pid 4711) was killed by SIGKILL
+    /// 3.2s into the load`.
+    pub summary: String,
+    /// When the shepherd saw it, in milliseconds since the Unix epoch.
+    #[serde(skip)]
+    pub at_unix_ms: u64,
+}
+
+impl Death {
+    /// After the server was ready: a T7 failure (before it, T12 speaks for the boot).
+    pub fn after_ready(&self) -> bool {
+        self.phase != Phase::Boot.key()
+    }
+}
+
+/// The deaths T7 judges: those after the server was ready and before any interrupt (after
+/// Ctrl-C or `scancel`, whose SIGTERM reaches every process of a Slurm step, the server's end
+/// is the stop's doing, not a failure of the server). `interrupted_ms`: when the first
+/// interrupt came, in milliseconds since the Unix epoch.
+pub fn t7_deaths(deaths: &[Death], interrupted_ms: Option<u64>) -> Vec<Death> {
+    deaths
+        .iter()
+        .filter(|d| d.after_ready() && interrupted_ms.is_none_or(|i| d.at_unix_ms < i))
+        .cloned()
+        .collect()
+}
+
+/// Whether an end matters, and if so whether the server is broken by it.
+pub fn judge(exit: &MemberExit) -> Option<bool> {
+    if exit.leader || is_server_title(exit.name()) {
+        return Some(true);
+    }
+    match exit.status {
+        Some(ExitKind::Signal(_)) => Some(false),
+        _ if exit.oom_kill => Some(false),
+        _ => None,
+    }
+}
+
+/// setproctitle's `PREFIX::name` (vLLM, SGLang, Ray), not a path.
+fn is_server_title(name: &str) -> bool {
+    match name.split_once("::") {
+        Some((prefix, rest)) => {
+            !prefix.is_empty() && !rest.is_empty() && !prefix.contains('/') && !name.contains(' ')
+        }
+        None => false,
+    }
+}
+
+/// The name a person knows the process by: its title, else its program; for an interpreter
+/// the script or module it runs (`python3 /venv/bin/vllm serve` is `vllm`).
+pub fn display_name(exit: &MemberExit) -> String {
+    let first = exit.name();
+    if is_server_title(first) {
+        return first.to_string();
+    }
+    let base = |s: &str| {
+        Path::new(s)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| s.to_string())
+    };
+    let prog = base(first);
+    if prog.starts_with("python") {
+        match exit.argv.get(1).map(String::as_str) {
+            Some("-m") => {
+                if let Some(m) = exit.argv.get(2) {
+                    return m.clone();
+                }
+            }
+            Some(a) if !a.starts_with('-') => return base(a),
+            _ => {}
+        }
+    }
+    prog
+}
+
+/// `was killed by SIGKILL`, `exited with code 1`, `was killed by the OOM killer (SIGKILL)`.
+pub fn how(exit: &MemberExit) -> String {
+    match exit.status {
+        Some(ExitKind::Signal(s)) if exit.oom_kill => {
+            format!("was killed by the OOM killer ({})", signal_name(s))
+        }
+        Some(ExitKind::Signal(s)) => format!("was killed by {}", signal_name(s)),
+        Some(ExitKind::Code(c)) => format!("exited with code {c}"),
+        None => "exited (how, the kernel could no longer tell)".to_string(),
+    }
+}
+
+/// `VLLM::EngineCore (pid 4711) was killed by SIGKILL`; the leader is `the server (vllm, pid
+/// 4700) exited with code 0`.
+pub fn describe(exit: &MemberExit) -> String {
+    let name = display_name(exit);
+    if exit.leader {
+        format!("the server ({name}, pid {}) {}", exit.pid, how(exit))
+    } else {
+        format!("{name} (pid {}) {}", exit.pid, how(exit))
+    }
+}
+
+struct Inner {
+    rx: mpsc::UnboundedReceiver<MemberExit>,
+    sink: Arc<dyn Sink>,
+    phase: Phase,
+    since: SystemTime,
+    stopped: bool,
+    leader_reported: bool,
+    deaths: Vec<Death>,
+    broken: watch::Sender<Option<String>>,
+}
+
+impl Inner {
+    fn handle(&mut self, exit: MemberExit) {
+        if exit.leader {
+            self.leader_reported = true;
+        }
+        if self.stopped {
+            return;
+        }
+        let Some(breaks) = judge(&exit) else {
+            return;
+        };
+        let since_ms = self
+            .since
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(0);
+        let at = Duration::from_millis(exit.at_unix_ms.saturating_sub(since_ms));
+        let what = describe(&exit);
+        let when = format!("{} {}", elapsed(at), self.phase.words());
+        let line = format!("{when}: {what}");
+        self.sink.alert(&line);
+        let (exit_code, signal) = match exit.status {
+            Some(ExitKind::Code(c)) => (Some(c), None),
+            Some(ExitKind::Signal(s)) => (None, Some(signal_name(s))),
+            None => (None, None),
+        };
+        let death = Death {
+            pid: exit.pid,
+            name: display_name(&exit),
+            phase: self.phase.key(),
+            at_s: (at.as_secs_f64() * 10.0).round() / 10.0,
+            exit_code,
+            signal,
+            oom_kill: exit.oom_kill,
+            leader: exit.leader,
+            server_broken: breaks,
+            summary: format!("{what} {when}"),
+            line,
+            at_unix_ms: exit.at_unix_ms,
+        };
+        if breaks && self.broken.borrow().is_none() {
+            let _ = self.broken.send(Some(death.summary.clone()));
+        }
+        self.deaths.push(death);
+    }
+
+    fn drain(&mut self) {
+        while let Ok(e) = self.rx.try_recv() {
+            self.handle(e);
+        }
+    }
+}
+
+/// The watch over one server's deaths: prints them as they come, in the run's current phase.
+pub struct DeathWatch {
+    inner: Arc<Mutex<Inner>>,
+    broken: watch::Receiver<Option<String>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl DeathWatch {
+    /// Starts watching (in [`Phase::Boot`], from now).
+    pub fn start(rx: mpsc::UnboundedReceiver<MemberExit>, sink: Arc<dyn Sink>) -> DeathWatch {
+        let (tx, broken) = watch::channel(None);
+        let inner = Arc::new(Mutex::new(Inner {
+            rx,
+            sink,
+            phase: Phase::Boot,
+            since: SystemTime::now(),
+            stopped: false,
+            leader_reported: false,
+            deaths: Vec::new(),
+            broken: tx,
+        }));
+        let i = inner.clone();
+        // Each death is handled under the lock as it arrives, so `drain_now` (from the run's
+        // own steps) and this task never handle one twice or out of order.
+        let task = tokio::spawn(async move {
+            std::future::poll_fn(|cx| {
+                let mut g = i.lock().unwrap_or_else(|e| e.into_inner());
+                loop {
+                    match g.rx.poll_recv(cx) {
+                        Poll::Ready(Some(e)) => g.handle(e),
+                        Poll::Ready(None) => return Poll::Ready(()),
+                        Poll::Pending => return Poll::Pending,
+                    }
+                }
+            })
+            .await
+        });
+        DeathWatch {
+            inner,
+            broken,
+            task,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The run moves on to `phase`; its deaths are timed from now.
+    pub fn set_phase(&self, phase: Phase) {
+        let mut g = self.lock();
+        g.drain();
+        g.phase = phase;
+        g.since = SystemTime::now();
+    }
+
+    /// Handles every death already reported (the leader's arrives before its exit does).
+    pub fn drain_now(&self) {
+        self.lock().drain();
+    }
+
+    /// The run stops the server now: what ends from here on is the teardown's doing.
+    pub fn stop(&self) {
+        let mut g = self.lock();
+        g.drain();
+        g.stopped = true;
+    }
+
+    /// Whether the leader's end was reported (and so printed, if before the stop).
+    pub fn leader_reported(&self) -> bool {
+        self.lock().leader_reported
+    }
+
+    pub fn deaths(&self) -> Vec<Death> {
+        self.lock().deaths.clone()
+    }
+
+    /// The first death that broke the server, once there is one.
+    pub fn broken(&self) -> Option<String> {
+        self.broken.borrow().clone()
+    }
+
+    /// A receiver that turns `Some` when the server can no longer serve.
+    pub fn broken_watch(&self) -> watch::Receiver<Option<String>> {
+        self.broken.clone()
+    }
+}
+
+impl Drop for DeathWatch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::live::Collect;
+
+    fn exit(argv: &[&str], leader: bool, status: Option<ExitKind>, oom: bool) -> MemberExit {
+        MemberExit {
+            pid: 4711,
+            starttime: 1,
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            comm: "x".into(),
+            leader,
+            status,
+            oom_kill: oom,
+            at_unix_ms: 0,
+        }
+    }
+
+    const KILL: Option<ExitKind> = Some(ExitKind::Signal(libc::SIGKILL));
+
+    #[test]
+    fn the_lines_say_who_and_how() {
+        let e = exit(&["VLLM::EngineCore"], false, KILL, false);
+        assert_eq!(
+            describe(&e),
+            "VLLM::EngineCore (pid 4711) was killed by SIGKILL"
+        );
+        let e = exit(&["VLLM::EngineCore"], false, KILL, true);
+        assert_eq!(
+            describe(&e),
+            "VLLM::EngineCore (pid 4711) was killed by the OOM killer (SIGKILL)"
+        );
+        let e = exit(
+            &["/venv/bin/python3", "/venv/bin/vllm", "serve"],
+            true,
+            Some(ExitKind::Code(1)),
+            false,
+        );
+        assert_eq!(
+            describe(&e),
+            "the server (vllm, pid 4711) exited with code 1"
+        );
+        let e = exit(
+            &["python3", "-m", "sglang.launch_server"],
+            true,
+            None,
+            false,
+        );
+        assert_eq!(
+            describe(&e),
+            "the server (sglang.launch_server, pid 4711) exited (how, the kernel could no longer tell)"
+        );
+    }
+
+    #[test]
+    fn what_counts_as_a_death() {
+        // Server processes, however they end; the server is broken.
+        assert_eq!(
+            judge(&exit(&["vllm"], true, Some(ExitKind::Code(0)), false)),
+            Some(true)
+        );
+        for title in [
+            "VLLM::EngineCore_DP1",
+            "VLLM::Worker_PP1_TP0",
+            "sglang::scheduler_TP0",
+        ] {
+            assert_eq!(
+                judge(&exit(&[title], false, Some(ExitKind::Code(0)), false)),
+                Some(true)
+            );
+        }
+        // Other members: a signal is a crash, a code is a helper's business.
+        assert_eq!(judge(&exit(&["python3"], false, KILL, false)), Some(false));
+        assert_eq!(
+            judge(&exit(&["gcc"], false, Some(ExitKind::Code(1)), false)),
+            None
+        );
+        assert_eq!(
+            judge(&exit(
+                &["/usr/bin/x::y"],
+                false,
+                Some(ExitKind::Code(0)),
+                false
+            )),
+            None
+        );
+    }
+
+    #[tokio::test]
+    async fn deaths_are_timed_in_their_phase_and_none_after_the_stop() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let sink = Arc::new(Collect::default());
+        let w = DeathWatch::start(rx, sink.clone());
+        w.set_phase(Phase::Load);
+        let start = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let mut e = exit(&["VLLM::EngineCore"], false, KILL, false);
+        e.at_unix_ms = start + 3200;
+        // A helper's exit code is no death: nothing printed.
+        tx.send(exit(&["git"], false, Some(ExitKind::Code(128)), false))
+            .unwrap();
+        tx.send(e.clone()).unwrap();
+        w.drain_now();
+        assert_eq!(
+            sink.alerts(),
+            vec!["3.2s into the load: VLLM::EngineCore (pid 4711) was killed by SIGKILL"]
+        );
+        let d = w.deaths();
+        assert_eq!(d.len(), 1);
+        assert!(d[0].server_broken && d[0].after_ready());
+        assert_eq!(d[0].signal.as_deref(), Some("SIGKILL"));
+        assert_eq!(
+            w.broken().as_deref(),
+            Some("VLLM::EngineCore (pid 4711) was killed by SIGKILL 3.2s into the load")
+        );
+        // T7 judges it, unless the run had been interrupted before it.
+        assert_eq!(t7_deaths(&d, None).len(), 1);
+        assert_eq!(t7_deaths(&d, Some(start + 3201)).len(), 1);
+        assert!(t7_deaths(&d, Some(start + 3200)).is_empty());
+        let mut boot = d[0].clone();
+        boot.phase = Phase::Boot.key();
+        assert!(t7_deaths(&[boot], None).is_empty(), "the boot is T12's");
+        w.stop();
+        tx.send(exit(&["VLLM::Worker_TP0"], false, KILL, false))
+            .unwrap();
+        w.drain_now();
+        assert_eq!(w.deaths().len(), 1, "the teardown's kills are no deaths");
+    }
+}

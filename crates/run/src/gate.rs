@@ -1,0 +1,276 @@
+//! The run's GPUs before the server starts (the T2 gate, docs/design/run.md#the-gpu-gate) and after
+//! it stopped (step 12), judged on a shared node (docs/supervision.md, "Sharing the node").
+//!
+//! Both judge only the run's scope: its GPUs (`--gpus`, else CUDA_VISIBLE_DEVICES, else
+//! Slurm's, else every GPU) and its own processes. Other server processes are never signalled
+//! by a run: they are listed as left alone, and block the run only where they hold memory on
+//! the run's cards. The run's own tree is torn down by its supervisor before `after_stop`
+//! judges what is left. Where no GPU can be read at all (a CPU build, CI), T2 cannot be about
+//! GPU memory: the readings then judge the run's own processes, and otherwise T2 is N/A with a
+//! note that says why.
+
+use std::time::Duration;
+
+use inferlint_supervisor::TeardownReport;
+
+use crate::gpu::{self, GpuScope, GpuSource};
+use inferlint_core::checks::t2;
+use inferlint_core::result::{CheckResult, Tripwire};
+
+use super::neighbours::{self, Judged, Neighbour, Own, RealNode, WaitOptions};
+use super::GpuCheck;
+
+/// The gate's FAIL prefix.
+pub const GATE_PREFIX: &str = "card not clear; refusing to start a server. ";
+/// The note when no GPU can be read.
+pub const NO_GPU_NOTE: &str = "no NVIDIA GPU found (nvidia-smi is missing or failed): T2 checks only that no inference server process is alive";
+/// The note when no GPU can be read and other server processes run.
+pub const NO_GPU_NEIGHBOURS_NOTE: &str = "no NVIDIA GPU found (nvidia-smi is missing or failed): with no GPU memory to judge, T2 checks only the run's own server processes; the others below are not the run's";
+
+/// Seconds between two readings (docs/design/gpus.md#two-consecutive-clear-readings), when the fast
+/// path does not hold.
+pub const READING_INTERVAL_S: f64 = 2.0;
+
+/// What the gate or the stop found.
+#[derive(Clone, Debug)]
+pub struct Judgement {
+    pub t2: CheckResult,
+    /// Notes and `left alone: …` lines to print before T2.
+    pub lines: Vec<String>,
+    /// The readings' detail (None when no reading was taken).
+    pub judged: Option<Judged>,
+}
+
+impl Judgement {
+    fn only(t2: CheckResult) -> Judgement {
+        Judgement {
+            t2,
+            lines: Vec::new(),
+            judged: None,
+        }
+    }
+
+    /// The largest used MiB of the run's cards at the last reading.
+    pub fn used_mib(&self) -> Option<u64> {
+        self.judged
+            .as_ref()
+            .and_then(|j| j.clear.readings.last())
+            .and_then(|r| r.used)
+    }
+}
+
+fn options(timeout: Duration, readable: bool, baseline: Option<u64>) -> WaitOptions {
+    WaitOptions {
+        max_used_mib: gpu::DEFAULT_MAX_USED_MIB,
+        consecutive: 2,
+        timeout_s: timeout.as_secs_f64(),
+        interval_s: READING_INTERVAL_S,
+        settle_s: Some(neighbours::SETTLE_S),
+        require_gpu: readable,
+        baseline_mib: baseline,
+        self_pid: std::process::id() as i32,
+    }
+}
+
+/// T2 from the readings: strict with a GPU; without one, FAIL while one of the run's own
+/// processes lives, else N/A.
+fn t2(j: &Judged, prefix: &str, scope: &GpuScope) -> CheckResult {
+    let clear = &j.clear;
+    let r = if clear.gpu_unreadable {
+        let alive = clear.readings.last().map_or(0, |r| r.n_live);
+        if alive > 0 {
+            CheckResult::fail(Tripwire::T2, format!("{prefix}{}", clear.reason))
+        } else if j.neighbours.is_empty() {
+            CheckResult::not_applicable(
+                Tripwire::T2,
+                "no NVIDIA GPU here, so no GPU memory to free; no inference server process is alive",
+            )
+        } else {
+            CheckResult::not_applicable(
+                Tripwire::T2,
+                format!(
+                    "no NVIDIA GPU here, so no GPU memory to free; no server process of this run is alive ({} not started by it left alone)",
+                    j.neighbours.len()
+                ),
+            )
+        }
+    } else {
+        t2::result(clear, prefix)
+    };
+    let mut e = inferlint_core::evidence::T2Evidence {
+        readings: Some(clear.readings_json()),
+        ..Default::default()
+    };
+    j.fill_evidence(scope, &mut e);
+    r.with_evidence(e)
+}
+
+/// `on the run's GPUs: pid 4711 (alice) VLLM::EngineCore, 21768 MiB on GPU 1`, for a T2 that
+/// failed.
+fn holder_lines(j: &Judged) -> Vec<String> {
+    j.other_holders
+        .iter()
+        .map(|h| format!("on the run's GPUs: {}", h.describe()))
+        .collect()
+}
+
+fn left_alone_lines(n: &[Neighbour]) -> Vec<String> {
+    n.iter().map(Neighbour::line).collect()
+}
+
+/// The T2 gate: two consecutive clear readings of the run's cards within `timeout`.
+pub async fn before_start(timeout: Duration, mode: GpuCheck, scope: &GpuScope) -> Judgement {
+    if mode == GpuCheck::Off {
+        return Judgement::only(CheckResult::not_applicable(
+            Tripwire::T2,
+            "the GPU check was skipped (--no-gpu-check)",
+        ));
+    }
+    let sc = scope.clone();
+    let joined = tokio::task::spawn_blocking(move || {
+        let mut node = RealNode::new(gpu::source_from_env(), sc);
+        let readable = node.readable();
+        // Nothing of this run runs yet: its tree is trivially gone.
+        let own = Own {
+            tree_gone: true,
+            ..Own::default()
+        };
+        let j = neighbours::wait_clear(&mut node, &own, &options(timeout, readable, None));
+        (j, readable)
+    })
+    .await;
+    let (j, readable) = match joined {
+        Ok((Ok(j), readable)) => (j, readable),
+        Ok((Err(e), _)) => {
+            return Judgement::only(CheckResult::unknown(Tripwire::T2, e.to_string()))
+        }
+        Err(e) => {
+            return Judgement::only(CheckResult::unknown(
+                Tripwire::T2,
+                format!("the GPU check failed: {e}"),
+            ))
+        }
+    };
+    let mut lines = Vec::new();
+    if !readable {
+        lines.push(format!(
+            "note: {}",
+            if j.neighbours.is_empty() {
+                NO_GPU_NOTE
+            } else {
+                NO_GPU_NEIGHBOURS_NOTE
+            }
+        ));
+    }
+    if readable && j.last.as_ref().is_some_and(|r| r.gpus.is_empty()) {
+        let t2 = CheckResult::fail(
+            Tripwire::T2,
+            format!(
+                "{GATE_PREFIX}the run's GPUs ({}) name no GPU on this machine",
+                scope.describe()
+            ),
+        );
+        return Judgement {
+            t2,
+            lines,
+            judged: Some(j),
+        };
+    }
+    if readable && scope.ids.is_some() {
+        lines.push(format!("note: judging {}", scope.describe()));
+    }
+    lines.extend(left_alone_lines(&j.neighbours));
+    let t2 = t2(&j, GATE_PREFIX, scope);
+    if t2.status == inferlint_core::result::Status::Fail {
+        lines.extend(holder_lines(&j));
+        // Every GPU was judged, and some card is free: naming the run's GPUs may be all it takes.
+        let free: Vec<String> = j
+            .last
+            .iter()
+            .flat_map(|r| &r.gpus)
+            .filter(|g| {
+                g.memory_used_mib
+                    .is_some_and(|u| u <= gpu::DEFAULT_MAX_USED_MIB)
+            })
+            .map(|g| g.index.to_string())
+            .collect();
+        if scope.ids.is_none() && !free.is_empty() {
+            lines.push(format!(
+                "note: GPU {} is free; name the run's GPUs with --gpus (or CUDA_VISIBLE_DEVICES) to judge only those",
+                free.join(", ")
+            ));
+        }
+    }
+    Judgement {
+        t2,
+        lines,
+        judged: Some(j),
+    }
+}
+
+/// After the server's own tree was torn down by its supervisor: the readings of the run's
+/// cards, as T2. Nothing is signalled here. Its evidence names what the run's teardown left
+/// (`left_after_the_server_stopped`), what it signalled, and the server processes that are not
+/// the run's (left alone).
+pub async fn after_stop(
+    timeout: Duration,
+    report: &TeardownReport,
+    run_id: Option<String>,
+    scope: &GpuScope,
+    baseline_mib: Option<u64>,
+) -> Judgement {
+    let signalled = report.signalled.clone();
+    let leftovers: Vec<i32> = report.leftovers.iter().map(|l| l.pid).collect();
+    let own = Own {
+        run_id,
+        leftovers: leftovers.clone(),
+        tree_gone: report.is_clean(),
+    };
+    let sc = scope.clone();
+    let joined = tokio::task::spawn_blocking(move || {
+        if !std::path::Path::new("/proc/self").exists() {
+            return None;
+        }
+        let source = gpu::source_from_env();
+        let readable = !matches!(source, GpuSource::None);
+        let mut node = RealNode::new(source, sc);
+        Some(neighbours::wait_clear(
+            &mut node,
+            &own,
+            &options(timeout, readable, baseline_mib),
+        ))
+    })
+    .await;
+    match joined {
+        Ok(Some(Ok(j))) => {
+            let left: Vec<i32> = j.own_alive.iter().copied().chain(leftovers).collect();
+            let mut left: Vec<i32> = left;
+            left.sort_unstable();
+            left.dedup();
+            let mut t2 = t2(&j, "", scope);
+            if let inferlint_core::evidence::Evidence::T2(e) = &mut t2.evidence {
+                e.left_after_the_server_stopped = Some(left);
+                e.signalled_by_the_server_teardown = Some(signalled);
+                e.fast_readings = Some(j.fast);
+            }
+            let mut lines = left_alone_lines(&j.neighbours);
+            if t2.status == inferlint_core::result::Status::Fail {
+                lines.extend(holder_lines(&j));
+            }
+            Judgement {
+                t2,
+                lines,
+                judged: Some(j),
+            }
+        }
+        Ok(None) => Judgement::only(CheckResult::unknown(
+            Tripwire::T2,
+            "Checking that the GPU is free needs Linux: it finds the server's processes in /proc. Run it where the server runs.",
+        )),
+        Ok(Some(Err(e))) => Judgement::only(CheckResult::unknown(Tripwire::T2, e.to_string())),
+        Err(e) => Judgement::only(CheckResult::unknown(
+            Tripwire::T2,
+            format!("the GPU check failed: {e}"),
+        )),
+    }
+}

@@ -1,0 +1,313 @@
+//! The end of the run: the server's stop and teardown (step 12), then the problem line, the
+//! report, `results.json`, `run.json`, the JUnit file and the secrets check (steps 13-14).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use inferlint_supervisor::{StopMode, TeardownReport};
+use tokio::time::Instant;
+
+use super::super::folder;
+use super::super::gate;
+use super::super::interrupt::Level;
+use super::super::load::{LoadTool, ResultLocation};
+use super::super::proc::graces_within;
+use super::super::Outcome;
+use super::{Run, AFTER_STOP_RESERVE, FAILURE_SELF_EXIT, INTERRUPTED_BUDGET};
+use inferlint_core::bench::BenchResult;
+use inferlint_report::{self as report, BootLog, Report};
+
+impl Run {
+    /// Step 12: stop the server the run started (the staged teardown of its whole tree:
+    /// SIGTERM, grace, SIGKILL), then T2 on the run's GPUs. Server processes the run did not
+    /// start are listed, never signalled (docs/supervision.md, "Sharing the node").
+    pub(super) async fn stop_server(&mut self) {
+        let Some(server) = self.server.started.as_mut() else {
+            self.stop_attached().await;
+            return;
+        };
+        self.sink.clear_status();
+        let t = Instant::now();
+        self.sink.line("== stop the server");
+        if server.failed && !self.interrupt.interrupted() && server.proc.exited().is_none() {
+            self.sink.line(&format!(
+                "the server failed: waiting up to {} s for it to exit by itself",
+                FAILURE_SELF_EXIT.as_secs()
+            ));
+            let waited = Instant::now();
+            tokio::select! {
+                _ = tokio::time::timeout(FAILURE_SELF_EXIT, server.proc.wait()) => {}
+                _ = self.interrupt.reached(Level::Graceful) => {}
+            }
+            if let Some(e) = server.proc.exited() {
+                self.sink.line(&format!(
+                    "it exited with code {} after {:.1} s",
+                    e.code(),
+                    waited.elapsed().as_secs_f64()
+                ));
+            }
+        }
+        let leader_died = server.proc.exited();
+        for (pid, cmd) in server.proc.outside_group() {
+            let cmd = inferlint_core::fmt::first_chars(&cmd, 100);
+            self.sink.line(&format!(
+                "found outside the server's process group: pid={pid:<8} {cmd} (killing the group would miss it)"
+            ));
+        }
+        // From here on, what ends is the stop's doing, not a death.
+        if let Some(d) = &self.server.deaths {
+            d.stop();
+        }
+        let mode = if self.interrupt.level() >= Level::Force {
+            StopMode::Force
+        } else {
+            StopMode::Graceful
+        };
+        // After a SIGTERM (scancel), what is left of Slurm's 30 s KillWait bounds the stop,
+        // keeping room for the readings and the report after it.
+        let graces = match self.interrupt.since_first() {
+            Some(since) => graces_within(
+                INTERRUPTED_BUDGET
+                    .saturating_sub(since)
+                    .saturating_sub(AFTER_STOP_RESERVE)
+                    .max(Duration::from_secs(2))
+                    .min(self.inputs.stop_grace),
+            ),
+            None => graces_within(self.inputs.stop_grace),
+        };
+        server.proc.stop_with(mode, graces);
+        let report: TeardownReport = tokio::select! {
+            r = server.proc.done() => r,
+            // A second Ctrl-C during the stop forces it.
+            _ = self.interrupt.reached(Level::Force), if mode == StopMode::Graceful => {
+                server.proc.stop(StopMode::Force);
+                server.proc.done().await
+            }
+        };
+        if !server.log_task.is_finished() {
+            let _ = tokio::time::timeout(Duration::from_secs(2), &mut server.log_task).await;
+        }
+        self.sink.line(&format!(
+            "stopped: {} process(es) signalled ({}) in {:.1} s",
+            report.signalled.len(),
+            report.backend,
+            report.elapsed_ms as f64 / 1000.0
+        ));
+        // The API server died before the stop (killed, crashed): what it left behind is named
+        // one by one, since these orphans are what holds the GPU afterwards.
+        if let Some(e) = leader_died {
+            for o in report.found.iter().filter(|o| o.pid != server.proc.pid) {
+                let cmd = inferlint_core::fmt::first_chars(&o.cmdline, 100);
+                self.sink.line(&format!(
+                    "left by the server's exit ({}): pid={:<8} {cmd} (stopped)",
+                    exit_words(e),
+                    o.pid
+                ));
+            }
+        }
+        for l in report.leftover_lines() {
+            self.sink.line(&l);
+        }
+        let t2_timeout = if self.interrupt.interrupted() {
+            // Two readings, no more: the run is being stopped.
+            self.inputs.teardown_timeout.min(Duration::from_secs(4))
+        } else {
+            self.inputs.teardown_timeout
+        };
+        let j = gate::after_stop(
+            t2_timeout,
+            &report,
+            self.server.run_id.clone(),
+            &self.inputs.gpu_scope,
+            self.gate.used_mib,
+        )
+        .await;
+        for l in &j.lines {
+            self.sink.line(l);
+        }
+        self.note_scope(&j);
+        self.verdict.extra.push(j.t2.clone());
+        self.record_result(j.t2);
+        self.timings.stop_s = t.elapsed().as_secs_f64();
+    }
+
+    /// Steps 13 and 14: the problem line, the report, `results.json`, `run.json`, JUnit.
+    pub(super) async fn finish(mut self) -> Outcome {
+        self.sink.clear_status();
+        if self.interrupt.interrupted() {
+            self.set_problem("interrupted");
+        }
+        if let Some(p) = &self.verdict.problem {
+            self.line(&format!("problem: {p}"));
+        }
+        // In attach mode the server's log is copied in, so the folder holds the whole run.
+        if self.serve_argv.is_none() {
+            if let (Some(text), Some(src)) = (&self.boot.text, &self.inputs.boot_log) {
+                let dst = self.out.join(folder::BOOT_LOG);
+                let same = std::fs::canonicalize(src).ok() == std::fs::canonicalize(&dst).ok();
+                if !same {
+                    let _ = folder::write_atomic(&dst, self.secrets.scrub(text).as_bytes());
+                }
+            }
+        }
+        let mut report_path = None;
+        let mut insights = Vec::new();
+        let can_report = !self.verdict.no_report
+            && (self.boot.text.is_some()
+                || (self.load.before.is_some() && self.load.after.is_some()));
+        if can_report {
+            let report = Report::build(self.report_inputs());
+            insights = report
+                .insights()
+                .iter()
+                .map(|i| i.line())
+                .collect::<Vec<_>>();
+            if !insights.is_empty() {
+                self.line("== what limited this run");
+                for i in &insights {
+                    self.line(&format!("- {i}"));
+                }
+            }
+            let path = self.out.join(folder::REPORT);
+            match report.write(&path) {
+                Ok(()) => report_path = Some(path),
+                Err(e) => self.line(&format!("note: cannot write the report: {e}")),
+            }
+        }
+        if let Err(e) = folder::write_results(&self.out, &self.verdict.results) {
+            self.line(&format!("note: cannot write results.json: {e}"));
+        }
+        let total = self.t0.elapsed().as_secs_f64();
+        if let Some(junit) = &self.inputs.junit {
+            if let Err(e) =
+                folder::write_junit(junit, &self.verdict.results, "inferlint run", total)
+            {
+                self.line(&format!("note: cannot write {}: {e}", junit.display()));
+            }
+        }
+        self.timings.total_s = total;
+        let outcome = self.outcome(report_path, insights);
+        self.record.ended_at = Some(folder::now_rfc3339());
+        self.record.state = "finished";
+        self.record.exit_code = Some(outcome.exit_code(false));
+        self.record.exit_reason = Some(match (&outcome.problem, outcome.load_exit) {
+            _ if outcome.interrupted => "interrupted".to_string(),
+            (Some(p), _) => format!("problem: {p}"),
+            (None, Some(c)) if c != 0 => format!("the load command exited with code {c}"),
+            _ => "completed".to_string(),
+        });
+        self.record.report = outcome.report.as_ref().map(|p| p.display().to_string());
+        self.record.timings = Some(outcome.timings);
+        if let Some(d) = &self.server.deaths {
+            self.record.deaths = d.deaths();
+        }
+        if self.record.engine.is_none() {
+            self.record.engine = self.engine.map(|e| e.key().to_string());
+        }
+        self.save_record();
+        if let Err(e) = self.secrets.scrub_folder(&self.out) {
+            self.line(&format!(
+                "note: cannot check the run folder for secrets: {e}"
+            ));
+        }
+        outcome
+    }
+
+    pub(super) fn report_inputs(&self) -> report::Inputs {
+        let mut sources = Vec::new();
+        if self.boot.text.is_some() {
+            sources.push(folder::BOOT_LOG.to_string());
+        }
+        if self.load.before.is_some() {
+            sources.push(folder::BEFORE.to_string());
+        }
+        if self.load.after.is_some() {
+            sources.push(folder::AFTER.to_string());
+        }
+        if self.load.series.is_some() {
+            sources.push(folder::SERIES.to_string());
+        }
+        if let Some(p) = &self.load.bench_path {
+            sources.push(
+                p.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            );
+        }
+        report::Inputs {
+            boot_logs: self
+                .boot
+                .text
+                .as_ref()
+                .map(|t| {
+                    vec![BootLog {
+                        label: folder::BOOT_LOG.to_string(),
+                        text: self.secrets.scrub(t),
+                    }]
+                })
+                .unwrap_or_default(),
+            before: self.load.before.clone(),
+            after: self.load.after.clone(),
+            series: self.load.series.clone(),
+            bench: self.load.bench.clone(),
+            requested: self.load.requested,
+            title: self.inputs.title.clone(),
+            sources,
+            extra_results: self.verdict.extra.clone(),
+            server_version: self.boot.server_version.clone(),
+            engine: Some(self.engine()),
+            untimed_requests: self.load.untimed,
+            run_folder: Some(self.out.display().to_string()),
+            generated_at: None,
+            missing: self.load.gaps.clone(),
+        }
+    }
+
+    pub(super) fn outcome(&self, report: Option<PathBuf>, insights: Vec<String>) -> Outcome {
+        Outcome {
+            results: self.verdict.results.clone(),
+            load_exit: self.load.exit,
+            report,
+            problem: self.verdict.problem.clone(),
+            interrupted: self.interrupt.interrupted(),
+            insights,
+            out: self.out.clone(),
+            timings: self.timings,
+        }
+    }
+}
+
+/// Reads the load's result file in its tool's format.
+pub(super) fn read_result(
+    path: &Path,
+    tool: Option<LoadTool>,
+    location: &ResultLocation,
+) -> Result<BenchResult, String> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let aiperf = tool == Some(LoadTool::Aiperf)
+        || matches!(location, ResultLocation::AiperfIn(_))
+        || name == "profile_export_aiperf.json";
+    let guidellm = tool == Some(LoadTool::Guidellm) || name == "benchmarks.json";
+    if aiperf {
+        return super::super::foreign::load_aiperf(path).map_err(|e| e.to_string());
+    }
+    if guidellm {
+        if let Ok(r) = super::super::foreign::load_guidellm(path) {
+            return Ok(r);
+        }
+    }
+    inferlint_core::bench::load(path).map_err(|e| e.to_string())
+}
+
+/// `exit code 1`, `killed by SIGKILL`.
+fn exit_words(e: super::super::proc::Exit) -> String {
+    match e {
+        super::super::proc::Exit::Code(c) => format!("exit code {c}"),
+        super::super::proc::Exit::Signal(s) => {
+            format!("killed by {}", inferlint_supervisor::sys::signal_name(s))
+        }
+    }
+}

@@ -1,0 +1,407 @@
+//! The run's steps in order (docs/design/run.md), each printing its lines through the [`Sink`]. A
+//! finding never stops the sequence; a problem (no server, a failed boot, a wrong engine) skips to
+//! the stop, and the run folder is written whatever happened.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::scrape::Scraper;
+use inferlint_core::argv::command_engine as serve_engine;
+use inferlint_core::bench::BenchResult;
+use inferlint_core::bootlog::BootFacts;
+use inferlint_core::checks;
+use inferlint_core::engine::Engine;
+use inferlint_core::result::CheckResult;
+use inferlint_core::series::Series;
+use inferlint_core::snapshot::Snapshot;
+
+mod attached;
+mod benchmark;
+mod boot_log;
+mod deaths;
+mod engine;
+mod finish;
+mod gaps;
+mod serve;
+
+use super::deaths::{DeathWatch, Phase};
+use super::folder::{self, RunRecord};
+use super::interrupt::{Interrupt, Level};
+use super::live::Sink;
+use super::proc::{this_shepherd, Proc};
+use super::redact::{self, Secrets};
+use super::server::LogEvent;
+use super::{Outcome, RunInputs, Timings};
+use inferlint_supervisor::ShepherdProgram;
+
+/// The server the run started.
+struct Started {
+    proc: Proc,
+    events: tokio::sync::mpsc::UnboundedReceiver<LogEvent>,
+    log_task: tokio::task::JoinHandle<()>,
+    /// Its log showed a start-up failure: it is already on its way out.
+    failed: bool,
+}
+
+/// The server shepherd's own teardown report, written only if it had to act alone (inferlint
+/// was killed).
+pub const SERVER_TEARDOWN: &str = "server.teardown.json";
+
+/// An interrupted run ends within this long of the first signal (Slurm's default KillWait).
+const INTERRUPTED_BUDGET: Duration = Duration::from_secs(30);
+/// What the run keeps, of that, for the readings, the report and the files after the stop.
+const AFTER_STOP_RESERVE: Duration = Duration::from_secs(8);
+
+/// How long a server whose log shows a start-up failure gets to exit by itself before the run
+/// calls it failed, and then, once the stop has begun, before it is signalled. vLLM takes ~3 s
+/// to wind down after a refused KV cache; a SIGTERM during that wind-down leaves its API server
+/// hanging until the grace runs out (~19 s), so waiting for the exit is the faster stop.
+const FAILURE_EXIT_WAIT: Duration = Duration::from_millis(300);
+const FAILURE_SELF_EXIT: Duration = Duration::from_secs(8);
+
+/// The run's state as the steps fill it in: its setting (fixed once it starts), then what each
+/// phase finds (the gate, the server and its boot log, the load) and what the run concludes.
+struct Run {
+    inputs: RunInputs,
+    sink: Arc<dyn Sink>,
+    interrupt: Interrupt,
+    out: PathBuf,
+    url: String,
+    serve_argv: Option<Vec<String>>,
+    secrets: Secrets,
+    api_key: Option<String>,
+    scraper: Arc<Scraper>,
+    t0: Instant,
+    /// `run.json`, filled in as the steps learn things.
+    record: RunRecord,
+    engine: Option<Engine>,
+    gate: Gate,
+    server: Server,
+    boot: Boot,
+    load: Load,
+    verdict: Verdict,
+    timings: Timings,
+}
+
+/// What the GPU gate found.
+#[derive(Default)]
+struct Gate {
+    /// The used MiB of the run's cards at the gate (the idle baseline of the stop's readings).
+    used_mib: Option<u64>,
+    /// The indices of the run's cards, once a reading matched them.
+    scope_cards: Option<Vec<u32>>,
+}
+
+/// The server the run started (`--serve`), and what became of its processes.
+#[derive(Default)]
+struct Server {
+    started: Option<Started>,
+    /// The deaths in the server's tree.
+    deaths: Option<DeathWatch>,
+    /// Whether a T7 has judged them (once per run).
+    deaths_judged: bool,
+    /// The run's marker (`INFERLINT_RUN_ID` of its server), once the server started.
+    run_id: Option<String>,
+}
+
+/// What the boot log says.
+#[derive(Default)]
+struct Boot {
+    facts: Option<BootFacts>,
+    text: Option<String>,
+    /// The version the server itself reports, when its log does not say.
+    server_version: Option<String>,
+}
+
+impl Boot {
+    /// The facts with the server's own version, which the log may not print.
+    fn with_server_version(&self, mut facts: BootFacts) -> BootFacts {
+        if let Some(v) = &self.server_version {
+            facts.server_version = Some(v.clone());
+            if facts.version.is_none() {
+                facts.version = Some(v.clone());
+            }
+        }
+        facts
+    }
+}
+
+/// The load and what was recorded around it.
+#[derive(Default)]
+struct Load {
+    before: Option<Snapshot>,
+    after: Option<Snapshot>,
+    series: Option<Series>,
+    /// Why the run checks' inputs are missing, when they are (recorded as "can't tell").
+    gaps: checks::gaps::Gaps,
+    bench: Option<BenchResult>,
+    bench_path: Option<PathBuf>,
+    requested: Option<u64>,
+    untimed: u64,
+    exit: Option<i32>,
+}
+
+/// What the run concludes.
+#[derive(Default)]
+struct Verdict {
+    results: Vec<CheckResult>,
+    /// Results only the live run can produce, handed to the report (T2, T7, T15).
+    extra: Vec<CheckResult>,
+    problem: Option<String>,
+    /// Whether a report may be written (not when no server answered at all).
+    no_report: bool,
+}
+
+impl Verdict {
+    /// The first problem stays: it is the one that stopped the run.
+    fn set_problem(&mut self, p: impl Into<String>) {
+        if self.problem.is_none() {
+            self.problem = Some(p.into());
+        }
+    }
+}
+
+/// Runs the whole sequence and returns its outcome; the run folder is complete when it returns.
+pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -> Outcome {
+    let t0 = Instant::now();
+    let serve_argv = inputs
+        .serve
+        .as_deref()
+        .map(|s| shlex::split(s).unwrap_or_default());
+    let named = inputs.engine.as_ref().map(|n| n.engine);
+    let url = match &inputs.url {
+        Some(u) if !u.trim().is_empty() => u.trim().trim_end_matches('/').to_string(),
+        _ => match &serve_argv {
+            Some(argv) => super::url::server_url(argv, named.or_else(|| serve_engine(argv))),
+            None => format!(
+                "http://127.0.0.1:{}",
+                named.unwrap_or(Engine::Vllm).default_port()
+            ),
+        },
+    };
+    let mut secrets = Secrets::default();
+    if let Some(argv) = &serve_argv {
+        secrets.add_argv(argv);
+    }
+    secrets.add_argv(&inputs.load);
+    secrets.add_env(std::env::vars());
+    let api_key = inputs
+        .probe_options
+        .api_key
+        .clone()
+        .or_else(|| {
+            serve_argv
+                .as_deref()
+                .and_then(|a| super::url::flag_value(a, "--api-key"))
+        })
+        .or_else(|| std::env::var("OPENAI_API_KEY").ok())
+        .filter(|k| !k.is_empty());
+    if let Some(k) = &api_key {
+        secrets.add(k);
+    }
+    let mut record = RunRecord::new(&url, inputs.interval.as_secs_f64());
+    record.serve_command = serve_argv
+        .as_deref()
+        .map(|a| redact::redact_command(a, &secrets));
+    record.load_command = Some(redact::redact_command(&inputs.load, &secrets));
+    record.boot_log = inputs.boot_log.as_ref().map(|p| p.display().to_string());
+    let out = inputs.out.clone();
+    let mut run = Run {
+        sink,
+        interrupt,
+        out,
+        url,
+        serve_argv,
+        secrets,
+        api_key,
+        scraper: Arc::new(Scraper::new()),
+        t0,
+        record,
+        engine: None,
+        gate: Gate::default(),
+        server: Server::default(),
+        boot: Boot::default(),
+        load: Load {
+            requested: inputs.requested,
+            ..Load::default()
+        },
+        verdict: Verdict::default(),
+        timings: Timings::default(),
+        inputs,
+    };
+    if let Err(e) = std::fs::create_dir_all(&run.out) {
+        run.verdict.problem = Some(format!(
+            "cannot create the run folder {}: {e}",
+            run.out.display()
+        ));
+        run.sink.line(&format!(
+            "problem: {}",
+            run.verdict.problem.as_deref().unwrap_or("")
+        ));
+        return run.outcome(None, Vec::new());
+    }
+    run.record.gpus = gpus_json().await;
+    run.save_record();
+    run.steps().await;
+    run.record_deaths();
+    run.stop_server().await;
+    run.finish().await
+}
+
+/// The GPUs as `run.json` lists them (null when none can be read).
+async fn gpus_json() -> serde_json::Value {
+    tokio::task::spawn_blocking(|| {
+        let source = crate::gpu::source_from_env();
+        match crate::gpu::read_gpus(&source) {
+            Ok(gpus) if !gpus.is_empty() => {
+                serde_json::Value::Array(gpus.iter().map(|g| g.to_json()).collect())
+            }
+            _ => serde_json::Value::Null,
+        }
+    })
+    .await
+    .unwrap_or(serde_json::Value::Null)
+}
+
+impl Run {
+    fn line(&self, s: &str) {
+        self.sink.line(s);
+    }
+
+    fn record_result(&mut self, r: CheckResult) {
+        self.line(&r.line());
+        self.verdict.results.push(r);
+    }
+
+    fn set_problem(&mut self, p: impl Into<String>) {
+        self.verdict.set_problem(p);
+    }
+
+    fn save_record(&self) {
+        if let Err(e) = self.record.save(&self.out) {
+            self.line(&format!("note: cannot write run.json: {e}"));
+        }
+    }
+
+    fn shepherd(&self) -> Result<ShepherdProgram, String> {
+        match &self.inputs.shepherd {
+            Some(s) => Ok(s.clone()),
+            None => {
+                this_shepherd().map_err(|e| format!("cannot find inferlint's own program: {e}"))
+            }
+        }
+    }
+
+    fn named(&self) -> Option<Engine> {
+        self.inputs.engine.as_ref().map(|n| n.engine)
+    }
+
+    /// The engine to read things as: known, named, from the command, else vLLM.
+    fn engine(&self) -> Engine {
+        self.engine
+            .or(self.named())
+            .or_else(|| self.serve_argv.as_deref().and_then(serve_engine))
+            .unwrap_or(Engine::Vllm)
+    }
+
+    fn set_phase(&self, phase: Phase) {
+        if let Some(d) = &self.server.deaths {
+            d.set_phase(phase);
+        }
+    }
+
+    fn interrupted(&mut self) -> bool {
+        if self.interrupt.interrupted() {
+            self.set_problem("interrupted");
+            true
+        } else {
+            false
+        }
+    }
+
+    async fn steps(&mut self) {
+        // 1. The engine.
+        if !self.engine_step() {
+            return;
+        }
+
+        // 2./3. Start the server, or find the running one.
+        if self.serve_argv.is_some() {
+            if !self.start_server().await {
+                self.boot_log_step().await;
+                return;
+            }
+        } else if !crate::probe::healthy(&self.url, Duration::from_secs(10)).await {
+            self.set_problem(format!("no server answers at {}/health", self.url));
+            self.verdict.no_report = true;
+            return;
+        } else {
+            self.name_attached_server().await;
+        }
+
+        // 4. Metrics and engine; 5. the boot log runs before a metrics problem stops the run.
+        let metrics_ok = self.metrics_step().await;
+        self.boot_log_step().await;
+        if !metrics_ok || self.verdict.problem.is_some() || self.interrupted() {
+            return;
+        }
+
+        // 6. Probe.
+        if self.inputs.probe && !self.probe_step().await {
+            return;
+        }
+        if self.interrupted() {
+            return;
+        }
+        // A server that broke after ready gets no load: it could not serve it.
+        if self
+            .server
+            .deaths
+            .as_ref()
+            .is_some_and(|d| d.broken().is_some())
+        {
+            return;
+        }
+
+        // 7. Before snapshot.
+        self.load.before = self.snapshot_to(folder::BEFORE, "before").await;
+
+        // 8. The load, recorded.
+        self.load_step().await;
+
+        // 10. The boot log again, now that it covers the run (TensorRT-LLM logs pauses there).
+        self.reparse_boot_log();
+
+        // 11. The run checks.
+        self.checks_step();
+    }
+
+    /// Step 6: one request, then the probe's concurrency at once (T7's live half); false when
+    /// interrupted.
+    async fn probe_step(&mut self) -> bool {
+        let n = self.inputs.probe_options.concurrency;
+        self.line(&format!("== probe: one request, then {n} at once"));
+        let mut opts = self.inputs.probe_options.clone();
+        opts.api_key = self.api_key.clone();
+        self.set_phase(Phase::Probe);
+        let r = tokio::select! {
+            r = crate::probe::probe(&self.url, &opts) => Some(r),
+            _ = self.interrupt.reached(Level::Graceful) => None,
+        };
+        self.set_phase(Phase::Ready);
+        match r {
+            Some(r) => {
+                self.verdict.extra.push(r.clone());
+                self.record_result(r);
+            }
+            None => {
+                self.interrupted();
+                return false;
+            }
+        }
+        true
+    }
+}

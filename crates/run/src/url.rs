@@ -1,0 +1,114 @@
+//! The server's address, read from the command that starts it
+//! (docs/design/run.md#the-servers-address).
+
+use inferlint_core::argv::command_engine;
+use inferlint_core::engine::Engine;
+
+/// The base URL a `--serve` command will answer at: its `--host` (default `127.0.0.1`; a
+/// wildcard address is reached through `127.0.0.1`; IPv6 bracketed) and `--port`, else the
+/// engine's default port. The engine is the one named, else the one the command starts, else vLLM.
+pub fn server_url(serve_argv: &[String], named: Option<Engine>) -> String {
+    let engine = named
+        .or_else(|| command_engine(serve_argv))
+        .unwrap_or(Engine::Vllm);
+    let host = flag_value(serve_argv, "--host");
+    let host = match host.as_deref().map(str::trim) {
+        None | Some("" | "0.0.0.0" | "::" | "[::]") => "127.0.0.1".to_string(),
+        Some(h) if h.contains(':') && !h.starts_with('[') => format!("[{h}]"),
+        Some(h) => h.to_string(),
+    };
+    let port = flag_value(serve_argv, "--port")
+        .and_then(|p| p.trim().parse::<u16>().ok())
+        .unwrap_or_else(|| engine.default_port());
+    format!("http://{host}:{port}")
+}
+
+/// The value of `--flag V` or `--flag=V` (the last one wins, as argparse does).
+pub fn flag_value(argv: &[String], flag: &str) -> Option<String> {
+    let mut found = None;
+    let prefix = format!("{flag}=");
+    let mut i = 0;
+    while i < argv.len() {
+        let w = &argv[i];
+        if w == flag {
+            if let Some(v) = argv.get(i + 1) {
+                found = Some(v.clone());
+                i += 1;
+            }
+        } else if let Some(v) = w.strip_prefix(&prefix) {
+            found = Some(v.to_string());
+        }
+        i += 1;
+    }
+    found
+}
+
+/// Whether the flag appears at all (`--flag`, `--flag V` or `--flag=V`).
+pub fn has_flag(argv: &[String], flag: &str) -> bool {
+    let prefix = format!("{flag}=");
+    argv.iter().any(|w| w == flag || w.starts_with(&prefix))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(cmd: &str, named: Option<Engine>) -> String {
+        server_url(&shlex::split(cmd).unwrap(), named)
+    }
+
+    #[test]
+    fn derives_host_and_port() {
+        assert_eq!(url("vllm serve m", None), "http://127.0.0.1:8000");
+        assert_eq!(
+            url("vllm serve m --port 8001", None),
+            "http://127.0.0.1:8001"
+        );
+        assert_eq!(
+            url("vllm serve m --port=8002", None),
+            "http://127.0.0.1:8002"
+        );
+        assert_eq!(
+            url("vllm serve m --host 0.0.0.0 --port 9000", None),
+            "http://127.0.0.1:9000"
+        );
+        assert_eq!(url("vllm serve m --host ::", None), "http://127.0.0.1:8000");
+        assert_eq!(url("vllm serve m --host=", None), "http://127.0.0.1:8000");
+        assert_eq!(url("vllm serve m --host ::1", None), "http://[::1]:8000");
+        assert_eq!(
+            url("vllm serve m --host 10.0.0.5", None),
+            "http://10.0.0.5:8000"
+        );
+    }
+
+    #[test]
+    fn default_port_follows_the_engine() {
+        assert_eq!(
+            url("python -m sglang.launch_server --model-path m", None),
+            "http://127.0.0.1:30000"
+        );
+        assert_eq!(url("trtllm-serve serve m", None), "http://127.0.0.1:8000");
+        assert_eq!(
+            url("my-server --model m", Some(Engine::Sglang)),
+            "http://127.0.0.1:30000"
+        );
+        assert_eq!(url("my-server --model m", None), "http://127.0.0.1:8000");
+        // The named engine wins over the command's.
+        assert_eq!(
+            url("python -m sglang.launch_server", Some(Engine::Vllm)),
+            "http://127.0.0.1:8000"
+        );
+    }
+
+    #[test]
+    fn flag_values() {
+        let argv: Vec<String> = ["a", "--x", "1", "--x=2", "--y"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(flag_value(&argv, "--x").as_deref(), Some("2"));
+        assert_eq!(flag_value(&argv, "--y"), None);
+        assert!(has_flag(&argv, "--y"));
+        assert!(!has_flag(&argv, "--z"));
+    }
+}

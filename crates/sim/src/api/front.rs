@@ -1,0 +1,305 @@
+//! The API server's state: the requests in flight, the metrics registry, and what the engine's
+//! batches do to both (vLLM's output processor and stat loggers).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::mpsc;
+
+use crate::config::ServeConfig;
+use crate::logline::Logger;
+use crate::metrics::{Registry, RequestStats};
+use crate::os::{mono_now, unix_now};
+use crate::proto::{Batch, ToEngine};
+use crate::sched::Finish;
+
+/// What a request's handler hears from the engine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ev {
+    /// New tokens, and the finish reason when this is the request's last output.
+    Tokens { n: u32, finish: Option<Finish> },
+    /// The engine is gone or the server is stopping: (HTTP status, message).
+    Failed(u16, String),
+}
+
+#[derive(Debug)]
+struct Pending {
+    /// The engine (data-parallel rank) serving it.
+    engine: usize,
+    tx: mpsc::UnboundedSender<Ev>,
+    arrival: f64,
+    prompt: u32,
+    max_tokens: u32,
+    first_token: Option<f64>,
+    last_token: f64,
+}
+
+/// Counts for the periodic stats line.
+#[derive(Debug, Default, Clone)]
+pub struct Interval {
+    pub prompt_tokens: u64,
+    pub generation_tokens: u64,
+    pub preemptions: u64,
+    pub prefix_queries: u64,
+}
+
+/// One engine's scheduler gauges, from its latest batch.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EngineState {
+    pub running: u32,
+    pub waiting: u32,
+    pub kv_usage: f64,
+    /// Requests sent to it and not finished (the load balancer's measure).
+    pub assigned: u32,
+}
+
+pub struct State {
+    pub reg: Registry,
+    pending: HashMap<u64, Pending>,
+    pub in_flight: u32,
+    /// The server's totals: running and waiting summed over the engines, KV use their mean
+    /// (the pools are the same size).
+    pub running: u32,
+    pub waiting: u32,
+    pub kv_usage: f64,
+    pub engines: Vec<EngineState>,
+    /// Counts for each engine's periodic stats line, in rank order.
+    pub interval: Vec<Interval>,
+}
+
+pub struct Front {
+    pub cfg: ServeConfig,
+    pub log: Logger,
+    pub state: Mutex<State>,
+    /// One channel per engine, in rank order.
+    pub to_engine: Vec<mpsc::UnboundedSender<ToEngine>>,
+    next_id: AtomicU64,
+    /// `/metrics` answers given so far (`--metrics-fault-after` counts them).
+    pub metrics_answers: AtomicU64,
+    pub engine_dead: AtomicBool,
+    pub stopping: AtomicBool,
+}
+
+/// Why a request was not admitted.
+pub enum Refused {
+    QueueFull { current: u32, max: u32 },
+    EngineDead,
+}
+
+impl Front {
+    pub fn new(
+        cfg: ServeConfig,
+        log: Logger,
+        to_engine: Vec<mpsc::UnboundedSender<ToEngine>>,
+        start_unix: f64,
+    ) -> Arc<Front> {
+        let engines = vec![EngineState::default(); to_engine.len()];
+        let interval = vec![Interval::default(); to_engine.len()];
+        let now = unix_now();
+        let reg = Registry::new(&cfg, start_unix, now);
+        Arc::new(Front {
+            cfg,
+            log,
+            state: Mutex::new(State {
+                reg,
+                pending: HashMap::new(),
+                in_flight: 0,
+                running: 0,
+                waiting: 0,
+                kv_usage: 0.0,
+                engines,
+                interval,
+            }),
+            to_engine,
+            next_id: AtomicU64::new(1),
+            metrics_answers: AtomicU64::new(0),
+            engine_dead: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+        })
+    }
+
+    pub fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Admits a request (admission control as vLLM 0.30's `check_admission`) and sends it to
+    /// the engine; the receiver hears its tokens.
+    pub fn submit(
+        self: &Arc<Front>,
+        prompt: u32,
+        max_tokens: u32,
+        ignore_eos: bool,
+    ) -> Result<Submitted, Refused> {
+        if self.engine_dead.load(Ordering::SeqCst) || self.stopping.load(Ordering::SeqCst) {
+            return Err(Refused::EngineDead);
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut st = self.lock();
+            if let Some(max) = self.cfg.max_num_queued_reqs {
+                if st.in_flight >= max {
+                    st.reg.admission_rejected();
+                    return Err(Refused::QueueFull {
+                        current: st.in_flight,
+                        max,
+                    });
+                }
+            }
+            st.in_flight += 1;
+            // vLLM's data-parallel load balancing: the engine with the fewest requests.
+            let engine = (0..st.engines.len())
+                .min_by_key(|&i| st.engines[i].assigned)
+                .unwrap_or(0);
+            st.engines[engine].assigned += 1;
+            st.pending.insert(
+                id,
+                Pending {
+                    engine,
+                    tx,
+                    arrival: mono_now(),
+                    prompt,
+                    max_tokens,
+                    first_token: None,
+                    last_token: 0.0,
+                },
+            );
+        }
+        let eos_after = if ignore_eos { None } else { self.cfg.eos_after };
+        let engine = self.lock().pending.get(&id).map_or(0, |p| p.engine);
+        let _ = self.to_engine[engine].send(ToEngine::Add {
+            id,
+            prompt,
+            max_tokens,
+            eos_after,
+        });
+        Ok(Submitted {
+            front: self.clone(),
+            id,
+            rx,
+            done: false,
+        })
+    }
+
+    /// Applies one batch of engine `e`: gauges, counters, histograms, each request's tokens.
+    pub fn apply(&self, e: usize, b: Batch) {
+        let now = mono_now();
+        let mut st = self.lock();
+        let st = &mut *st;
+        if let Some(es) = st.engines.get_mut(e) {
+            es.running = b.running;
+            es.waiting = b.waiting;
+            es.kv_usage = b.kv_usage;
+        }
+        st.running = st.engines.iter().map(|x| x.running).sum();
+        st.waiting = st.engines.iter().map(|x| x.waiting).sum();
+        st.kv_usage =
+            st.engines.iter().map(|x| x.kv_usage).sum::<f64>() / st.engines.len().max(1) as f64;
+        st.reg
+            .set_scheduler_state(e, b.running, b.waiting, b.kv_usage);
+        st.reg.add_preemptions(e, b.preemptions);
+        let iv = st.interval.len() - 1;
+        let iv = e.min(iv);
+        st.interval[iv].preemptions += b.preemptions;
+        st.reg.observe_iteration_tokens(e, &b.iteration_tokens);
+        let finishing: HashMap<u64, Finish> = b.finished.iter().map(|f| (f.id, f.reason)).collect();
+        for &(id, n) in &b.tokens {
+            let Some(p) = st.pending.get_mut(&id) else {
+                continue;
+            };
+            let mut first = None;
+            let itl = match p.first_token {
+                None => {
+                    p.first_token = Some(now);
+                    first = Some((p.prompt, now - p.arrival));
+                    // Tokens that arrive together with the first one came 0 s after it.
+                    (n > 1).then_some((n - 1, 0.0))
+                }
+                Some(_) => Some((n, (now - p.last_token) / n as f64)),
+            };
+            p.last_token = now;
+            let _ = p.tx.send(Ev::Tokens {
+                n,
+                finish: finishing.get(&id).copied(),
+            });
+            if let Some((prompt, ttft)) = first {
+                st.reg.first_token(e, prompt, ttft);
+                st.interval[iv].prompt_tokens += prompt as u64;
+                st.interval[iv].prefix_queries += prompt as u64;
+            }
+            st.reg.tokens(e, n, itl);
+            st.interval[iv].generation_tokens += n as u64;
+        }
+        for f in &b.finished {
+            let Some(p) = st.pending.remove(&f.id) else {
+                continue;
+            };
+            st.in_flight = st.in_flight.saturating_sub(1);
+            if let Some(es) = st.engines.get_mut(p.engine) {
+                es.assigned = es.assigned.saturating_sub(1);
+            }
+            if !b.tokens.iter().any(|&(id, _)| id == f.id) {
+                let _ = p.tx.send(Ev::Tokens {
+                    n: 0,
+                    finish: Some(f.reason),
+                });
+            }
+            let sched = f.scheduled_ts.unwrap_or(f.queued_ts);
+            let first = f.first_token_ts.unwrap_or(sched);
+            let last = f.last_token_ts.unwrap_or(first);
+            st.reg.request_finished(
+                e,
+                &RequestStats {
+                    finished_reason: f.reason.label(),
+                    prompt_tokens: f.prompt_tokens,
+                    generation_tokens: f.output_tokens,
+                    max_tokens: p.max_tokens,
+                    e2e_s: now - p.arrival,
+                    queue_s: sched - f.queued_ts,
+                    prefill_s: first - sched,
+                    decode_s: last - first,
+                    inference_s: last - sched,
+                    num_preemptions: f.num_preemptions,
+                },
+            );
+        }
+    }
+
+    /// Fails every request in flight (engine gone, or the server stopping).
+    pub fn fail_all(&self, status: u16, message: &str) {
+        let mut st = self.lock();
+        for (_, p) in st.pending.drain() {
+            let _ = p.tx.send(Ev::Failed(status, message.to_string()));
+        }
+        st.in_flight = 0;
+        for es in &mut st.engines {
+            es.assigned = 0;
+        }
+    }
+
+    fn abandon(&self, id: u64) {
+        let st = self.lock();
+        if let Some(engine) = st.pending.get(&id).map(|p| p.engine) {
+            drop(st);
+            let _ = self.to_engine[engine].send(ToEngine::Abort { id });
+        }
+    }
+}
+
+/// A request in flight; dropping it before its last token aborts it in the engine (the client
+/// went away), as vLLM does.
+pub struct Submitted {
+    front: Arc<Front>,
+    pub id: u64,
+    pub rx: mpsc::UnboundedReceiver<Ev>,
+    pub done: bool,
+}
+
+impl Drop for Submitted {
+    fn drop(&mut self) {
+        if !self.done {
+            self.front.abandon(self.id);
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! `inferlint sim bench`: a load client with `vllm bench serve`'s flags, console summary and result
+//! JSON (docs/design/engines.md#bench-serve-results), including the initial test request of the
+//! releases that send one. Prompts are random words (one token each to the simulated server).
+
+mod client;
+mod result;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use serde_json::Value;
+
+use self::client::Target;
+use self::result::{print_summary, py_float, save, summarize};
+
+/// The `vllm bench serve` release to copy: whether it sends a test request first, and its
+/// result keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchRelease {
+    #[value(name = "0.11")]
+    V011,
+    #[value(name = "0.28")]
+    V028,
+    #[value(name = "0.30")]
+    V030,
+    #[value(name = "0.33")]
+    V033,
+}
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    #[arg(long, default_value = "openai")]
+    pub backend: String,
+    #[arg(long)]
+    pub base_url: Option<String>,
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    #[arg(long)]
+    pub endpoint: Option<String>,
+    /// Default: the first model /v1/models lists.
+    #[arg(long)]
+    pub model: Option<String>,
+    #[arg(long)]
+    pub tokenizer: Option<String>,
+    #[arg(long)]
+    pub max_concurrency: Option<usize>,
+    /// Requests per second, or `inf` (all at once).
+    #[arg(long, default_value = "inf")]
+    pub request_rate: String,
+    #[arg(long, default_value_t = 1.0)]
+    pub burstiness: f64,
+    #[arg(long, default_value_t = 1000)]
+    pub num_prompts: usize,
+    #[arg(long, default_value = "random")]
+    pub dataset_name: String,
+    #[arg(long, default_value_t = 1024)]
+    pub random_input_len: u32,
+    #[arg(long, default_value_t = 128)]
+    pub random_output_len: u32,
+    #[arg(long, default_value_t = 0.0)]
+    pub random_range_ratio: f64,
+    #[arg(long, default_value_t = 0)]
+    pub random_prefix_len: u32,
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[arg(long)]
+    pub ignore_eos: bool,
+    #[arg(long)]
+    pub save_result: bool,
+    #[arg(long)]
+    pub save_detailed: bool,
+    #[arg(long)]
+    pub append_result: bool,
+    #[arg(long)]
+    pub result_dir: Option<PathBuf>,
+    #[arg(long)]
+    pub result_filename: Option<String>,
+    #[arg(long, num_args = 1..)]
+    pub metadata: Vec<String>,
+    #[arg(long)]
+    pub label: Option<String>,
+    #[arg(long)]
+    pub percentile_metrics: Option<String>,
+    #[arg(long, default_value = "99")]
+    pub metric_percentiles: String,
+    #[arg(long, default_value_t = 0)]
+    pub num_warmups: usize,
+    /// Seconds to wait for the server with one test request; 0 skips it (the default since
+    /// 0.15; `--vllm-version 0.11` defaults to 600).
+    #[arg(long)]
+    pub ready_check_timeout_sec: Option<u64>,
+    #[arg(long)]
+    pub request_id_prefix: Option<String>,
+    #[arg(long)]
+    pub disable_tqdm: bool,
+    /// The `vllm bench serve` release to copy.
+    #[arg(long, value_enum, default_value = "0.28")]
+    pub vllm_version: BenchRelease,
+}
+
+const WORDS: &[&str] = &[
+    "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
+];
+
+fn sample_len(rng: &mut rand::rngs::StdRng, len: u32, ratio: f64) -> u32 {
+    if ratio <= 0.0 {
+        return len;
+    }
+    let lo = (len as f64 * (1.0 - ratio)).floor().max(1.0) as u32;
+    let hi = (len as f64 * (1.0 + ratio)).ceil() as u32;
+    rng.random_range(lo..=hi)
+}
+
+fn prompt_text(rng: &mut rand::rngs::StdRng, n: u32) -> String {
+    (0..n)
+        .map(|_| WORDS[rng.random_range(0..WORDS.len())])
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `inferlint sim bench`: returns the exit status.
+pub fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    rt.block_on(bench(a))
+}
+
+async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
+    if a.dataset_name != "random" {
+        anyhow::bail!(
+            "the simulator's client generates the random dataset only, not '{}'",
+            a.dataset_name
+        );
+    }
+    let rate: f64 = if a.request_rate == "inf" {
+        f64::INFINITY
+    } else {
+        a.request_rate.parse().map_err(|_| {
+            anyhow::anyhow!(
+                "--request-rate must be a number or 'inf', got '{}'",
+                a.request_rate
+            )
+        })?
+    };
+    if rate.is_finite() && a.burstiness != 1.0 {
+        anyhow::bail!("the simulator's client draws Poisson arrivals only (--burstiness 1.0)");
+    }
+    let chat = a.backend == "openai-chat";
+    let endpoint = a.endpoint.clone().unwrap_or_else(|| {
+        if chat {
+            "/v1/chat/completions".into()
+        } else {
+            "/v1/completions".into()
+        }
+    });
+    let base = a
+        .base_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}:{}", a.host, a.port));
+    let base = base.trim_end_matches('/').to_string();
+    let client = reqwest::Client::builder()
+        .pool_max_idle_per_host(4096)
+        .build()?;
+    let api_key = std::env::var("OPENAI_API_KEY")
+        .ok()
+        .filter(|k| !k.is_empty());
+    let model = match &a.model {
+        Some(m) => m.clone(),
+        None => {
+            let mut req = client.get(format!("{base}/v1/models"));
+            if let Some(k) = &api_key {
+                req = req.bearer_auth(k);
+            }
+            let v: Value = req.send().await?.json().await?;
+            v.pointer("/data/0/id")
+                .and_then(Value::as_str)
+                .ok_or_else(|| anyhow::anyhow!("{base}/v1/models lists no model"))?
+                .to_string()
+        }
+    };
+    let target = Arc::new(Target {
+        client,
+        url: format!("{base}{endpoint}"),
+        model: model.clone(),
+        chat,
+        ignore_eos: a.ignore_eos,
+        api_key,
+    });
+    let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed);
+    let prefix_len = a.random_prefix_len;
+    let prefix = prompt_text(&mut rng, prefix_len);
+    let requests: Vec<(String, u32, u32)> = (0..a.num_prompts)
+        .map(|_| {
+            let il = sample_len(&mut rng, a.random_input_len, a.random_range_ratio);
+            let ol = sample_len(&mut rng, a.random_output_len, a.random_range_ratio).max(1);
+            let body = prompt_text(&mut rng, il);
+            let text = if prefix_len > 0 {
+                format!("{prefix} {body}")
+            } else {
+                body
+            };
+            (text, il + prefix_len, ol)
+        })
+        .collect();
+    let id_prefix = a
+        .request_id_prefix
+        .clone()
+        .unwrap_or_else(|| format!("bench-{:08x}-", rand::random::<u32>()));
+
+    let ready_check =
+        a.ready_check_timeout_sec
+            .unwrap_or(if a.vllm_version == BenchRelease::V011 {
+                600
+            } else {
+                0
+            });
+    println!("Starting initial single prompt test run...");
+    if ready_check > 0 {
+        let (p, pl, ol) = requests
+            .first()
+            .cloned()
+            .unwrap_or_else(|| ("hello".into(), 1, 1));
+        let deadline = Instant::now() + Duration::from_secs(ready_check);
+        loop {
+            let o = target.send(&p, pl, ol, &format!("{id_prefix}test")).await;
+            if o.success {
+                break;
+            }
+            if Instant::now() >= deadline {
+                anyhow::bail!("Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: {}", o.error);
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        if a.vllm_version == BenchRelease::V011 {
+            println!("Initial test run completed. Starting main benchmark run...");
+        } else {
+            println!("Initial test run completed.");
+        }
+    } else {
+        println!("Skipping endpoint ready check.");
+    }
+    if a.num_warmups > 0 {
+        println!("Warming up with {} requests...", a.num_warmups);
+        for i in 0..a.num_warmups {
+            let (p, pl, ol) = &requests[i % requests.len().max(1)];
+            target
+                .send(p, *pl, *ol, &format!("{id_prefix}warmup-{i}"))
+                .await;
+        }
+        println!("Warmup run completed.");
+    }
+    if a.vllm_version != BenchRelease::V011 {
+        println!("Starting main benchmark run...");
+    }
+    println!(
+        "Traffic request rate: {}",
+        if rate.is_infinite() {
+            "inf".to_string()
+        } else {
+            py_float(rate)
+        }
+    );
+    println!(
+        "Burstiness factor: {} (Poisson process)",
+        py_float(a.burstiness)
+    );
+    println!(
+        "Maximum request concurrency: {}",
+        a.max_concurrency
+            .map_or("None".to_string(), |c| c.to_string())
+    );
+
+    let sem = a
+        .max_concurrency
+        .map(|c| Arc::new(tokio::sync::Semaphore::new(c.max(1))));
+    let t0 = Instant::now();
+    let mut tasks = Vec::with_capacity(requests.len());
+    let mut next_at = 0.0_f64;
+    for (i, (p, pl, ol)) in requests.into_iter().enumerate() {
+        if rate.is_finite() {
+            let gap: f64 = -rng.random::<f64>().max(1e-12).ln() / rate;
+            next_at += gap;
+            let wait = next_at - t0.elapsed().as_secs_f64();
+            if wait > 0.0 {
+                tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+            }
+        }
+        let target = target.clone();
+        let overwrite_prompt_len = a.vllm_version == BenchRelease::V033;
+        let sem = sem.clone();
+        let rid = format!("{id_prefix}{i}");
+        tasks.push(tokio::spawn(async move {
+            let queued = Instant::now();
+            let _permit = match &sem {
+                Some(s) => Some(
+                    s.clone()
+                        .acquire_owned()
+                        .await
+                        .expect("semaphore is never closed"),
+                ),
+                None => None,
+            };
+            let queue_time = queued.elapsed().as_secs_f64();
+            let start = t0.elapsed().as_secs_f64();
+            let mut o = target.send(&p, pl, ol, &rid).await;
+            // 0.33 takes the prompt length from the server's usage.
+            if overwrite_prompt_len {
+                if let Some(n) = o.usage_prompt_tokens {
+                    o.prompt_len = n;
+                }
+            }
+            o.start_time = start;
+            o.queue_time = queue_time;
+            o
+        }));
+    }
+    let mut outcomes = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        outcomes.push(t.await?);
+    }
+    let duration = t0.elapsed().as_secs_f64();
+    let result = summarize(&a, &model, rate, duration, &outcomes);
+    print_summary(&a, &result);
+    if a.save_result || a.append_result {
+        save(&a, &model, rate, &result)?;
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lengths_vary_within_the_range_ratio() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(0);
+        for _ in 0..100 {
+            let n = sample_len(&mut rng, 100, 0.5);
+            assert!((50..=150).contains(&n));
+        }
+        assert_eq!(sample_len(&mut rng, 100, 0.0), 100);
+    }
+}

@@ -1,0 +1,513 @@
+//! The engine process (`VLLM::EngineCore`, or `VLLM::EngineCore_DP{i}` with data parallelism);
+//! its workers and the data-parallel coordinator are in [`super::worker`].
+//!
+//! The API server starts this binary again with argv[0] `VLLM::EngineCore`; it renames itself
+//! as setproctitle does, prints the engine's boot lines, holds the simulated GPU memory, and
+//! runs the scheduler on a clock: one step every 1/`--tokens-per-s` seconds while there is
+//! work. Requests come in and step results go out over the socket on fd 3. The engine is
+//! single-threaded, like vLLM's busy loop.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, FromRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+use nix::sys::signal::Signal;
+
+use super::config::{Escape, FailKind, ServeConfig, CHANNEL_FD, FD_ENV, PREEMPTION_LOG_ENV};
+use super::failures;
+use super::gpu;
+use super::logline::{sites, Logger};
+use super::os::{self, mono_now};
+use super::proto::{drain_lines, encode, Batch, ToApi, ToEngine};
+use super::sched::{NewRequest, Outputs, SchedConfig, Scheduler};
+use super::worker::{dp_rank, engine_title, spawn_workers, stop_workers};
+// `inferlint sim worker` has always been dispatched here (src/cli/sim.rs).
+pub use super::worker::run_worker;
+
+/// Steps run back to back before the engine reports and reads new requests.
+const MAX_STEPS_PER_BATCH: usize = 256;
+
+/// Self-pipes the signal handlers write to (one per signal, since a handler writes a fixed
+/// byte), so poll() wakes on SIGTERM/SIGINT.
+pub(super) struct SignalPipe {
+    pipes: Vec<(Signal, UnixStream)>,
+}
+
+impl SignalPipe {
+    pub(super) fn new(signals: &[Signal]) -> std::io::Result<SignalPipe> {
+        let mut pipes = Vec::new();
+        for &sig in signals {
+            let (read, write) = UnixStream::pair()?;
+            read.set_nonblocking(true)?;
+            signal_hook::low_level::pipe::register(sig as i32, write)?;
+            pipes.push((sig, read));
+        }
+        Ok(SignalPipe { pipes })
+    }
+
+    pub(super) fn poll_fds(&self) -> Vec<PollFd<'_>> {
+        self.pipes
+            .iter()
+            .map(|(_, r)| PollFd::new(r.as_fd(), PollFlags::POLLIN))
+            .collect()
+    }
+
+    /// The first signal received since the last call, if any.
+    pub(super) fn take(&mut self) -> Option<Signal> {
+        let mut buf = [0u8; 64];
+        let mut got = None;
+        for (sig, r) in &mut self.pipes {
+            while let Ok(n) = r.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                got.get_or_insert(*sig);
+            }
+        }
+        got
+    }
+}
+
+/// Closes `fd` on exec, so no child started later inherits it.
+pub(super) fn set_cloexec(fd: impl AsFd) {
+    if let Ok(bits) = fcntl(&fd, FcntlArg::F_GETFD) {
+        let flags = FdFlag::from_bits_truncate(bits) | FdFlag::FD_CLOEXEC;
+        let _ = fcntl(&fd, FcntlArg::F_SETFD(flags));
+    }
+}
+
+/// Makes `fd` the child's fd 3 (inherited across exec) in a `pre_exec` hook.
+///
+/// # Safety
+/// Runs between fork and exec: only async-signal-safe calls (dup2, fcntl).
+pub(crate) unsafe fn pass_as_fd3(fd: RawFd) -> std::io::Result<()> {
+    if fd == CHANNEL_FD {
+        let flags = libc::fcntl(fd, libc::F_GETFD);
+        if libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+    } else if libc::dup2(fd, CHANNEL_FD) == -1 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn sleep_s(s: f64) {
+    if s > 0.0 {
+        std::thread::sleep(Duration::from_secs_f64(s));
+    }
+}
+
+/// `inferlint sim engine-core`: runs until told to stop; returns the exit status.
+pub fn run_engine() -> anyhow::Result<i32> {
+    let cfg = ServeConfig::from_env().map_err(anyhow::Error::msg)?;
+    let fd: RawFd = std::env::var(FD_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(CHANNEL_FD);
+    // Leave the API server's session or parentage before anything else (still single-threaded).
+    match cfg.escape {
+        Some(Escape::Setsid) => {
+            let _ = nix::unistd::setsid();
+        }
+        Some(Escape::DoubleFork) => {
+            // SAFETY: no other thread exists yet; the parent only calls _exit.
+            match unsafe { nix::unistd::fork() }? {
+                nix::unistd::ForkResult::Parent { .. } => {
+                    // SAFETY: _exit takes a plain status and ends the process at once, without
+                    // running exit handlers or flushing buffers the child shares.
+                    unsafe { libc::_exit(0) }
+                }
+                nix::unistd::ForkResult::Child => {}
+            }
+        }
+        None => {}
+    }
+    let rank = dp_rank();
+    let title = engine_title(&cfg, rank);
+    os::rename(&title);
+    // SAFETY: the API server passed us this fd; nothing else in this process owns it.
+    let mut sock = unsafe { UnixStream::from_raw_fd(fd) };
+    set_cloexec(&sock);
+    let log = Logger::new(cfg.release, title.trim_start_matches("VLLM::"));
+    let signals: &[Signal] = if cfg.engine_ignores_sigterm {
+        // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
+        unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+        &[Signal::SIGINT]
+    } else {
+        &[Signal::SIGTERM, Signal::SIGINT]
+    };
+    let mut sigs = SignalPipe::new(signals)?;
+    sock.write_all(&encode(&ToApi::Hello {
+        pid: std::process::id(),
+    }))?;
+
+    let boot_start = mono_now();
+    boot_lines(&log, &cfg)?;
+    let fail = cfg
+        .fail_boot
+        .filter(|k| *k != FailKind::EngineDead)
+        .or(cfg.pool_too_small().then_some(FailKind::KvCacheTooSmall));
+    if let Some(kind) = fail {
+        failures::print_engine_failure(&log, kind, &cfg);
+        return Ok(1);
+    }
+    if cfg.fail_boot == Some(FailKind::EngineDead) {
+        return Ok(1);
+    }
+    let gpu_dir = gpu::dir_from_env();
+    // One simulated GPU per worker; without workers (TP 1) the engine holds its own.
+    let _holding = match (&gpu_dir, cfg.tp) {
+        (Some(dir), 1) => {
+            let card = gpu::my_card(dir, cfg.gpu_index(rank, 0)).map_err(anyhow::Error::msg)?;
+            Some(gpu::hold(dir, cfg.gpu_mib, card)?)
+        }
+        _ => None,
+    };
+    let (death_read, death_write) = nix::unistd::pipe()?;
+    set_cloexec(&death_write);
+    let mut workers = spawn_workers(&cfg, &death_read)?;
+    drop(death_read);
+    finish_boot_lines(&log, &cfg, mono_now() - boot_start);
+    sock.write_all(&encode(&ToApi::Ready {
+        num_gpu_blocks: cfg.num_gpu_blocks,
+    }))?;
+
+    let code = Engine::new(cfg.clone(), log.clone(), sock).run(&mut sigs);
+    if code.is_none() {
+        // Shut down by a signal: stop the workers as vLLM's executor does.
+        stop_workers(&log, &mut workers);
+    }
+    drop(death_write);
+    Ok(code.unwrap_or(0))
+}
+
+fn boot_lines(log: &Logger, cfg: &ServeConfig) -> anyhow::Result<()> {
+    let s = sites(cfg.release);
+    let share = cfg.boot_secs * 0.8 / 8.0;
+    log.info(s.engine_config, &format!(
+        "Initializing a V1 LLM engine (v{}) with config: model='{m}', speculative_config=None, tokenizer='{m}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, tokenizer_revision=None, trust_remote_code=False, dtype=torch.bfloat16, max_seq_len={}, download_dir=None, load_format=auto, tensor_parallel_size={}, pipeline_parallel_size=1, data_parallel_size=1, disable_custom_all_reduce=False, quantization=None, enforce_eager={}, kv_cache_dtype=auto, device_config=cuda, seed=0, served_model_name={}, enable_prefix_caching=True, enable_chunked_prefill=True",
+        cfg.release.version(),
+        cfg.max_model_len,
+        cfg.tp,
+        if cfg.enforce_eager { "True" } else { "False" },
+        cfg.served_names.join(","),
+        m = cfg.model
+    ));
+    sleep_s(share);
+    let load = match cfg.release {
+        super::config::Release::V030 => "Loading model from scratch...".to_string(),
+        _ => format!("Starting to load model {}...", cfg.model),
+    };
+    log.info(s.load_start, &load);
+    match &cfg.attention_backend {
+        Some(b) => log.info(s.backend_explicit, &format!("Using AttentionBackendEnum.{b} backend.")),
+        None => log.info(
+            s.backend_auto,
+            "Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER', 'TRITON_ATTN', 'FLEX_ATTENTION'].",
+        ),
+    }
+    sleep_s(share * 2.0);
+    log.info(
+        s.weights,
+        &format!("Loading weights took {:.2} seconds", share * 2.0 + 0.61),
+    );
+    let load_gib = 1.12;
+    let model_msg = match cfg.release {
+        super::config::Release::V028
+        | super::config::Release::V030
+        | super::config::Release::V033 => {
+            format!(
+                "Model loading took {load_gib} GiB memory and {:.6} seconds",
+                share * 3.0 + 2.104566
+            )
+        }
+    };
+    log.info(s.model_memory, &model_msg);
+    Ok(())
+}
+
+fn finish_boot_lines(log: &Logger, cfg: &ServeConfig, elapsed: f64) {
+    let s = sites(cfg.release);
+    let share = cfg.boot_secs * 0.8 / 8.0;
+    if cfg.hybrid {
+        log.info(s.hybrid_block, &format!("Setting attention block size to {} tokens to ensure that attention page size is >= mamba page size.", cfg.block_size));
+        log.info(s.hybrid_padding, "Padding mamba page size by 0.13% to ensure that mamba page size and attention page size are exactly equal.");
+    }
+    sleep_s(share);
+    if !cfg.enforce_eager {
+        if let Some(site) = s.compile {
+            log.info(site, "torch.compile took 4.07 s in total");
+        }
+        if let Some(site) = s.cudagraph_estimate {
+            log.info(site, "Estimated CUDA graph memory: 0.20 GiB total");
+        }
+    }
+    log.info(
+        s.kv_memory,
+        &format!("Available KV cache memory: {:.2} GiB", cfg.kv_cache_gib()),
+    );
+    if let Some(n) = cfg.num_gpu_blocks_override {
+        let profiled = (8192 * 16 / cfg.block_size).max(n + 1);
+        log.info(
+            s.blocks_override,
+            &format!("Overriding num_gpu_blocks={profiled} with num_gpu_blocks_override={n}"),
+        );
+    }
+    log.info(
+        s.kv_size,
+        &format!(
+            "GPU KV cache size: {} tokens, Maximum concurrency for {} tokens per request: {:.2}x",
+            inferlint_core::fmt::thousands(cfg.kv_cache_tokens() as i64),
+            inferlint_core::fmt::thousands(cfg.max_model_len as i64),
+            cfg.max_concurrency()
+        ),
+    );
+    sleep_s(share * 2.0);
+    if cfg.enforce_eager {
+        log.info(s.eager, "Cudagraph is disabled under eager mode");
+    } else {
+        log.info(
+            s.graphs,
+            "Graph capturing finished in 1 secs, took 0.18 GiB",
+        );
+        if let Some(site) = s.graph_pool {
+            log.info(site, "CUDA graph pool memory: 0.18 GiB (actual), 0.2 GiB (estimated), difference: 0.02 GiB (12.0%).");
+        }
+    }
+    let took = elapsed + share * 2.0;
+    let msg = if cfg.enforce_eager {
+        format!("init engine (profile, create kv cache, warmup model) took {took:.2} s")
+    } else {
+        format!("init engine (profile, create kv cache, warmup model) took {took:.2} s (compilation: 4.07 s)")
+    };
+    log.info(s.init_done, &msg);
+}
+
+struct Engine {
+    cfg: ServeConfig,
+    log: Logger,
+    sock: UnixStream,
+    sock_open: bool,
+    inbuf: Vec<u8>,
+    sched: Scheduler,
+    requests_seen: u32,
+    preemption_log: Option<std::fs::File>,
+    /// Host memory held for `--host-memory-grow-mib`.
+    hoard: Vec<Vec<u8>>,
+}
+
+impl Engine {
+    fn new(cfg: ServeConfig, log: Logger, sock: UnixStream) -> Engine {
+        let sched = Scheduler::new(SchedConfig {
+            usable_blocks: cfg.usable_blocks(),
+            block_size: cfg.block_size,
+            max_num_seqs: cfg.max_num_seqs,
+            max_num_batched_tokens: cfg.max_num_batched_tokens,
+        });
+        let preemption_log = std::env::var_os(PREEMPTION_LOG_ENV).and_then(|p| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .ok()
+        });
+        Engine {
+            cfg,
+            log,
+            sock,
+            sock_open: true,
+            inbuf: Vec::new(),
+            sched,
+            requests_seen: 0,
+            preemption_log,
+            hoard: Vec::new(),
+        }
+    }
+
+    /// The busy loop. Returns Some(exit status) when the engine ends by itself, None when a
+    /// signal shut it down.
+    fn run(&mut self, sigs: &mut SignalPipe) -> Option<i32> {
+        let dt = self.cfg.step_secs();
+        let mut next_step = 0.0_f64;
+        loop {
+            let now = mono_now();
+            let timeout = if self.sched.has_work() {
+                let wait_ms = ((next_step - now) * 1000.0).ceil().max(0.0);
+                PollTimeout::try_from(wait_ms.min(1000.0) as i32).unwrap_or(PollTimeout::ZERO)
+            } else {
+                PollTimeout::from(1000u16)
+            };
+            let (sock_ready, sig_ready) = {
+                let mut fds = sigs.poll_fds();
+                let nsig = fds.len();
+                if self.sock_open {
+                    fds.push(PollFd::new(self.sock.as_fd(), PollFlags::POLLIN));
+                }
+                match poll(&mut fds, timeout) {
+                    Ok(_) => {}
+                    Err(nix::errno::Errno::EINTR) => continue,
+                    Err(_) => return Some(1),
+                }
+                let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+                (
+                    fds.get(nsig).is_some_and(ready),
+                    fds[..nsig].iter().any(ready),
+                )
+            };
+            if sig_ready {
+                if let Some(sig) = sigs.take() {
+                    self.shutdown(sig);
+                    return None;
+                }
+            }
+            if sock_ready {
+                let was_idle = !self.sched.has_work();
+                if let Some(code) = self.read_requests() {
+                    return Some(code);
+                }
+                if was_idle && self.sched.has_work() {
+                    next_step = mono_now();
+                }
+            }
+            if self.sched.has_work() {
+                let now = mono_now();
+                let mut out = Outputs::default();
+                let mut n = 0;
+                while next_step <= now && self.sched.has_work() && n < MAX_STEPS_PER_BATCH {
+                    self.sched.step(next_step, &mut out);
+                    next_step += dt;
+                    n += 1;
+                }
+                if n > 0 {
+                    self.send_batch(out);
+                }
+            }
+        }
+    }
+
+    /// Reads what the API server sent. Some(status) when the engine must exit.
+    fn read_requests(&mut self) -> Option<i32> {
+        let mut buf = [0u8; 64 * 1024];
+        let n = match self.sock.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => return None,
+            Err(_) => 0,
+        };
+        if n == 0 {
+            // The API server is gone. Released vLLM does not notice (issue 55510); the
+            // simulator copies that only with --orphan-engine.
+            self.sock_open = false;
+            return if self.cfg.orphan_engine {
+                None
+            } else {
+                Some(0)
+            };
+        }
+        self.inbuf.extend_from_slice(&buf[..n]);
+        let now = mono_now();
+        let mut out = Outputs::default();
+        for line in drain_lines(&mut self.inbuf) {
+            match serde_json::from_slice::<ToEngine>(&line) {
+                Ok(ToEngine::Add {
+                    id,
+                    prompt,
+                    max_tokens,
+                    eos_after,
+                }) => {
+                    if self
+                        .cfg
+                        .die_after_requests
+                        .is_some_and(|limit| self.requests_seen >= limit)
+                    {
+                        // Let the API server answer (and log) the request before dying.
+                        std::thread::sleep(Duration::from_millis(50));
+                        failures::print_engine_fatal(&self.log);
+                        return Some(1);
+                    }
+                    self.requests_seen += 1;
+                    if let Some(mib) = self.cfg.host_memory_grow_mib {
+                        // Touched, one byte per page, so the memory is really charged.
+                        let mut block = vec![0u8; (mib as usize) << 20];
+                        for b in block.iter_mut().step_by(4096) {
+                            *b = 1;
+                        }
+                        self.hoard.push(std::hint::black_box(block));
+                    }
+                    self.sched.add(
+                        NewRequest {
+                            id,
+                            prompt_tokens: prompt,
+                            max_tokens,
+                            eos_after,
+                        },
+                        now,
+                    );
+                }
+                Ok(ToEngine::Abort { id }) => self.sched.abort(id, &mut out),
+                Err(_) => {}
+            }
+        }
+        if !out.is_empty() {
+            self.send_batch(out);
+        }
+        None
+    }
+
+    fn send_batch(&mut self, out: Outputs) {
+        if let Some(f) = &mut self.preemption_log {
+            for id in &out.preempted {
+                let _ = writeln!(f, "{{\"request\": {id}, \"t_mono\": {}}}", mono_now());
+            }
+        }
+        if !self.sock_open {
+            return;
+        }
+        let batch = Batch {
+            preemptions: out.preempted.len() as u64,
+            tokens: out.tokens,
+            finished: out.finished,
+            iteration_tokens: out.iteration_tokens,
+            running: self.sched.num_running() as u32,
+            waiting: self.sched.num_waiting() as u32,
+            kv_usage: self.sched.kv_usage(),
+        };
+        if self.sock.write_all(&encode(&ToApi::Out(batch))).is_err() {
+            self.sock_open = false;
+        }
+    }
+
+    fn shutdown(&mut self, sig: Signal) {
+        let s = sites(self.log.release);
+        let mode = if self.cfg.shutdown_timeout > 0 {
+            "drain"
+        } else {
+            "abort"
+        };
+        self.log.info(
+            s.engine_shutdown[0],
+            &format!(
+                "[shutdown] EngineCore: trigger received signal={}",
+                sig.as_str()
+            ),
+        );
+        self.log.info(
+            s.engine_shutdown[1],
+            &format!(
+                "[shutdown] EngineCore: start mode={mode} timeout={}s",
+                self.cfg.shutdown_timeout
+            ),
+        );
+        self.log.info(
+            s.engine_shutdown[2],
+            "[shutdown] EngineCore: request processing complete; starting resource teardown",
+        );
+        self.log.info(
+            s.engine_shutdown[3],
+            "[shutdown] EngineCore: exiting busy loop",
+        );
+    }
+}

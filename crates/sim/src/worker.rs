@@ -1,0 +1,162 @@
+//! The processes beside the engine: its tensor-parallel workers (`VLLM::Worker_TP{n}`, or
+//! `VLLM::Worker_DP{d}_TP{n}` with data parallelism too), each holding the simulated memory of
+//! its own GPU, and the data-parallel coordinator (`VLLM::DPCoordinator`). Both are
+//! `inferlint sim worker` and end when their parent does (a death pipe on fd 3).
+
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use super::config::{ServeConfig, CHANNEL_FD, CONFIG_ENV};
+use nix::sys::signal::Signal;
+
+use super::engine::{pass_as_fd3, set_cloexec, SignalPipe};
+use super::gpu;
+use super::logline::{sites, Logger};
+use super::os;
+
+/// The environment variable naming a worker's tensor-parallel rank.
+pub const RANK_ENV: &str = "INFERLINT_SIM_WORKER_RANK";
+/// The environment variable naming an engine's (and its workers') data-parallel rank.
+pub const DP_RANK_ENV: &str = "INFERLINT_SIM_DP_RANK";
+/// The environment variable that makes `sim worker` the data-parallel coordinator instead.
+pub const ROLE_ENV: &str = "INFERLINT_SIM_ROLE";
+/// [`ROLE_ENV`]'s value for the coordinator.
+pub const COORDINATOR: &str = "coordinator";
+
+/// This process's data-parallel rank (0 without data parallelism).
+pub(super) fn dp_rank() -> u32 {
+    std::env::var(DP_RANK_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The engine's process title: `VLLM::EngineCore`, or `VLLM::EngineCore_DP{rank}` with data
+/// parallelism (node-sharing facts, docs/supervision.md).
+pub fn engine_title(cfg: &ServeConfig, rank: u32) -> String {
+    if cfg.dp > 1 {
+        format!("VLLM::EngineCore_DP{rank}")
+    } else {
+        "VLLM::EngineCore".to_string()
+    }
+}
+
+/// A worker's title: `Worker` plus `_DP{d}` and `_TP{r}` for the dimensions above 1.
+pub fn worker_title(cfg: &ServeConfig, dp: u32, tp: u32) -> String {
+    let mut t = "VLLM::Worker".to_string();
+    if cfg.dp > 1 {
+        t.push_str(&format!("_DP{dp}"));
+    }
+    if cfg.tp > 1 {
+        t.push_str(&format!("_TP{tp}"));
+    }
+    t
+}
+pub(super) fn spawn_workers(cfg: &ServeConfig, death_read: &OwnedFd) -> anyhow::Result<Vec<Child>> {
+    if cfg.tp <= 1 {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for rank in 0..cfg.tp {
+        let fd = death_read.as_fd().as_raw_fd();
+        let mut cmd = Command::new("/proc/self/exe");
+        cmd.arg0(worker_title(cfg, dp_rank(), rank))
+            .args(["sim", "worker"])
+            .env(RANK_ENV, rank.to_string())
+            .env(CONFIG_ENV, cfg.to_env());
+        // SAFETY: the hook only calls dup2/fcntl.
+        unsafe {
+            cmd.pre_exec(move || pass_as_fd3(fd));
+        }
+        out.push(cmd.spawn()?);
+    }
+    Ok(out)
+}
+
+pub(super) fn stop_workers(log: &Logger, workers: &mut [Child]) {
+    if workers.is_empty() {
+        return;
+    }
+    let s = sites(log.release);
+    log.info(
+        s.executor[0],
+        &format!(
+            "[shutdown] Executor: waiting for worker exit count={}",
+            workers.len()
+        ),
+    );
+    for w in workers.iter() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(w.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    for w in workers.iter_mut() {
+        let _ = w.wait();
+    }
+    log.info(
+        s.executor[1],
+        "[shutdown] Executor: all workers exited gracefully",
+    );
+}
+
+/// `inferlint sim worker`: a tensor-parallel worker, or (with [`ROLE_ENV`]) the data-parallel
+/// coordinator. A worker holds its GPU's simulated memory; both exit when their parent does
+/// (the death pipe on fd 3 reaches EOF) or on SIGTERM.
+pub fn run_worker() -> anyhow::Result<i32> {
+    let cfg = ServeConfig::from_env().map_err(anyhow::Error::msg)?;
+    let rank: u32 = std::env::var(RANK_ENV)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let coordinator = std::env::var(ROLE_ENV).is_ok_and(|r| r == COORDINATOR);
+    let title = if coordinator {
+        "VLLM::DPCoordinator".to_string()
+    } else {
+        worker_title(&cfg, dp_rank(), rank)
+    };
+    os::rename(&title);
+    let log = Logger::new(cfg.release, title.trim_start_matches("VLLM::"));
+    let mut sigs = SignalPipe::new(&[Signal::SIGTERM, Signal::SIGINT])?;
+    // SAFETY: the parent passed the read end of its death pipe as fd 3.
+    let death = unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) };
+    set_cloexec(&death);
+    // The coordinator only balances load between the engines: it holds no GPU. Each worker's
+    // card is its place among the visible ones (CUDA_VISIBLE_DEVICES), as CUDA renumbers them.
+    let _holding = match gpu::dir_from_env().filter(|_| !coordinator) {
+        Some(dir) => {
+            let card =
+                gpu::my_card(&dir, cfg.gpu_index(dp_rank(), rank)).map_err(anyhow::Error::msg)?;
+            Some(gpu::hold(&dir, cfg.gpu_mib, card)?)
+        }
+        None => None,
+    };
+    loop {
+        let (death_ready, sig_ready) = {
+            let mut fds = vec![PollFd::new(death.as_fd(), PollFlags::POLLIN)];
+            fds.extend(sigs.poll_fds());
+            match poll(&mut fds, PollTimeout::NONE) {
+                Err(nix::errno::Errno::EINTR) => continue,
+                Err(_) => return Ok(1),
+                Ok(_) => {}
+            }
+            let ready = |f: &PollFd| f.revents().is_some_and(|r| !r.is_empty());
+            (ready(&fds[0]), fds[1..].iter().any(ready))
+        };
+        if sig_ready && sigs.take().is_some() {
+            return Ok(0);
+        }
+        if death_ready {
+            if !coordinator {
+                log.info(
+                    sites(cfg.release).worker_parent_exit,
+                    "Parent process exited, terminating worker queues",
+                );
+            }
+            return Ok(0);
+        }
+    }
+}
