@@ -2,10 +2,10 @@
 //!
 //! Data flows one way: readers ([`prom`], [`snapshot`], [`series`], [`bench`], [`bootlog`],
 //! [`gpu`]) → facts → [`checks`] (pure functions returning a [`result::CheckResult`] with its
-//! [`evidence`] struct, one per
-//! tripwire, and [`checks::run_all`]) → [`output`] (verdict lines and JSON). The supervised run,
-//! the report, the simulator and the command line live in crates above this one
-//! (ARCHITECTURE.md); nothing here uses an async runtime, HTTP, a command-line parser or HTML.
+//! [`evidence`] struct, one per tripwire, and [`checks::run_all`]) → [`output`] (verdict lines
+//! and JSON). The supervised run, the report, the simulator and the command line live in crates
+//! above this one (ARCHITECTURE.md); nothing here uses an async runtime, HTTP, a command-line
+//! parser or HTML.
 #![expect(
     missing_docs,
     reason = "289 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
