@@ -59,6 +59,7 @@ fn spawn(role: &str, mode: CgroupMode) -> Supervised {
             args: vec!["shepherd".into()],
         },
         vec![std::env::current_exe().unwrap().into_os_string()],
+        inferlint_run::proc::names(),
     );
     o.env = vec![(ROLE_ENV.into(), role.into())];
     o.cgroup = mode;
@@ -88,7 +89,7 @@ fn tree_process(child_role: Option<&str>) {
     // Block until SIGTERM.
     let _ = signals.forever().next();
     if let Some(c) = &mut child {
-        let _ = inferlint_supervisor::sys::kill(c.id() as i32, libc::SIGTERM);
+        let _ = inferlint_supervisor::sys::kill(c.id() as i32, nix::sys::signal::Signal::SIGTERM);
         let _ = c.wait();
     }
     std::process::exit(0);
@@ -166,7 +167,7 @@ fn flood() {
         .unwrap_or(3.0);
     let out = std::io::stdout();
     let fd = out.as_raw_fd();
-    inferlint_supervisor::sys::set_nonblocking(fd, true).unwrap();
+    inferlint_supervisor::sys::set_nonblocking(&out, true).unwrap();
     let line = {
         let mut l = vec![b'x'; 99];
         l.push(b'\n');
@@ -211,7 +212,7 @@ fn flood() {
         written += n;
     }
     let took = t0.elapsed().as_secs_f64();
-    let _ = inferlint_supervisor::sys::set_nonblocking(fd, false);
+    let _ = inferlint_supervisor::sys::set_nonblocking(&out, false);
     eprintln!(
         "flood-result bytes={written} secs={took:.3} eagain={eagain} blocked_ms={:.1}",
         blocked.as_secs_f64() * 1000.0
@@ -231,6 +232,7 @@ fn flood_bench() {
                 args: vec!["shepherd".into()],
             },
             vec![std::env::current_exe().unwrap().into_os_string()],
+            inferlint_run::proc::names(),
         );
         o.env = vec![(ROLE_ENV.into(), "flood".into())];
         o.cgroup = CgroupMode::Off;

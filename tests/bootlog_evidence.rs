@@ -84,7 +84,7 @@ fn boot_eager() {
     assert_eq!(procs, ["APIServer", "EngineCore"]);
     let r = t5::check(&f);
     assert_eq!(r.status, Status::Warn);
-    assert_eq!(r.evidence["block_size"], 784);
+    assert_eq!(r.evidence_json()["block_size"], 784);
     assert!(f.unparsed.is_empty());
     // Mutation: the block size vLLM would have used anyway passes.
     let text = evidence_text("vllm-0.28/boot_eager.log").unwrap();
@@ -147,8 +147,8 @@ fn boot_spec_backend_override() {
         r7.message,
         "jit_toolchain during serving: CUDA compiler and CUDA toolkit headers are incompatible"
     );
-    assert_eq!(r7.evidence["kind"], "jit_toolchain");
-    assert_eq!(r7.evidence["phase"], "serving");
+    assert_eq!(r7.evidence_json()["kind"], "jit_toolchain");
+    assert_eq!(r7.evidence_json()["phase"], "serving");
 
     // Mutations: T6 FLASHINFER -> TRITON_ATTN passes; T7 without ERROR/Traceback lines passes.
     let text = evidence_text("vllm-0.28/boot_spec_backend_override.log").unwrap();
@@ -202,7 +202,7 @@ fn pool_levels_t4_t11_and_their_mutations() {
     let t4 = t4_t11::check_t4(&logs);
     assert_eq!(t4.len(), 1);
     assert_eq!(t4[0].status, Status::Warn);
-    assert_eq!(t4[0].evidence["levels"], json!([12405, 13575]));
+    assert_eq!(t4[0].evidence_json()["levels"], json!([12405, 13575]));
     assert!(t4[0]
         .message
         .contains("2 different pools: 12,405 to 13,575 tokens (9.43% apart)"));
@@ -331,7 +331,7 @@ fn accelerator_failure_details_and_mutations() {
         ("ok2".into(), &ok),
         ("failed".into(), &f),
     ]);
-    assert_eq!(t4[0].evidence["not_compared"], json!(["failed"]));
+    assert_eq!(t4[0].evidence_json()["not_compared"], json!(["failed"]));
 
     let text = evidence_text("vllm-0.28/boot_fail_accelerator.log").unwrap();
     let quiet = without_lines(&text, &["Error", "Traceback"]);
@@ -340,7 +340,8 @@ fn accelerator_failure_details_and_mutations() {
     let r = t12::check(&novel, &parse(&novel));
     assert_eq!(r.status, Status::Fail);
     assert!(
-        r.evidence["kind"] == "cuda_error" || r.evidence["kind"] == "unclassified_exception",
+        r.evidence_json()["kind"] == "cuda_error"
+            || r.evidence_json()["kind"] == "unclassified_exception",
         "{r:?}"
     );
 }

@@ -89,9 +89,9 @@ fn live_028_t1_fails_with_22_preemptions() {
     let r = t1::check(&before, &after, None, None, Engine::Vllm);
     assert_eq!(r.status, Status::Fail);
     assert_eq!(r.message, "22 preemptions during the run");
-    assert_eq!(r.evidence["preemptions"], 22.0);
-    assert_eq!(r.evidence["series"], "vllm:num_preemptions_total");
-    assert_eq!(r.evidence["engine"], "vllm");
+    assert_eq!(r.evidence_json()["preemptions"], 22.0);
+    assert_eq!(r.evidence_json()["series"], "vllm:num_preemptions_total");
+    assert_eq!(r.evidence_json()["engine"], "vllm");
     let err = r.raise_for_status(true, true).unwrap_err();
     assert_eq!(
         err.to_string(),
@@ -124,8 +124,8 @@ fn live_028_t14_t9_t8() {
         t14r.line(),
         "[T14] PASS  gauge denominator is 42 = num_gpu_blocks (43) - 1 null block"
     );
-    assert_eq!(t14r.evidence["reported_num_gpu_blocks"], 43);
-    assert_eq!(t14r.evidence["inferred_usable_blocks"], 42);
+    assert_eq!(t14r.evidence_json()["reported_num_gpu_blocks"], 43);
+    assert_eq!(t14r.evidence_json()["inferred_usable_blocks"], 42);
     let blocks = t14::usable_blocks(&t14r);
     assert_eq!(blocks, Some(42));
 
@@ -134,18 +134,20 @@ fn live_028_t14_t9_t8() {
         t9r.line(),
         "[ T9] WARN  ceiling moved between 7 and 10 as requests grew (one request held 9.5% to 14.3% of the cache); concurrency was not a constant of this run"
     );
-    let bmin = t9r.evidence["blocks_per_request_min"].as_f64().unwrap();
+    let bmin = t9r.evidence_json()["blocks_per_request_min"]
+        .as_f64()
+        .unwrap();
     assert!((bmin - 4.0).abs() < 0.05, "{bmin}");
-    assert_eq!(t9r.evidence["usable_blocks"], 42);
+    assert_eq!(t9r.evidence_json()["usable_blocks"], 42);
 
     let t8r = t8::check(&s, 32, None, Engine::Vllm);
     assert_eq!(
         t8r.line(),
         "[ T8] TRIPWIRE-FAILED  requested 32 concurrent, server never ran more than 10"
     );
-    assert_eq!(t8r.evidence["peak_running"], 10.0);
+    assert_eq!(t8r.evidence_json()["peak_running"], 10.0);
     // The peak is the largest ceiling.
-    assert_eq!(t9r.evidence["ceiling_max"], 10);
+    assert_eq!(t9r.evidence_json()["ceiling_max"], 10);
     // Every busy sample ran no more than fit, in whole blocks.
     for x in s.busy() {
         let (u, r) = (x.kv_usage.unwrap(), x.running.unwrap());
@@ -163,10 +165,10 @@ fn live_028_t10_rate_and_span() {
     let r = t10::check(&before, &after, None, Engine::Vllm);
     assert_eq!(r.status, Status::Pass);
     assert_eq!(r.message, "341.44 tokens/s over 93.720s");
-    assert_eq!(r.evidence["tokens"], 32000.0);
-    let span = r.evidence["span_s"].as_f64().unwrap();
+    assert_eq!(r.evidence_json()["tokens"], 32000.0);
+    let span = r.evidence_json()["span_s"].as_f64().unwrap();
     assert!((span - 93.72).abs() <= 0.01, "{span}");
-    let unc = r.evidence["span_uncertainty_s"].as_f64().unwrap();
+    let unc = r.evidence_json()["span_uncertainty_s"].as_f64().unwrap();
     assert!(unc < 0.02 && (unc - 0.007).abs() < 0.0005, "{unc}");
     assert_eq!(
         t10::with_integer_second_comparison(&r).message,
@@ -196,9 +198,9 @@ fn xray_028_pins() {
     );
     let t8r = t8::check(&s, 32, None, Engine::Vllm);
     assert_eq!(t8r.status, Status::Fail);
-    assert_eq!(t8r.evidence["peak_running"], 10.0);
+    assert_eq!(t8r.evidence_json()["peak_running"], 10.0);
     let t10r = t10::check(&before, &after, None, Engine::Vllm);
-    assert_eq!(t10r.evidence["tokens"], 32000.0);
+    assert_eq!(t10r.evidence_json()["tokens"], 32000.0);
     assert_eq!(
         t10::with_integer_second_comparison(&t10r).line(),
         "[T10] PASS  314.99 tokens/s over 101.590s; an integer-second timer would say 313.73 (-0.40%)"
@@ -215,8 +217,8 @@ fn xray_028_t15_agrees_and_mutations_of_completed_flip_it() {
         r.line(),
         "[T15] PASS  client and server agree: 32 requests, 32,000 output tokens"
     );
-    assert_eq!(r.evidence["extra_requests"], 0);
-    assert_eq!(r.evidence["server_finished"], 32.0);
+    assert_eq!(r.evidence_json()["extra_requests"], 0);
+    assert_eq!(r.evidence_json()["server_finished"], 32.0);
     for key in [
         "client_completed",
         "client_failed",
@@ -228,7 +230,7 @@ fn xray_028_t15_agrees_and_mutations_of_completed_flip_it() {
         "extra_output_tokens",
         "result_file",
     ] {
-        assert!(r.evidence.contains_key(key), "{key}");
+        assert!(r.evidence_json().contains_key(key), "{key}");
     }
     let lowered = BenchResult {
         completed: Some(30.0),
@@ -325,7 +327,7 @@ fn preempted_prom_files_count_60_and_the_mutation_to_106_passes() {
         r.message,
         "vllm:num_preemptions_total went down (106 -> 100); counters only reset on restart"
     );
-    assert_eq!(r.evidence["restarted"], true);
+    assert_eq!(r.evidence_json()["restarted"], true);
 }
 
 #[test]
@@ -334,9 +336,9 @@ fn preempted_snapshots_rate_over_68_seconds() {
     let after = some_or_skip!(snap("vllm-0.28/metrics/preempted_after.snapshot.json"));
     let r = t10::check(&before, &after, None, Engine::Vllm);
     assert_eq!(r.status, Status::Pass);
-    let span = r.evidence["span_s"].as_f64().unwrap();
+    let span = r.evidence_json()["span_s"].as_f64().unwrap();
     assert!((span - 68.251).abs() < 0.001, "{span}");
-    let int_span = r.evidence["integer_second_span_s"].as_i64().unwrap();
+    let int_span = r.evidence_json()["integer_second_span_s"].as_i64().unwrap();
     assert!(int_span == 68 || int_span == 69);
     assert!(t10::with_integer_second_comparison(&r)
         .message
@@ -393,7 +395,7 @@ fn a_restart_is_caught_by_moved_created_stamps_and_hidden_when_they_are_copied()
         "{}",
         r.message
     );
-    assert_eq!(r.evidence["restarted"], true);
+    assert_eq!(r.evidence_json()["restarted"], true);
     let t10r = t10::check(&before, &after, None, Engine::Vllm);
     assert_eq!(t10r.status, Status::Unknown);
     assert!(t10r
@@ -403,7 +405,7 @@ fn a_restart_is_caught_by_moved_created_stamps_and_hidden_when_they_are_copied()
     let hidden = copy_created(&before, &after);
     let r = t1::check(&before, &hidden, None, None, Engine::Vllm);
     assert_eq!(r.status, Status::Fail);
-    assert!(!r.evidence.contains_key("restarted"), "{r:?}");
+    assert!(!r.evidence_json().contains_key("restarted"), "{r:?}");
     assert_eq!(r.message, "4490 preemptions during the run");
 }
 
@@ -415,7 +417,7 @@ fn ladder_t8_boundary_t9_and_t14() {
     let snapshot = some_or_skip!(snap("vllm-0.28/series/ladder_snapshot.prom"));
     let r = t8::check(&s, 32, None, Engine::Vllm);
     assert_eq!(r.status, Status::Fail);
-    assert_eq!(r.evidence["peak_running"], 4.0);
+    assert_eq!(r.evidence_json()["peak_running"], 4.0);
     assert_eq!(t8::check(&s, 4, None, Engine::Vllm).status, Status::Pass);
     assert_eq!(
         t8::check(&s, 4, None, Engine::Vllm).message,
@@ -434,8 +436,8 @@ fn ladder_t8_boundary_t9_and_t14() {
     assert_eq!(t9r.status, Status::Pass);
     assert_eq!(
         (
-            t9r.evidence["ceiling_min"].as_u64(),
-            t9r.evidence["ceiling_max"].as_u64()
+            t9r.evidence_json()["ceiling_min"].as_u64(),
+            t9r.evidence_json()["ceiling_max"].as_u64()
         ),
         (Some(4), Some(4))
     );
@@ -443,8 +445,8 @@ fn ladder_t8_boundary_t9_and_t14() {
     let facts = some_or_skip!(boot("vllm-0.28/boot_eager.log"));
     let r = t8::check(&s, 4, Some(&facts), Engine::Vllm);
     assert_eq!(r.status, Status::Pass);
-    assert_eq!(r.evidence["boot_line_max_concurrency"], 1.93);
-    assert_eq!(r.evidence["boot_line_request_len"], 16_384);
+    assert_eq!(r.evidence_json()["boot_line_max_concurrency"], 1.93);
+    assert_eq!(r.evidence_json()["boot_line_request_len"], 16_384);
 }
 
 #[test]
@@ -520,16 +522,16 @@ fn capped_030_names_admission_control_only_with_the_boot_log() {
         r.message,
         "requested 32 concurrent, server never ran more than 11"
     );
-    assert_eq!(r.evidence["peak_running"], 11.0);
-    assert_eq!(r.evidence["peak_in_flight"], 16.0);
+    assert_eq!(r.evidence_json()["peak_running"], 11.0);
+    assert_eq!(r.evidence_json()["peak_in_flight"], 16.0);
     let facts = some_or_skip!(boot("vllm-0.30/capped/boot.log"));
     let r = t8::check(&s, 32, Some(&facts), Engine::Vllm);
     assert_eq!(
         r.line(),
         "[ T8] TRIPWIRE-FAILED  requested 32 concurrent, server never ran more than 11; admission control (--max-num-queued-reqs 16) kept at most 16 in flight, so the other 16 were rejected, not queued"
     );
-    assert_eq!(r.evidence["max_num_queued_reqs"], 16);
-    assert_eq!(r.evidence["running_cap"], 32);
+    assert_eq!(r.evidence_json()["max_num_queued_reqs"], 16);
+    assert_eq!(r.evidence_json()["running_cap"], 32);
 }
 
 #[test]
@@ -540,7 +542,7 @@ fn capped_030_t15_does_not_count_rejected_requests() {
     assert_eq!((b.completed, b.failed), (Some(16.0), Some(16.0)));
     let r = t15::check(&b, &before, &after, 0, Engine::Vllm);
     assert_eq!(r.status, Status::Pass, "{}", r.message);
-    assert_eq!(r.evidence["server_finished"], 16.0);
+    assert_eq!(r.evidence_json()["server_finished"], 16.0);
 }
 
 // ----------------------------------------------- SGLang 0.5.20 (docs/design/evidence.md#sglang-05)
@@ -558,14 +560,14 @@ fn sglang_capped() {
     let r = t1::check(&before, &after, Some(&s), None, Engine::Sglang);
     assert_eq!(r.line(), "[ T1] PASS  no retractions");
     let r = t10::check(&before, &after, None, Engine::Sglang);
-    assert_eq!(r.evidence["tokens"], 32000.0);
+    assert_eq!(r.evidence_json()["tokens"], 32000.0);
     let r = t14::check(&s, &after, Engine::Sglang);
     assert_eq!(
         r.line(),
         "[T14] N/A  does not apply to SGLang: T14 is about vLLM's reserved null block"
     );
     assert!(r.is_ok());
-    assert_eq!(r.evidence["engine"], "sglang");
+    assert_eq!(r.evidence_json()["engine"], "sglang");
     let facts = some_or_skip!(boot("sglang-0.5/capped/boot.log"));
     assert_eq!(facts.engine, Some(Engine::Sglang));
     let r = t8::check(&s, 32, Some(&facts), Engine::Sglang);
@@ -580,14 +582,14 @@ fn sglang_capped() {
         .contains(" of the fullest memory pool (KV cache or request state); "));
     assert_eq!(
         (
-            r.evidence["ceiling_min"].as_u64(),
-            r.evidence["ceiling_max"].as_u64()
+            r.evidence_json()["ceiling_min"].as_u64(),
+            r.evidence_json()["ceiling_max"].as_u64()
         ),
         (Some(1), Some(1))
     );
     let r = t15::check(&b, &before, &after, 0, Engine::Sglang);
     assert_eq!(r.status, Status::Pass);
-    assert_eq!(r.evidence["server_finished"], 32.0);
+    assert_eq!(r.evidence_json()["server_finished"], 32.0);
 }
 
 #[test]
@@ -608,12 +610,12 @@ fn sglang_live_shortfall_without_reaching_its_limit() {
         r.message,
         "requested 32 concurrent, server never ran more than 5"
     );
-    assert_eq!(r.evidence["running_cap"], 10);
+    assert_eq!(r.evidence_json()["running_cap"], 10);
     let r = t9::check(&s, None, Engine::Sglang);
     assert_eq!(
         (
-            r.evidence["ceiling_min"].as_u64(),
-            r.evidence["ceiling_max"].as_u64()
+            r.evidence_json()["ceiling_min"].as_u64(),
+            r.evidence_json()["ceiling_max"].as_u64()
         ),
         (Some(5), Some(5))
     );
@@ -642,8 +644,8 @@ fn sglang_qwen3_8b() {
     let r = t9::check(&s, None, Engine::Sglang);
     assert_eq!(
         (
-            r.evidence["ceiling_min"].as_u64(),
-            r.evidence["ceiling_max"].as_u64()
+            r.evidence_json()["ceiling_min"].as_u64(),
+            r.evidence_json()["ceiling_max"].as_u64()
         ),
         (Some(30), Some(31))
     );
@@ -738,8 +740,8 @@ fn trtllm_t1_from_the_log_the_gauge_or_the_policy() {
         r.line(),
         "[ T1] PASS  no pause in the server log, which covers 41 answered requests"
     );
-    assert_eq!(r.evidence["paused_in_log"], 0);
-    assert_eq!(r.evidence["served_in_log"], 41);
+    assert_eq!(r.evidence_json()["paused_in_log"], 0);
+    assert_eq!(r.evidence_json()["served_in_log"], 41);
     // The log cut at the ready line covers no request: its pause count is unknown, and the
     // recording's gauge and the scheduler policy decide.
     let ready = text
@@ -799,12 +801,12 @@ fn trtllm_gauges_lag() {
     let b = some_or_skip!(result_file("trtllm-1.3/qwen3-8b/bench.json"));
     assert!(s.usage_readings().len() <= 3);
     assert_eq!(
-        t10::check(&before, &after, None, Engine::Trtllm).evidence["tokens"],
+        t10::check(&before, &after, None, Engine::Trtllm).evidence_json()["tokens"],
         32000.0
     );
     let r = t8::check(&s, 32, None, Engine::Trtllm);
     assert_eq!(r.message, "reached 32 running (requested 32)");
-    assert_eq!(r.evidence["gauges_lag"], true);
+    assert_eq!(r.evidence_json()["gauges_lag"], true);
     assert_eq!(
         t8::check(&s, 33, None, Engine::Trtllm).status,
         Status::Unknown
@@ -813,7 +815,7 @@ fn trtllm_gauges_lag() {
     assert_eq!(r.status, Status::Unknown);
     assert!(r.message.ends_with("may have run more in between"));
     let r = t9::check(&s, None, Engine::Trtllm);
-    assert_eq!(r.evidence["ceiling_min"], 35);
+    assert_eq!(r.evidence_json()["ceiling_min"], 35);
     assert!(
         r.message
             .ends_with("; TensorRT-LLM updates its gauges only when a request completes)"),
@@ -827,7 +829,7 @@ fn trtllm_gauges_lag() {
     );
     let r = t15::check(&b, &before, &after, 0, Engine::Trtllm);
     assert_eq!(r.status, Status::Pass);
-    assert_eq!(r.evidence["server_finished"], 32.0);
+    assert_eq!(r.evidence_json()["server_finished"], 32.0);
     let more = BenchResult {
         completed: Some(34.0),
         ..b.clone()
@@ -864,7 +866,7 @@ fn trtllm_without_iteration_stats_cannot_tell_concurrency() {
     let extra = bench::untimed_requests(&load);
     let r = t15::check(&b, &before, &after, extra, Engine::Trtllm);
     assert_eq!(r.status, Status::Pass, "{}", r.message);
-    assert_eq!(r.evidence["expected_extra_requests"], 1);
+    assert_eq!(r.evidence_json()["expected_extra_requests"], 1);
     assert_eq!(t8::gauges_hint(Engine::Vllm), "");
 }
 

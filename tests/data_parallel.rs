@@ -147,8 +147,8 @@ fn t8_is_judged_on_the_sum_and_the_cap_is_per_engine() {
         r.message,
         "requested 12 concurrent, server never ran more than 8; the server runs at most 8 at once (--max-num-seqs 4 on each of its 2 engines)"
     );
-    assert_eq!(r.evidence["engines"], 2);
-    assert_eq!(r.evidence["peak_running_per_engine"]["1"], 4.0);
+    assert_eq!(r.evidence_json()["engines"], 2);
+    assert_eq!(r.evidence_json()["peak_running_per_engine"]["1"], 4.0);
     // One engine that never ran more than 3: the server peaked at 7, T8 at 8 flips to FAIL.
     let mut t = texts.clone();
     for text in &mut t[1..=3] {
@@ -177,8 +177,8 @@ fn t9_is_judged_per_engine_pool_and_names_the_engine_that_differs() {
         r.message,
         "each of 2 engines: one request holds 20.0% of the cache; ceiling = floor(1/share) = 5 on every busy sample"
     );
-    assert_eq!(r.evidence["ceiling_min"], 5);
-    assert_eq!(r.evidence["engines"]["1"]["samples"], 4);
+    assert_eq!(r.evidence_json()["ceiling_min"], 5);
+    assert_eq!(r.evidence_json()["engines"]["1"]["samples"], 4);
     // Engine 1's two requests at the end held 3 of its 5 blocks, not 2: its ceiling moved
     // from 5 to 3 and only it is named.
     let mut t = texts.clone();
@@ -194,9 +194,9 @@ fn t9_is_judged_per_engine_pool_and_names_the_engine_that_differs() {
         r.message,
         "engine 1: ceiling moved between 3 and 5 as requests grew (one request held 20.0% to 30.0% of the cache); concurrency was not a constant of this run; engine 0: one request holds 20.0% of the cache; ceiling = floor(1/share) = 5 on every busy sample"
     );
-    assert_eq!(r.evidence["engines"]["1"]["status"], "warn");
+    assert_eq!(r.evidence_json()["engines"]["1"]["status"], "warn");
     assert!(
-        r.evidence.get("ceiling_min").is_none(),
+        r.evidence_json().get("ceiling_min").is_none(),
         "the engines disagree"
     );
 }
@@ -252,10 +252,10 @@ fn t14_divides_the_summed_block_count_among_the_engines() {
         "each of 2 engines: gauge denominator is 5 = num_gpu_blocks (6) - 1 null block (the vllm:cache_config_info label says 12: the sum over the 2 engines)"
     );
     assert_eq!(t14::usable_blocks(&r), Some(5));
-    assert_eq!(r.evidence["reported_num_gpu_blocks_total"], 12);
+    assert_eq!(r.evidence_json()["reported_num_gpu_blocks_total"], 12);
     // T9 then counts in whole blocks of each pool.
     let r9 = t9::check(&series, t14::usable_blocks(&r), Engine::Vllm);
-    assert_eq!(r9.evidence["usable_blocks"], 5);
+    assert_eq!(r9.evidence_json()["usable_blocks"], 5);
     // One number of the real snapshot changed: a label of 14 means pools of 7, not 6.
     let wrong = snapshot(
         "after",
@@ -336,7 +336,7 @@ fn one_engine_recordings_keep_their_verdicts() {
         r.message,
         "ceiling moved between 7 and 10 as requests grew (one request held 9.5% to 14.3% of the cache); concurrency was not a constant of this run"
     );
-    assert!(r.evidence.get("engines").is_none());
+    assert!(r.evidence_json().get("engines").is_none());
     let m = inferlint_core::prom::Metrics::parse(
         "vllm:num_requests_running{engine=\"0\"} 3\nvllm:kv_cache_usage_perc{engine=\"0\"} 0.5\n",
     )

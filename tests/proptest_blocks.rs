@@ -202,7 +202,7 @@ proptest! {
         let reported = (n as i64 + 1 + off_by).max(0) as u64;
         let rows: Vec<(f64, f64)> = ks.iter().map(|&k| (reading(k, n), 1.0)).collect();
         let r = t14::check(&series_of(&rows), &cache_info_snapshot(reported), Engine::Vllm);
-        prop_assert_eq!(&r.evidence["inferred_usable_blocks"], &serde_json::json!(n));
+        prop_assert_eq!(&r.evidence_json()["inferred_usable_blocks"], &serde_json::json!(n));
         if reported == n + 1 {
             prop_assert_eq!(r.status, Status::Pass);
             prop_assert_eq!(
@@ -332,10 +332,10 @@ proptest! {
             samples.insert(i % (samples.len() + 1), if *k % 2 == 0 { (0.0, *k as f64) } else { (0.5, 0.0) });
         }
         let r = t9::check(&series_of(&samples), Some(b), Engine::Vllm);
-        prop_assert_eq!(&r.evidence["ceiling_min"], &serde_json::json!(lo));
-        prop_assert_eq!(&r.evidence["ceiling_max"], &serde_json::json!(hi));
-        prop_assert_eq!(&r.evidence["basis"], &serde_json::json!(basis));
-        prop_assert_eq!(&r.evidence["samples"], &serde_json::json!(basis_rows.len()));
+        prop_assert_eq!(&r.evidence_json()["ceiling_min"], &serde_json::json!(lo));
+        prop_assert_eq!(&r.evidence_json()["ceiling_max"], &serde_json::json!(hi));
+        prop_assert_eq!(&r.evidence_json()["basis"], &serde_json::json!(basis));
+        prop_assert_eq!(&r.evidence_json()["samples"], &serde_json::json!(basis_rows.len()));
         prop_assert_eq!(r.status, if lo == hi { Status::Pass } else { Status::Warn });
     }
 }

@@ -99,7 +99,7 @@ proptest! {
         prop_assert_eq!(got, Ok(want as f64));
 
         let r = t1::check(&snapshot(&tb, 1.0, None), &snapshot(&ta, 2.0, None), None, None, Engine::Vllm);
-        prop_assert_eq!(&r.evidence["preemptions"], &serde_json::json!(want as f64));
+        prop_assert_eq!(&r.evidence_json()["preemptions"], &serde_json::json!(want as f64));
         if want == 0 {
             prop_assert_eq!(r.status, Status::Pass);
             prop_assert_eq!(r.message, "no preemptions");
@@ -156,8 +156,8 @@ proptest! {
         );
         let r = t1::check(&snapshot(&tb, 1.0, None), &snapshot(&ta, 2.0, None), None, None, Engine::Vllm);
         prop_assert_eq!(r.status, Status::Fail);
-        prop_assert_eq!(&r.evidence["restarted"], &serde_json::json!(true));
-        prop_assert_eq!(&r.evidence["preemptions"], &serde_json::Value::Null);
+        prop_assert_eq!(&r.evidence_json()["restarted"], &serde_json::json!(true));
+        prop_assert_eq!(&r.evidence_json()["preemptions"], &serde_json::Value::Null);
     }
 
     /// Without `_created` stamps, a summed counter that went down is a restart (with both sums in
@@ -238,9 +238,9 @@ proptest! {
         let span_ns = (span_us * 1000) as i64;
         let span_s = span_ns as f64 / 1e9;
         let rate = tokens as f64 / span_s;
-        prop_assert_eq!(&r.evidence["integer_second_span_s"], &serde_json::json!(int_span));
+        prop_assert_eq!(&r.evidence_json()["integer_second_span_s"], &serde_json::json!(int_span));
         prop_assert_eq!(r.message.clone(), format!("{rate:.2} tokens/s over {span_s:.3}s"));
-        let ev = |k: &str| r.evidence[k].as_f64();
+        let ev = |k: &str| r.evidence_json()[k].as_f64();
         prop_assert!((ev("span_s").unwrap() - span_s).abs() <= 1e-9);
         prop_assert!((ev("span_uncertainty_s").unwrap() - 0.004).abs() <= 1e-12);
 
@@ -261,8 +261,8 @@ proptest! {
                 )
             );
         } else if int_span <= 0 {
-            prop_assert_eq!(&r.evidence["integer_second_rate_per_s"], &serde_json::Value::Null);
-            prop_assert_eq!(&r.evidence["integer_second_error"], &serde_json::Value::Null);
+            prop_assert_eq!(&r.evidence_json()["integer_second_rate_per_s"], &serde_json::Value::Null);
+            prop_assert_eq!(&r.evidence_json()["integer_second_error"], &serde_json::Value::Null);
             prop_assert_eq!(shown.message, r.message);
         }
     }

@@ -166,3 +166,41 @@ fn a_day_long_recording_stays_small_and_exact_where_it_matters() {
     assert!(html.contains("The full recording is run.series.jsonl in "));
     check_balanced(&html).unwrap();
 }
+
+/// Every result the recorded runs give reads back from its JSON into its check's own struct
+/// (never kept as unread JSON), equal to what was written: the structs hold every shape the
+/// checks write, so a saved page or results.json is read by field like a fresh result.
+#[test]
+fn every_recorded_result_reads_back_into_its_struct() {
+    let runs = [
+        "vllm-0.28/live",
+        "vllm-0.28/xray",
+        "vllm-0.30/capped",
+        "sglang-0.5/capped",
+        "sglang-0.5/live",
+        "sglang-0.5/qwen3-8b",
+        "sglang-0.5/qwen3-8b-own-client",
+        "trtllm-1.3/qwen3-8b",
+        "trtllm-1.3/no-iter-stats",
+    ];
+    let mut typed = 0;
+    for rel in runs {
+        let Some(inputs) = inputs(rel) else {
+            return;
+        };
+        let report = build(inputs);
+        for r in report.results() {
+            let text = serde_json::to_string(r).unwrap();
+            let back: CheckResult = serde_json::from_str(&text).unwrap();
+            assert!(
+                !matches!(back.evidence, inferlint_core::evidence::Evidence::Unread(_)),
+                "{rel} {}: {text}",
+                r.tripwire
+            );
+            assert_eq!(&back, r, "{rel}");
+            assert_eq!(serde_json::to_string(&back).unwrap(), text, "{rel}");
+            typed += 1;
+        }
+    }
+    assert!(typed > 50, "{typed} results");
+}

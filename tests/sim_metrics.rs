@@ -432,9 +432,9 @@ fn t9s_ceiling_is_the_configured_block_arithmetic() {
     assert_eq!(series.peak_running(), Some(10.0));
     let t9 = inferlint_core::checks::t9::check(&series, Some(42), Engine::Vllm);
     assert_eq!(t9.status, Status::Pass, "{}", t9.message);
-    assert_eq!(t9.evidence["ceiling_min"], 10, "42 // 4");
-    assert_eq!(t9.evidence["ceiling_max"], 10);
-    assert_eq!(t9.evidence["basis"], "saturated");
+    assert_eq!(t9.evidence_json()["ceiling_min"], 10, "42 // 4");
+    assert_eq!(t9.evidence_json()["ceiling_max"], 10);
+    assert_eq!(t9.evidence_json()["basis"], "saturated");
     let t8 = inferlint_core::checks::t8::check(&series, 32, None, Engine::Vllm);
     assert_eq!(t8.status, Status::Fail);
     assert!(
@@ -490,8 +490,8 @@ fn the_ceiling_falls_as_outputs_grow_with_784_token_blocks() {
         Engine::Vllm,
     );
     assert_eq!(t9.status, Status::Warn, "{}", t9.message);
-    assert_eq!(t9.evidence["ceiling_max"], 10, "42 // 4");
-    assert_eq!(t9.evidence["ceiling_min"], 8, "42 // 5");
+    assert_eq!(t9.evidence_json()["ceiling_max"], 10, "42 // 4");
+    assert_eq!(t9.evidence_json()["ceiling_min"], 8, "42 // 5");
     assert!(series.samples.last().unwrap().preemptions.unwrap() > 0.0);
     assert_eq!(series.peak_running(), Some(10.0));
 }

@@ -29,6 +29,7 @@ fn opts(script: &str) -> SpawnOptions {
             args: vec!["shepherd".into()],
         },
         vec!["bash".into(), "-c".into(), script.into()],
+        inferlint_run::proc::names(),
     );
     o.graces = graces();
     o.cgroup = CgroupMode::Off;
@@ -42,7 +43,7 @@ impl Drop for Reaper {
         let scan = ProcScanner::system();
         for id in &self.0 {
             if let Some(t) = inferlint_supervisor::Tracked::open(&scan, *id) {
-                t.signal(&scan, libc::SIGKILL);
+                t.signal(&scan, nix::sys::signal::Signal::SIGKILL);
             }
         }
     }
@@ -195,7 +196,7 @@ fn a_killed_shepherd_leaves_the_teardown_to_the_supervisor() {
     let mut lines = s.take_lines().unwrap();
     let ids = read_pids(&mut lines, 2);
     let _reaper = Reaper(ids.clone());
-    inferlint_supervisor::sys::kill(s.shepherd_pid(), libc::SIGKILL).unwrap();
+    inferlint_supervisor::sys::kill(s.shepherd_pid(), nix::sys::signal::Signal::SIGKILL).unwrap();
     let report = s
         .wait_done(Duration::from_secs(8))
         .expect("fallback teardown");
@@ -261,7 +262,7 @@ fn stale_run(run_id: &str) -> (ProcId, Reaper) {
     let engine = loop {
         // Marked, and past its `trap '' TERM` (it has exec'd under its new name).
         let found = scan.pids().into_iter().find(|&p| {
-            scan.environ_var(p, inferlint_supervisor::RUN_ID_ENV)
+            scan.environ_var(p, inferlint_run::proc::RUN_ID_ENV)
                 .as_deref()
                 == Some(run_id)
                 && scan

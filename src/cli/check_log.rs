@@ -50,7 +50,7 @@ pub fn check(logs: &[(String, &BootFacts)]) -> Vec<CheckResult> {
         for r in per_log {
             results.push(if many {
                 let msg = format!("{label}: {}", r.message);
-                r.with_message(msg).with("log", label)
+                r.with_message(msg).with_log(label)
             } else {
                 r
             });

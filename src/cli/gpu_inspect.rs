@@ -7,6 +7,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use inferlint_core::checks::t2;
+use inferlint_core::evidence::T2Evidence;
 use inferlint_core::fmt::thousands;
 use inferlint_core::result::CheckResult;
 use inferlint_run::gpu::{self, ClearOptions, Gpu, GpuScope, GpuSource, ScopeView};
@@ -177,20 +178,26 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let gpus_json: Vec<serde_json::Value> = gpus.iter().flatten().map(Gpu::to_json).collect();
     // With --gpus the evidence also says which cards and who held them.
-    let with_scope = |r: inferlint_core::result::CheckResult| match &scoped {
-        Some((scope, view)) => r
-            .with("scope", scope.describe())
-            .with("holders", view.as_ref().map(|v| v.reading.holders.clone()))
-            .with(
-                "notes",
-                view.as_ref().map_or(Vec::new(), |v| v.notes.clone()),
-            ),
-        None => r,
+    let evidence = |readings: Option<serde_json::Value>| {
+        let mut e = T2Evidence {
+            readings,
+            gpus: Some(serde_json::Value::from(gpus_json.clone())),
+            ..Default::default()
+        };
+        if let Some((scope, view)) = &scoped {
+            e.scope = Some(scope.describe());
+            e.holders = Some(
+                view.as_ref()
+                    .map(|v| inferlint_core::result::to_json_value(&v.reading.holders)),
+            );
+            e.notes = Some(view.as_ref().map_or(Vec::new(), |v| v.notes.clone()));
+        }
+        e
     };
     if !args.proc_root.is_dir() {
-        let r =
-            super::teardown::needs_linux("Checking that the GPU is free").with("gpus", &gpus_json);
-        print(&mut out, &[with_scope(r)]);
+        let r = super::teardown::needs_linux("Checking that the GPU is free")
+            .with_evidence(evidence(None));
+        print(&mut out, &[r]);
         return Ok(2);
     }
     let opts = ClearOptions {
@@ -217,10 +224,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             reason: String::new(),
             gpu_unreadable: true,
         };
-        let r = t2::result(&clear, "")
-            .with("readings", clear.readings_json())
-            .with("gpus", &gpus_json);
-        print(&mut out, &[with_scope(r)]);
+        let r = t2::result(&clear, "").with_evidence(evidence(Some(clear.readings_json())));
+        print(&mut out, &[r]);
         return Ok(2);
     }
     let clear = match &scoped {
@@ -234,9 +239,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         None => procs::wait_clear(&mut { real }, self_pid, &opts)?,
     };
     let r = t2::result(&clear, "card not clear; refusing to boot. ")
-        .with("readings", clear.readings_json())
-        .with("gpus", &gpus_json);
-    let r = with_scope(r);
+        .with_evidence(evidence(Some(clear.readings_json())));
     print(&mut out, std::slice::from_ref(&r));
     Ok(match r.status {
         inferlint_core::result::Status::Pass => 0,

@@ -119,6 +119,7 @@ pub fn main() -> i32 {
 }
 
 pub fn main_with(args: Vec<OsString>) -> i32 {
+    inferlint_run::proc::honour_no_pidfd_env();
     let first = args.get(1).map(|a| a.to_string_lossy().into_owned());
     match first.as_deref() {
         None => {

@@ -17,5 +17,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if !raw.iter().any(|a| a == "--") {
         raw.insert(0, "--".into());
     }
-    Ok(inferlint_supervisor::shepherd::main_with_args(raw))
+    Ok(inferlint_supervisor::shepherd::main_with_args(
+        inferlint_run::proc::names(),
+        raw,
+    ))
 }

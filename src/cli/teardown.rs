@@ -119,9 +119,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             signalled.push(*pid);
         }
     }
-    let result = t2::result(clear, "")
-        .with("readings", clear.readings_json())
-        .with("signalled", signalled);
+    let result = t2::result(clear, "").with_evidence(inferlint_core::evidence::T2Evidence {
+        readings: Some(clear.readings_json()),
+        signalled: Some(signalled),
+        ..Default::default()
+    });
     let _ = writeln!(out, "{}", result.line());
     Ok(inferlint_core::output::exit_code(&[result], false))
 }

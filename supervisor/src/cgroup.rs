@@ -8,6 +8,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 /// How to choose the backend (`--cgroup auto|require|off`).
@@ -57,9 +58,6 @@ pub enum CgroupError {
     #[error("cannot move processes below {path}: {source} (no write access to its cgroup.procs)")]
     NotWritable { path: PathBuf, source: io::Error },
 }
-
-/// The prefix of every cgroup the crate creates (reconciliation finds them by it).
-pub const CGROUP_PREFIX: &str = "inferlint-";
 
 /// The cgroup2 mount point, from `/proc/self/mountinfo` (may be `/sys/fs/cgroup` or, on hybrid
 /// hosts, `/sys/fs/cgroup/unified`).
@@ -154,7 +152,7 @@ impl Cgroup {
     }
 
     /// Sends `sig` to every process in it (a snapshot of `cgroup.procs`).
-    pub fn signal_all(&self, sig: i32) -> Vec<i32> {
+    pub fn signal_all(&self, sig: Signal) -> Vec<i32> {
         let pids = self.procs();
         for &p in &pids {
             let _ = crate::sys::kill(p, sig);
@@ -175,7 +173,7 @@ impl Cgroup {
             let _ = self.set_frozen(true);
             let pids = self.procs();
             for &p in &pids {
-                let _ = crate::sys::kill(p, libc::SIGKILL);
+                let _ = crate::sys::kill(p, Signal::SIGKILL);
             }
             let _ = self.set_frozen(false);
             if pids.is_empty() || Instant::now() >= deadline {
@@ -198,18 +196,18 @@ impl Cgroup {
     }
 }
 
-/// Every cgroup folder whose name starts with [`CGROUP_PREFIX`], below the cgroup2 mount
-/// (depth-limited walk).
-pub fn find_ours() -> Vec<Cgroup> {
+/// Every cgroup folder whose name starts with `prefix` (a run's cgroups are named
+/// [`crate::Names::cgroup_prefix`] + run id), below the cgroup2 mount (depth-limited walk).
+pub fn find_prefixed(prefix: &str) -> Vec<Cgroup> {
     let Some(mount) = mount_point() else {
         return Vec::new();
     };
     let mut out = Vec::new();
-    walk(&mount, 0, &mut out);
+    walk(&mount, prefix, 0, &mut out);
     out
 }
 
-fn walk(dir: &Path, depth: usize, out: &mut Vec<Cgroup>) {
+fn walk(dir: &Path, prefix: &str, depth: usize, out: &mut Vec<Cgroup>) {
     if depth > 8 {
         return;
     }
@@ -222,10 +220,10 @@ fn walk(dir: &Path, depth: usize, out: &mut Vec<Cgroup>) {
             continue;
         }
         let name = e.file_name();
-        if name.to_string_lossy().starts_with(CGROUP_PREFIX) {
+        if name.to_string_lossy().starts_with(prefix) {
             out.push(Cgroup::at(e.path()));
         } else {
-            walk(&e.path(), depth + 1, out);
+            walk(&e.path(), prefix, depth + 1, out);
         }
     }
 }

@@ -1,29 +1,38 @@
 //! `inferlint-supervisor`: owning a command's whole Linux process tree, so that nothing it
 //! starts outlives its supervisor — on a normal end, an error, Ctrl-C, SIGTERM (Slurm's
 //! `scancel`), SIGHUP, and SIGKILL of the supervisor itself. It knows nothing of inference
-//! servers; the design and its reasons are in `docs/design/processes.md#ownership` and
-//! `docs/supervision.md`.
+//! servers (the names its runs show under — environment variables, cgroups, process titles —
+//! come from the caller as [`Names`]); the design and its reasons are in
+//! `docs/design/processes.md#ownership` and `docs/supervision.md`.
 //!
 //! # Topology
 //!
 //! ```text
 //! supervisor (your process: any threads, tokio or not; child subreaper #2)
-//! └─ shepherd (`inferlint shepherd …`: single thread, own session, child subreaper #1)
+//! └─ shepherd (your program's hidden `shepherd` subcommand: single thread, own session,
+//!    │         child subreaper #1)
 //!    └─ server (own process group; own cgroup when delegated; PDEATHSIG=SIGTERM;
-//!       │        INFERLINT_RUN_ID=<run id> in its environment; stdout/stderr = pipes to you)
+//!       │        <marker variable>=<run id> in its environment; stdout/stderr = pipes to you)
 //!       └─ its children, setsid/double-fork escapees, renamed engines…
 //! ```
 //!
 //! # The API a supervisor uses
 //!
 //! ```no_run
-//! use inferlint_supervisor::{become_subreaper, Graces, ShepherdProgram, SpawnOptions,
+//! use inferlint_supervisor::{become_subreaper, Graces, Names, ShepherdProgram, SpawnOptions,
 //!     StopMode, Supervised, SignalMux, StopRequest};
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! become_subreaper()?; // orphans of a SIGKILLed shepherd come to us, not to PID 1
+//! let names = Names {                                    // what your product calls its runs
+//!     marker_env: "MYTOOL_RUN_ID".into(),
+//!     owners_env: "MYTOOL_RUN_OWNERS".into(),
+//!     cgroup_prefix: "mytool-".into(),
+//!     shepherd_title: "mytool-shep".into(),
+//! };
 //! let mut opts = SpawnOptions::new(
 //!     ShepherdProgram::this_exe("shepherd")?,           // the hidden subcommand
-//!     vec!["vllm".into(), "serve".into(), "Qwen/Qwen3-8B".into()],
+//!     vec!["my-server".into(), "--port".into(), "8000".into()],
+//!     names,
 //! );
 //! opts.raw_output = Some("run/boot.log".into());        // raw bytes first, always
 //! opts.graces = Graces::default();                       // 15 s + 5 s + force: < Slurm's 30 s
@@ -51,7 +60,7 @@
 //! }
 //! server.stop(StopMode::Force);                          // non-blocking; escalates a running stop
 //! let report = server.teardown(StopMode::Graceful);      // blocking; `teardown_async` / `done()`
-//! for line in report.leftover_lines() {                  // pid, command line, GPU MiB if known
+//! for line in report.leftover_lines() {                  // pid and command line
 //!     eprintln!("{line}");
 //! }
 //! std::process::exit(if report.is_clean() { 0 } else { inferlint_supervisor::LEFTOVER_EXIT_STATUS });
@@ -66,9 +75,11 @@
 //!   the tree that ended before the teardown, as a [`MemberExit`]: who, how, OOM killer or
 //!   not; [`member_exit`]), [`Supervised::wait_exit`] / [`Supervised::exited`], [`Supervised::stop`],
 //!   [`Supervised::teardown`] / [`Supervised::teardown_async`] / [`Supervised::done`] →
-//!   [`TeardownReport`] (add GPU memory to its leftovers with
-//!   [`TeardownReport::annotate_gpu`]). Dropping the handle tears down too.
+//!   [`TeardownReport`] (a caller adds its own words to each leftover's line with
+//!   [`TeardownReport::leftover_lines_with`]). Dropping the handle tears down too.
 //! * The shepherd entry point for the binary's hidden subcommand: [`shepherd::main_with_args`].
+//! * [`pidfd::switch_off`]: the `(pid, start time)` identity instead of pidfds, for a
+//!   product's own switch (a shepherd started afterwards is switched off too).
 //! * [`SignalMux`] and [`signals::say`] (terminal writes that never panic).
 //! * Reconciliation: [`reap::find_stale`] and [`reap::reap`].
 //! * The pieces, for attach-mode tools: [`ProcScanner`] (a `/proc`-style root), [`Tracked`]
@@ -86,9 +97,11 @@
     missing_docs,
     reason = "121 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
 )]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod cgroup;
 pub mod member_exit;
+pub mod names;
 pub mod output;
 pub mod pidfd;
 pub mod procfs;
@@ -101,10 +114,12 @@ pub mod sys;
 pub mod teardown;
 pub mod tree;
 
+use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 pub use cgroup::CgroupMode;
 pub use member_exit::MemberExit;
+pub use names::{Marker, Names};
 pub use output::{LineReceiver, OutputLine, Stream};
 pub use pidfd::Tracked;
 pub use procfs::{ProcId, ProcInfo, ProcScanner};
@@ -113,7 +128,7 @@ pub use supervised::{
     exclude_from_adoption, ShepherdProgram, SpawnError, SpawnOptions, SpawnedInfo, Supervised,
 };
 pub use teardown::{Graces, Leftover, TeardownReport, LEFTOVER_EXIT_STATUS};
-pub use tree::{Tree, OWNERS_ENV, RUN_ID_ENV};
+pub use tree::Tree;
 
 /// How to stop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -126,37 +141,94 @@ pub enum StopMode {
 }
 
 /// How a process ended.
+///
+/// In JSON a signal is its number (`{"signal": 9}`), whichever variant holds it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(from = "WireExit", into = "WireExit")]
 pub enum ExitKind {
     Code(i32),
+    Signal(Signal),
+    /// Killed by a signal [`Signal`] has no name for (a real-time one, `SIGRTMIN+n`): its
+    /// number.
+    OtherSignal(i32),
+}
+
+/// [`ExitKind`] as it travels: the signal as a number.
+#[derive(Clone, Copy, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum WireExit {
+    Code(i32),
     Signal(i32),
+}
+
+impl From<WireExit> for ExitKind {
+    fn from(w: WireExit) -> ExitKind {
+        match w {
+            WireExit::Code(c) => ExitKind::Code(c),
+            WireExit::Signal(s) => ExitKind::from_signal_number(s),
+        }
+    }
+}
+
+impl From<ExitKind> for WireExit {
+    fn from(e: ExitKind) -> WireExit {
+        match e.signal_number() {
+            Some(s) => WireExit::Signal(s),
+            None => WireExit::Code(e.shell_code()),
+        }
+    }
 }
 
 impl ExitKind {
     /// From a raw `waitpid` status.
     pub fn from_wait_status(status: i32) -> ExitKind {
         if libc::WIFSIGNALED(status) {
-            ExitKind::Signal(libc::WTERMSIG(status))
+            ExitKind::from_signal_number(libc::WTERMSIG(status))
         } else {
             ExitKind::Code(libc::WEXITSTATUS(status))
         }
+    }
+
+    /// Killed by signal number `sig`.
+    pub fn from_signal_number(sig: i32) -> ExitKind {
+        Signal::try_from(sig).map_or(ExitKind::OtherSignal(sig), ExitKind::Signal)
+    }
+
+    /// The number of the signal that ended it, if one did.
+    pub fn signal_number(self) -> Option<i32> {
+        match self {
+            ExitKind::Code(_) => None,
+            ExitKind::Signal(s) => Some(s as i32),
+            ExitKind::OtherSignal(s) => Some(s),
+        }
+    }
+
+    /// The name of the signal that ended it (`SIGKILL`, or `signal N`), if one did.
+    pub fn signal_name(self) -> Option<String> {
+        self.signal_number().map(sys::signal_number_name)
     }
 
     /// The shell's convention: the code, or 128 + the signal.
     pub fn shell_code(self) -> i32 {
         match self {
             ExitKind::Code(c) => c,
-            ExitKind::Signal(s) => 128 + s,
+            ExitKind::Signal(_) | ExitKind::OtherSignal(_) => {
+                128 + self.signal_number().unwrap_or(0)
+            }
         }
+    }
+
+    /// Exit code 0.
+    pub fn success(self) -> bool {
+        self == ExitKind::Code(0)
     }
 }
 
 impl std::fmt::Display for ExitKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ExitKind::Code(c) => write!(f, "exit code {c}"),
-            ExitKind::Signal(s) => write!(f, "killed by {}", sys::signal_name(*s)),
+        match self.signal_name() {
+            None => write!(f, "exit code {}", self.shell_code()),
+            Some(name) => write!(f, "killed by {name}"),
         }
     }
 }
@@ -217,8 +289,33 @@ mod tests {
 
     #[test]
     fn exit_kinds() {
-        assert_eq!(ExitKind::Signal(9).shell_code(), 137);
+        assert_eq!(ExitKind::Signal(Signal::SIGKILL).shell_code(), 137);
         assert_eq!(ExitKind::Code(3).to_string(), "exit code 3");
-        assert_eq!(ExitKind::Signal(15).to_string(), "killed by SIGTERM");
+        assert_eq!(
+            ExitKind::Signal(Signal::SIGTERM).to_string(),
+            "killed by SIGTERM"
+        );
+        // Names beyond the usual ones stay numbers, as the messages always gave them.
+        assert_eq!(
+            ExitKind::Signal(Signal::SIGBUS).to_string(),
+            "killed by signal 7"
+        );
+        let rt = ExitKind::from_wait_status(libc::SIGRTMIN() + 2);
+        assert_eq!(rt, ExitKind::OtherSignal(libc::SIGRTMIN() + 2));
+        assert_eq!(rt.shell_code(), 128 + libc::SIGRTMIN() + 2);
+        assert_eq!(ExitKind::from_wait_status(3 << 8), ExitKind::Code(3));
+        assert!(ExitKind::Code(0).success() && !ExitKind::Code(1).success());
+    }
+
+    #[test]
+    fn exit_kinds_travel_as_numbers() {
+        for (kind, json) in [
+            (ExitKind::Code(3), r#"{"code":3}"#),
+            (ExitKind::Signal(Signal::SIGKILL), r#"{"signal":9}"#),
+            (ExitKind::OtherSignal(40), r#"{"signal":40}"#),
+        ] {
+            assert_eq!(serde_json::to_string(&kind).unwrap(), json);
+            assert_eq!(serde_json::from_str::<ExitKind>(json).unwrap(), kind);
+        }
     }
 }

@@ -22,13 +22,15 @@
 //! and how it is worded, is the caller's business.
 
 use std::collections::{HashMap, HashSet};
-use std::os::fd::RawFd;
+use std::os::fd::BorrowedFd;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::procfs::{ProcId, ProcInfo, ProcScanner};
 use crate::tree::Tree;
+use nix::sys::signal::Signal;
+
 use crate::ExitKind;
 
 /// At most this many arguments of a member's command line travel with its exit (the name is
@@ -43,7 +45,7 @@ pub struct MemberExit {
     pub pid: i32,
     pub starttime: u64,
     /// The first arguments of its command line when last seen alive: a retitled process
-    /// (`VLLM::EngineCore`) shows its title as argv[0].
+    /// (`VLLM::EngineCore`) shows its title as `argv[0]`.
     pub argv: Vec<String>,
     /// Its `comm` (15 bytes at most).
     pub comm: String,
@@ -65,7 +67,7 @@ impl MemberExit {
         }
     }
 
-    /// argv[0] (a process title survives there; `comm` is cut at 15 bytes), else `comm`.
+    /// `argv[0]` (a process title survives there; `comm` is cut at 15 bytes), else `comm`.
     pub fn name(&self) -> &str {
         self.argv
             .first()
@@ -308,10 +310,10 @@ impl MemberWatch {
 
     /// The pidfds to add to a poll set: those of members still thought alive (a dead one's
     /// stays readable, so it leaves the set once reported).
-    pub fn fds(&self, tree: &Tree) -> Vec<RawFd> {
+    pub fn fds<'t>(&self, tree: &'t Tree) -> Vec<BorrowedFd<'t>> {
         self.known
             .keys()
-            .filter_map(|id| handle(tree, *id).and_then(|t| t.raw_fd()))
+            .filter_map(|id| handle(tree, *id).and_then(|t| t.pidfd()))
             .collect()
     }
 
@@ -338,7 +340,7 @@ impl MemberWatch {
             };
             self.ended.insert(id);
             let status = self.status_of(tree, id, k.leader);
-            let oom_kill = status == Some(ExitKind::Signal(libc::SIGKILL))
+            let oom_kill = status == Some(ExitKind::Signal(Signal::SIGKILL))
                 && k.oom.iter().any(|p| self.claim_oom_kill(p));
             out.push(MemberExit {
                 pid: id.pid,

@@ -11,7 +11,7 @@
 
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -245,7 +245,7 @@ pub fn spawn_pump(
             let mut buf = vec![0u8; 256 * 1024];
             let mut gap = false;
             loop {
-                let n = match crate::sys::read_fd(fd.as_raw_fd(), &mut buf) {
+                let n = match crate::sys::read_fd(&fd, &mut buf) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => n,
                 };
@@ -338,7 +338,7 @@ mod tests {
         let (tx, mut rx) = channel(2);
         let stats = Arc::new(PumpStats::default());
         let h = spawn_pump(r, Stream::Stdout, None, tx, stats.clone(), 64).unwrap();
-        crate::sys::write_all_fd(w.as_raw_fd(), b"1\n2\n3\n4\n5\n").unwrap();
+        crate::sys::write_all_fd(&w, b"1\n2\n3\n4\n5\n").unwrap();
         drop(w);
         h.join().unwrap();
         assert_eq!(stats.lines.load(Ordering::Relaxed), 5);

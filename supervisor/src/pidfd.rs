@@ -5,32 +5,56 @@
 //! process, so [`Tracked::open`] reads the start time *after* opening and drops the handle when
 //! it does not match what the caller saw.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicU8, Ordering};
+
+use nix::sys::signal::Signal;
 
 use crate::procfs::{ProcId, ProcScanner};
 use crate::sys;
 
-/// 0 = not probed, 1 = pidfds work, 2 = unavailable (ENOSYS, or disabled for tests).
-static PIDFD_STATE: AtomicU8 = AtomicU8::new(0);
+const NOT_PROBED: u8 = 0;
+const AVAILABLE: u8 = 1;
+/// The kernel has none (ENOSYS).
+const UNAVAILABLE: u8 = 2;
+/// The caller switched them off ([`switch_off`]).
+const SWITCHED_OFF: u8 = 3;
 
-/// The environment variable that turns pidfds off (tests of the fallback identity).
-pub const NO_PIDFD_ENV: &str = "INFERLINT_NO_PIDFD";
+static PIDFD_STATE: AtomicU8 = AtomicU8::new(NOT_PROBED);
+
+/// Turns pidfds off for the rest of this process: every handle is the `(pid, start time)`
+/// identity instead (a product's switch, for tests of that fallback). A shepherd started by
+/// [`crate::Supervised::spawn`] afterwards is switched off too.
+pub fn switch_off() {
+    PIDFD_STATE.store(SWITCHED_OFF, Ordering::Relaxed);
+}
+
+/// Whether [`switch_off`] was called.
+pub fn switched_off() -> bool {
+    PIDFD_STATE.load(Ordering::Relaxed) == SWITCHED_OFF
+}
 
 /// Whether this kernel (and configuration) gives pidfds.
 pub fn pidfds_available() -> bool {
     match PIDFD_STATE.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
+        AVAILABLE => true,
+        UNAVAILABLE | SWITCHED_OFF => false,
         _ => {
-            let off = std::env::var_os(NO_PIDFD_ENV).is_some_and(|v| v != "0" && !v.is_empty());
-            let ok = !off
-                && match sys::pidfd_open(sys::getpid()) {
-                    Ok(_) => true,
-                    Err(e) => e.raw_os_error() != Some(libc::ENOSYS),
-                };
-            PIDFD_STATE.store(if ok { 1 } else { 2 }, Ordering::Relaxed);
-            ok
+            let ok = match sys::pidfd_open(sys::getpid()) {
+                Ok(_) => true,
+                Err(e) => e.raw_os_error() != Some(libc::ENOSYS),
+            };
+            let probed = if ok { AVAILABLE } else { UNAVAILABLE };
+            // A switch_off() meanwhile wins over the probe.
+            match PIDFD_STATE.compare_exchange(
+                NOT_PROBED,
+                probed,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => ok,
+                Err(now) => now == AVAILABLE,
+            }
         }
     }
 }
@@ -73,7 +97,7 @@ impl Tracked {
     }
 
     /// Sends `sig`. Returns false when the process is gone (or was never ours to signal).
-    pub fn signal(&self, scan: &ProcScanner, sig: i32) -> bool {
+    pub fn signal(&self, scan: &ProcScanner, sig: Signal) -> bool {
         match &self.fd {
             Some(fd) => sys::pidfd_send_signal(fd, sig).is_ok(),
             None => {
@@ -87,21 +111,21 @@ impl Tracked {
     }
 
     /// The pidfd, for a poll set (it polls readable once the process has exited).
-    pub fn raw_fd(&self) -> Option<std::os::fd::RawFd> {
-        self.fd.as_ref().map(|f| f.as_raw_fd())
+    pub fn pidfd(&self) -> Option<BorrowedFd<'_>> {
+        self.fd.as_ref().map(|f| f.as_fd())
     }
 
     /// How the process ended, once a parent has reaped it (`PIDFD_INFO_EXIT`, 6.15+); None
     /// while it runs or is a zombie, without a pidfd, and on older kernels.
     pub fn exit_status(&self) -> Option<crate::ExitKind> {
-        self.raw_fd().and_then(sys::pidfd_exit_status)
+        self.pidfd().and_then(sys::pidfd_exit_status)
     }
 
     /// Whether the process still runs (a zombie has exited: it holds nothing but its pid).
     pub fn is_alive(&self, scan: &ProcScanner) -> bool {
         if let Some(fd) = &self.fd {
             // A pidfd polls readable once the process has exited (zombie or reaped).
-            if sys::poll_readable(&[fd.as_raw_fd()], Some(std::time::Duration::ZERO))[0] {
+            if sys::poll_readable(&[fd.as_fd()], Some(std::time::Duration::ZERO))[0] {
                 return false;
             }
         }
@@ -122,10 +146,10 @@ mod tests {
             .unwrap();
         let t = Tracked::open_pid(&scan, child.id() as i32).unwrap();
         assert!(t.is_alive(&scan));
-        assert!(t.signal(&scan, libc::SIGKILL));
+        assert!(t.signal(&scan, Signal::SIGKILL));
         child.wait().unwrap();
         assert!(!t.is_alive(&scan));
-        assert!(!t.signal(&scan, libc::SIGKILL));
+        assert!(!t.signal(&scan, Signal::SIGKILL));
     }
 
     /// The kernel release as (major, minor).
@@ -150,7 +174,7 @@ mod tests {
         let t = Tracked::open_pid(&scan, pid).unwrap();
         assert_eq!(t.exit_status(), None, "it runs");
         assert_eq!(scan.stat(pid).unwrap().exit_code, Some(0));
-        assert!(t.signal(&scan, libc::SIGKILL));
+        assert!(t.signal(&scan, Signal::SIGKILL));
         while t.is_alive(&scan) {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
@@ -161,7 +185,7 @@ mod tests {
         assert_eq!(t.exit_status(), None);
         assert!(matches!(sys::reap(pid), sys::Reaped::Exited(_, _)));
         // Reaped: only PIDFD_INFO_EXIT (6.15+) still knows.
-        let expected = (kernel() >= (6, 15)).then_some(crate::ExitKind::Signal(libc::SIGKILL));
+        let expected = (kernel() >= (6, 15)).then_some(crate::ExitKind::Signal(Signal::SIGKILL));
         assert_eq!(t.exit_status(), expected, "kernel {:?}", kernel());
     }
 

@@ -54,7 +54,7 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
 }
 
 /// Splits a `cmdline` into arguments: NUL-separated, empty arguments dropped, each stripped of
-/// surrounding whitespace (a renamed process pads argv[0] with spaces).
+/// surrounding whitespace (a renamed process pads `argv[0]` with spaces).
 pub fn parse_cmdline(bytes: &[u8]) -> Vec<String> {
     bytes
         .split(|&b| b == 0)
@@ -313,7 +313,7 @@ mod tests {
         assert_eq!(s.comm, "a) b) (c");
         assert_eq!((s.state, s.ppid, s.pgrp, s.starttime), ('R', 1, 7, 0));
         // Short synthetic lines: fields past the ppid read as 0.
-        let s = parse_stat("100 (vllm) S 1").unwrap();
+        let s = parse_stat("100 (server) S 1").unwrap();
         assert_eq!((s.ppid, s.pgrp, s.starttime), (1, 0, 0));
         assert!(parse_stat("garbage").is_none());
         assert!(parse_stat("1 (x)").is_none());
@@ -326,19 +326,16 @@ mod tests {
             vec!["VLLM::EngineCore"]
         );
         assert_eq!(
-            parse_cmdline(b"vllm\0serve\0m\0"),
-            vec!["vllm", "serve", "m"]
+            parse_cmdline(b"server\0serve\0m\0"),
+            vec!["server", "serve", "m"]
         );
         assert!(parse_cmdline(b"").is_empty());
     }
 
     #[test]
     fn environ_lookup_matches_whole_names() {
-        let env = b"A=1\0INFERLINT_RUN_ID_X=no\0INFERLINT_RUN_ID=r1\0";
-        assert_eq!(
-            environ_lookup(env, "INFERLINT_RUN_ID").as_deref(),
-            Some("r1")
-        );
+        let env = b"A=1\0TOOL_RUN_ID_X=no\0TOOL_RUN_ID=r1\0";
+        assert_eq!(environ_lookup(env, "TOOL_RUN_ID").as_deref(), Some("r1"));
         assert_eq!(environ_lookup(env, "B"), None);
     }
 

@@ -2,7 +2,7 @@
 //! shepherd). End of file on it means the other side is gone, by any cause.
 
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 use serde::{Deserialize, Serialize};
 
@@ -58,7 +58,7 @@ pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
 
 /// Writes one message (blocking; the peer reads continuously). Errors mean the peer is gone.
 pub fn send<T: Serialize>(fd: &OwnedFd, msg: &T) -> io::Result<()> {
-    crate::sys::send_all(fd.as_raw_fd(), &encode(msg))
+    crate::sys::send_all(fd, &encode(msg))
 }
 
 /// Splits a byte stream into JSON messages.
@@ -102,7 +102,7 @@ mod tests {
     fn round_trip_in_pieces() {
         let msgs = vec![
             Event::Exited {
-                status: ExitKind::Signal(15),
+                status: ExitKind::Signal(nix::sys::signal::Signal::SIGTERM),
             },
             Event::Stopping {
                 mode: StopMode::Force,

@@ -1,7 +1,7 @@
 //! Reconciliation: processes and cgroups of earlier runs whose owners are all dead (the
 //! supervisor and the shepherd were both SIGKILLed, `kill -9 -SID`, OOM of both) are found by
-//! their `INFERLINT_RUN_ID` marker and by cgroup name, and torn down with the same staged
-//! teardown.
+//! their marker variable and by cgroup name (both from the caller's [`Names`]), and torn down
+//! with the same staged teardown.
 //!
 //! The documented limit: a process that cleared its environment and left the process group
 //! while no cgroup was in use, after both owners died, is reparented to PID 1 with nothing that
@@ -9,16 +9,19 @@
 
 use std::collections::BTreeMap;
 
-use crate::cgroup::{self, Cgroup, CGROUP_PREFIX};
+use crate::cgroup::{self, Cgroup};
+use crate::names::{Marker, Names};
 use crate::procfs::{ProcId, ProcInfo, ProcScanner};
 use crate::teardown::{self, Graces, TeardownReport};
-use crate::tree::{Tree, OWNERS_ENV, RUN_ID_ENV};
+use crate::tree::Tree;
 use crate::{sys, StopMode};
 
 /// What an earlier run left behind.
 #[derive(Clone, Debug)]
 pub struct StaleRun {
     pub run_id: String,
+    /// The variable its processes carry the run id in.
+    pub marker_env: String,
     /// Its owners (all dead).
     pub owners: Vec<ProcId>,
     /// Live processes carrying its marker or inside its cgroup.
@@ -26,7 +29,7 @@ pub struct StaleRun {
     pub cgroup: Option<Cgroup>,
 }
 
-/// The owners named in an `INFERLINT_RUN_OWNERS` value.
+/// The owners named in a value of the owners variable ([`Names::owners_env`]).
 pub fn parse_owners(value: &str) -> Vec<ProcId> {
     value
         .split(',')
@@ -35,10 +38,10 @@ pub fn parse_owners(value: &str) -> Vec<ProcId> {
 }
 
 /// The run id and owners encoded in a cgroup folder name
-/// `inferlint-<run id>.s<shepherd pid>-<shepherd start>`, where a generated run id is
+/// `<prefix><run id>.s<shepherd pid>-<shepherd start>`, where a generated run id is
 /// `<supervisor pid>-<supervisor start>-<random>`.
-pub fn parse_cgroup_name(name: &str) -> Option<(String, Vec<ProcId>)> {
-    let rest = name.strip_prefix(CGROUP_PREFIX)?;
+pub fn parse_cgroup_name(prefix: &str, name: &str) -> Option<(String, Vec<ProcId>)> {
+    let rest = name.strip_prefix(prefix)?;
     let (run_id, shep) = rest.rsplit_once(".s")?;
     let mut owners = Vec::new();
     let (p, t) = shep.split_once('-')?;
@@ -62,7 +65,7 @@ pub fn parse_cgroup_name(name: &str) -> Option<(String, Vec<ProcId>)> {
 /// run started in; another namespace's run, in a container or a test's own namespace, is left
 /// alone), and a marked process must name its owners. A run with any live owner, seen on any
 /// of its processes, is live.
-pub fn find_stale(scan: &ProcScanner, uid: Option<u32>) -> Vec<StaleRun> {
+pub fn find_stale(scan: &ProcScanner, names: &Names, uid: Option<u32>) -> Vec<StaleRun> {
     let me = sys::getpid();
     let protect = scan.ancestors(me);
     let alive = |o: &ProcId| scan.is_alive(*o);
@@ -78,11 +81,11 @@ pub fn find_stale(scan: &ProcScanner, uid: Option<u32>) -> Vec<StaleRun> {
         if uid.is_some() && p.uid != uid {
             continue;
         }
-        let Some(id) = scan.environ_var(p.pid, RUN_ID_ENV) else {
+        let Some(id) = scan.environ_var(p.pid, &names.marker_env) else {
             continue;
         };
         let owners = scan
-            .environ_var(p.pid, OWNERS_ENV)
+            .environ_var(p.pid, &names.owners_env)
             .map(|v| parse_owners(&v))
             .unwrap_or_default();
         if owners.is_empty() || !same_ns(p.pid) || owners.iter().any(alive) {
@@ -92,6 +95,7 @@ pub fn find_stale(scan: &ProcScanner, uid: Option<u32>) -> Vec<StaleRun> {
         }
         let run = runs.entry(id.clone()).or_insert_with(|| StaleRun {
             run_id: id,
+            marker_env: names.marker_env.clone(),
             owners: owners.clone(),
             processes: Vec::new(),
             cgroup: None,
@@ -99,13 +103,13 @@ pub fn find_stale(scan: &ProcScanner, uid: Option<u32>) -> Vec<StaleRun> {
         run.processes.push(p);
     }
 
-    for cg in cgroup::find_ours() {
+    for cg in cgroup::find_prefixed(&names.cgroup_prefix) {
         let name = cg
             .path()
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let Some((run_id, owners)) = parse_cgroup_name(&name) else {
+        let Some((run_id, owners)) = parse_cgroup_name(&names.cgroup_prefix, &name) else {
             continue;
         };
         if owners.iter().any(alive) || live_runs.contains(&run_id) {
@@ -129,6 +133,7 @@ pub fn find_stale(scan: &ProcScanner, uid: Option<u32>) -> Vec<StaleRun> {
         }
         let run = runs.entry(run_id.clone()).or_insert_with(|| StaleRun {
             run_id,
+            marker_env: names.marker_env.clone(),
             owners,
             processes: Vec::new(),
             cgroup: None,
@@ -148,7 +153,10 @@ pub fn find_stale(scan: &ProcScanner, uid: Option<u32>) -> Vec<StaleRun> {
 /// Tears one stale run down (no leader: group-wide SIGTERM, then SIGKILL).
 pub fn reap(run: &StaleRun, graces: &Graces) -> TeardownReport {
     let mut tree = Tree::new(ProcScanner::system());
-    tree.run_id = Some(run.run_id.clone());
+    tree.marker = Some(Marker {
+        env: run.marker_env.clone(),
+        run_id: run.run_id.clone(),
+    });
     tree.cgroup = run.cgroup.clone();
     for p in &run.processes {
         tree.track(p.id());
@@ -161,9 +169,19 @@ pub fn reap(run: &StaleRun, graces: &Graces) -> TeardownReport {
 mod tests {
     use super::*;
 
+    fn names() -> Names {
+        Names {
+            marker_env: "TOOL_RUN_ID".into(),
+            owners_env: "TOOL_RUN_OWNERS".into(),
+            cgroup_prefix: "tool-".into(),
+            shepherd_title: "tool-shep".into(),
+        }
+    }
+
     #[test]
     fn cgroup_names_carry_the_owners() {
-        let (id, owners) = parse_cgroup_name("inferlint-123-4567-ab12cd34.s130-4570").unwrap();
+        let parse_cgroup_name = |name| parse_cgroup_name("tool-", name);
+        let (id, owners) = parse_cgroup_name("tool-123-4567-ab12cd34.s130-4570").unwrap();
         assert_eq!(id, "123-4567-ab12cd34");
         assert_eq!(
             owners,
@@ -178,11 +196,11 @@ mod tests {
                 }
             ]
         );
-        let (id, owners) = parse_cgroup_name("inferlint-custom.s9-1").unwrap();
+        let (id, owners) = parse_cgroup_name("tool-custom.s9-1").unwrap();
         assert_eq!(id, "custom");
         assert_eq!(owners.len(), 1);
         assert!(parse_cgroup_name("other-1.s2-3").is_none());
-        assert!(parse_cgroup_name("inferlint-x").is_none());
+        assert!(parse_cgroup_name("tool-x").is_none());
     }
 
     /// A synthetic `/proc` entry: its stat (state, start time), environment and namespace.
@@ -211,10 +229,11 @@ mod tests {
         let here = "pid:[4026531836]";
         fake(root, sys::getpid(), 1, &[], here);
         fake(root, 60, 9, &[], here); // a live owner
+        let names = names();
         let run = |id: &str, owners: &str| {
-            let mut env = vec![format!("{RUN_ID_ENV}={id}")];
+            let mut env = vec![format!("{}={id}", names.marker_env)];
             if !owners.is_empty() {
-                env.push(format!("{OWNERS_ENV}={owners}"));
+                env.push(format!("{}={owners}", names.owners_env));
             }
             env
         };
@@ -228,12 +247,29 @@ mod tests {
         put(503, run("half", "40:7"), here);
         put(504, run("half", "60:9"), here);
         put(505, run("restarted-owner", "60:8"), here);
+        // Another product's run, under its own variables: not ours to judge.
+        put(
+            506,
+            vec![
+                "OTHER_RUN_ID=foreign".into(),
+                "OTHER_RUN_OWNERS=40:7".into(),
+            ],
+            here,
+        );
         let scan = ProcScanner::new(root);
-        let stale: Vec<String> = find_stale(&scan, None)
+        let stale: Vec<String> = find_stale(&scan, &names, None)
             .into_iter()
             .map(|r| r.run_id)
             .filter(|id| {
-                ["dead", "other-ns", "no-owners", "half", "restarted-owner"].contains(&id.as_str())
+                [
+                    "dead",
+                    "other-ns",
+                    "no-owners",
+                    "half",
+                    "restarted-owner",
+                    "foreign",
+                ]
+                .contains(&id.as_str())
             })
             .collect();
         // Pid 60 lives but started at 9, not 8: the owner of `restarted-owner` is gone.

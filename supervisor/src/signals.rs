@@ -4,7 +4,7 @@
 //! |---|---|
 //! | SIGINT (first) | graceful stop |
 //! | SIGINT after any stop request | force |
-//! | SIGINT (third) | exit at once (`_exit(130)`): the shepherd sees end of file and finishes the teardown |
+//! | SIGINT (third) | exit at once (status 130): the shepherd sees end of file and finishes the teardown |
 //! | SIGTERM, SIGHUP | graceful stop |
 //! | SIGQUIT | force |
 //!
@@ -17,16 +17,16 @@
 
 use std::io::Write;
 
-use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+use nix::sys::signal::Signal;
 use signal_hook::iterator::{Handle, Signals};
 
 /// What a signal asks the supervisor to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StopRequest {
-    /// Stop gracefully (staged teardown from stage 1). Carries the signal number.
-    Graceful(i32),
+    /// Stop gracefully (staged teardown from stage 1). Carries the signal.
+    Graceful(Signal),
     /// Skip to the forced stage.
-    Force(i32),
+    Force(Signal),
     /// Exit now; the shepherd finishes the job.
     ExitNow,
 }
@@ -39,9 +39,9 @@ pub struct Policy {
 }
 
 impl Policy {
-    pub fn on_signal(&mut self, sig: i32) -> Option<StopRequest> {
+    pub fn on_signal(&mut self, sig: Signal) -> Option<StopRequest> {
         let req = match sig {
-            SIGINT => {
+            Signal::SIGINT => {
                 self.sigints += 1;
                 if self.sigints >= 3 {
                     StopRequest::ExitNow
@@ -51,8 +51,8 @@ impl Policy {
                     StopRequest::Graceful(sig)
                 }
             }
-            SIGTERM | SIGHUP => StopRequest::Graceful(sig),
-            SIGQUIT => StopRequest::Force(sig),
+            Signal::SIGTERM | Signal::SIGHUP => StopRequest::Graceful(sig),
+            Signal::SIGQUIT => StopRequest::Force(sig),
             _ => return None,
         };
         self.stopping = true;
@@ -73,18 +73,26 @@ impl SignalMux {
     pub fn install(
         mut on_request: impl FnMut(StopRequest) + Send + 'static,
     ) -> std::io::Result<SignalMux> {
-        let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])?;
+        let handled = [
+            Signal::SIGINT,
+            Signal::SIGTERM,
+            Signal::SIGHUP,
+            Signal::SIGQUIT,
+        ];
+        let mut signals = Signals::new(handled.map(|s| s as i32))?;
         let handle = signals.handle();
         let thread = std::thread::Builder::new()
             .name("signal-mux".into())
             .spawn(move || {
                 let mut policy = Policy::default();
-                for sig in signals.forever() {
+                for sig in signals.forever().filter_map(|s| Signal::try_from(s).ok()) {
                     if let Some(req) = policy.on_signal(sig) {
                         on_request(req);
                         if req == StopRequest::ExitNow {
-                            // SAFETY: _exit ends the process without running anything else.
-                            unsafe { libc::_exit(130) };
+                            // At once, whatever the other threads are doing: the shepherd
+                            // finishes the teardown once we are gone. (std's exit runs no
+                            // destructors and flushes stdout only if no thread holds it.)
+                            std::process::exit(130);
                         }
                     }
                 }
@@ -122,6 +130,8 @@ pub fn say_out(line: &str) {
 mod tests {
     use super::*;
 
+    use Signal::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+
     #[test]
     fn policy_escalates_sigint() {
         let mut p = Policy::default();
@@ -139,6 +149,6 @@ mod tests {
         assert_eq!(p.on_signal(SIGINT), Some(StopRequest::Force(SIGINT)));
         let mut p = Policy::default();
         assert_eq!(p.on_signal(SIGQUIT), Some(StopRequest::Force(SIGQUIT)));
-        assert_eq!(p.on_signal(libc::SIGUSR1), None);
+        assert_eq!(p.on_signal(Signal::SIGUSR1), None);
     }
 }

@@ -14,6 +14,7 @@
 
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 use crate::tree::Tree;
@@ -106,8 +107,6 @@ pub struct StageRecord {
 pub struct Leftover {
     pub pid: i32,
     pub cmdline: String,
-    /// GPU memory it holds, when a GPU reader attributed some to it.
-    pub gpu_mib: Option<u64>,
 }
 
 /// The outcome of a teardown.
@@ -148,28 +147,21 @@ impl TeardownReport {
         self.leftovers.is_empty() && self.pipes_at_eof != Some(false)
     }
 
-    /// One line per leftover: `left over: pid=N  CMD  (G MiB of GPU memory)`.
+    /// One line per leftover: `left over: pid=N  CMD`.
     pub fn leftover_lines(&self) -> Vec<String> {
+        self.leftover_lines_with(|_| String::new())
+    }
+
+    /// As [`TeardownReport::leftover_lines`], each line ending with what `suffix` says of its
+    /// leftover (a caller's own knowledge of the process, e.g. what it still holds).
+    pub fn leftover_lines_with(&self, suffix: impl Fn(&Leftover) -> String) -> Vec<String> {
         self.leftovers
             .iter()
             .map(|l| {
-                let gpu = l
-                    .gpu_mib
-                    .map(|m| format!("  ({m} MiB of GPU memory)"))
-                    .unwrap_or_default();
                 let cmd: String = l.cmdline.chars().take(100).collect();
-                format!("left over: pid={:<8} {cmd}{gpu}", l.pid)
+                format!("left over: pid={:<8} {cmd}{}", l.pid, suffix(l))
             })
             .collect()
-    }
-
-    /// Fills in GPU memory per leftover from a pid → MiB lookup.
-    pub fn annotate_gpu(&mut self, mib_of: impl Fn(i32) -> Option<u64>) {
-        for l in &mut self.leftovers {
-            if l.gpu_mib.is_none() {
-                l.gpu_mib = mib_of(l.pid);
-            }
-        }
     }
 }
 
@@ -202,7 +194,6 @@ pub fn teardown(
         .map(|m| Leftover {
             pid: m.info.pid,
             cmdline: m.info.cmdline(),
-            gpu_mib: None,
         })
         .collect();
 
@@ -211,7 +202,7 @@ pub fn teardown(
         let mut sent = Vec::new();
         if tree.leader_alive() {
             if let Some(l) = &tree.leader {
-                if l.signal(&tree.scan, libc::SIGTERM) {
+                if l.signal(&tree.scan, Signal::SIGTERM) {
                     sent.push(l.pid());
                 }
             }
@@ -247,14 +238,14 @@ pub fn teardown(
         if !members.is_empty() {
             let mut sent = Vec::new();
             if let Some(g) = tree.group_signal_safe(&members) {
-                let _ = crate::sys::killpg(g, libc::SIGTERM);
-                let _ = crate::sys::killpg(g, libc::SIGCONT);
+                let _ = crate::sys::killpg(g, Signal::SIGTERM);
+                let _ = crate::sys::killpg(g, Signal::SIGCONT);
             }
             if let Some(c) = &tree.cgroup {
-                c.signal_all(libc::SIGTERM);
+                c.signal_all(Signal::SIGTERM);
             }
-            sent.extend(tree.signal_members(&members, libc::SIGTERM));
-            tree.signal_members(&members, libc::SIGCONT);
+            sent.extend(tree.signal_members(&members, Signal::SIGTERM));
+            tree.signal_members(&members, Signal::SIGCONT);
             stages.push(StageRecord {
                 stage: Stage::Group,
                 at_ms: ms(t0),
@@ -286,9 +277,9 @@ pub fn teardown(
             let _ = c.kill_all(Duration::from_millis(200));
         }
         if let Some(g) = tree.group_signal_safe(&members) {
-            let _ = crate::sys::killpg(g, libc::SIGKILL);
+            let _ = crate::sys::killpg(g, Signal::SIGKILL);
         }
-        for p in tree.signal_members(&members, libc::SIGKILL) {
+        for p in tree.signal_members(&members, Signal::SIGKILL) {
             if !record.signalled.contains(&p) {
                 record.signalled.push(p);
             }
@@ -340,7 +331,6 @@ pub fn teardown(
             .map(|m| Leftover {
                 pid: m.info.pid,
                 cmdline: m.info.cmdline(),
-                gpu_mib: None,
             })
             .collect(),
         elapsed_ms: ms(t0),
@@ -381,5 +371,53 @@ fn wait(
         }
         std::thread::sleep(pause.min(deadline - now));
         pause = (pause * 2).min(Duration::from_millis(25));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leftover_lines_carry_the_callers_words() {
+        let leftover = |pid, cmdline: &str| Leftover {
+            pid,
+            cmdline: cmdline.into(),
+        };
+        let report = TeardownReport {
+            actor: "reap".into(),
+            requested: StopMode::Graceful,
+            escalated: false,
+            backend: "process group 7".into(),
+            stages: Vec::new(),
+            signalled: Vec::new(),
+            found: Vec::new(),
+            leftovers: vec![
+                leftover(42, "server --port 8000"),
+                leftover(7, &"x".repeat(120)),
+            ],
+            elapsed_ms: 0,
+            cgroup_removed: None,
+            leader_exit: None,
+            pipes_at_eof: None,
+        };
+        let plain = report.leftover_lines();
+        assert_eq!(plain[0], "left over: pid=42       server --port 8000");
+        assert_eq!(
+            plain[1],
+            format!("left over: pid=7        {}", "x".repeat(100))
+        );
+        let told = report.leftover_lines_with(|l| {
+            if l.pid == 42 {
+                "  (holds 1 thing)".into()
+            } else {
+                String::new()
+            }
+        });
+        assert_eq!(
+            told[0],
+            "left over: pid=42       server --port 8000  (holds 1 thing)"
+        );
+        assert_eq!(told[1], plain[1]);
     }
 }

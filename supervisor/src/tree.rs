@@ -1,22 +1,20 @@
 //! What a run owns and how its processes are found: the census.
 //!
 //! No single mechanism sees every process a server can start
-//! (docs/design/processes.md#finding-every-member), so one census pass over `/proc` takes the union
-//! of: the run's cgroup, its process group, the shepherd's session, children adopted by the
-//! subreaper, every process already tracked by pidfd, and the `INFERLINT_RUN_ID` marker in the
+//! (docs/design/processes.md#finding-every-member), so one census pass over `/proc` takes the
+//! union of: the run's cgroup, its process group, the shepherd's session, children adopted by
+//! the subreaper, every process already tracked by pidfd, and the run's marker variable in the
 //! initial environment. The caller, its ancestors and any pid it protects are never members.
 
 use std::collections::{HashMap, HashSet};
 
+use nix::sys::signal::Signal;
+
 use crate::cgroup::Cgroup;
+use crate::names::Marker;
 use crate::pidfd::Tracked;
 use crate::procfs::{ProcId, ProcInfo, ProcScanner};
 use crate::sys;
-
-/// The environment variable every process of a run carries (Jenkins' ProcessTreeKiller idea).
-pub const RUN_ID_ENV: &str = "INFERLINT_RUN_ID";
-/// The owners of a run, `pid:starttime` comma-separated: the run is stale once all are dead.
-pub const OWNERS_ENV: &str = "INFERLINT_RUN_OWNERS";
 
 /// Why a process counts as part of the tree (the first reason found).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -58,7 +56,9 @@ pub enum Adoption {
 #[derive(Debug)]
 pub struct Tree {
     pub scan: ProcScanner,
-    pub run_id: Option<String>,
+    /// The variable and value every process of the run carries (Jenkins' ProcessTreeKiller
+    /// idea).
+    pub marker: Option<Marker>,
     pub leader: Option<Tracked>,
     /// The leader is our child and is kept unreaped until the teardown ends, so its pid — and
     /// the process group id — cannot be recycled while we signal the group.
@@ -82,7 +82,7 @@ impl Tree {
         let my_session = scan.stat(me).map(|s| s.session).unwrap_or(0);
         Tree {
             scan,
-            run_id: None,
+            marker: None,
             leader: None,
             leader_is_child: false,
             pgid: None,
@@ -183,8 +183,8 @@ impl Tree {
     }
 
     fn has_marker(&self, pid: i32) -> bool {
-        match &self.run_id {
-            Some(id) => self.scan.environ_var(pid, RUN_ID_ENV).as_deref() == Some(id.as_str()),
+        match &self.marker {
+            Some(m) => self.scan.environ_var(pid, &m.env).as_deref() == Some(m.run_id.as_str()),
             None => false,
         }
     }
@@ -204,7 +204,7 @@ impl Tree {
     }
 
     /// Sends `sig` to every member (by pidfd) and returns the pids signalled.
-    pub fn signal_members(&self, members: &[Member], sig: i32) -> Vec<i32> {
+    pub fn signal_members(&self, members: &[Member], sig: Signal) -> Vec<i32> {
         let mut sent = Vec::new();
         for m in members {
             let id = m.info.id();

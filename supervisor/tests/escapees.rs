@@ -9,6 +9,7 @@ use std::time::Duration;
 use harness::*;
 use inferlint_supervisor::reap;
 use inferlint_supervisor::{Graces, ProcId, ProcScanner};
+use nix::sys::signal::Signal;
 
 fn quick() -> Graces {
     Graces {
@@ -60,9 +61,7 @@ fn hardest_escapee_is_found_through_the_shepherd_subreaper() {
     let scan = ProcScanner::system();
     let st = scan.stat(ghost.pid).expect("ghost runs");
     assert_eq!(st.ppid, g.pid_of("shepherd"), "{}", g.logs());
-    assert!(scan
-        .environ_var(ghost.pid, inferlint_supervisor::RUN_ID_ENV)
-        .is_none());
+    assert!(scan.environ_var(ghost.pid, MARKER_ENV).is_none());
     assert!(
         wait_gone(&ids(&g), Duration::from_secs(8)).is_some(),
         "{}",
@@ -73,7 +72,7 @@ fn hardest_escapee_is_found_through_the_shepherd_subreaper() {
 #[test]
 fn hardest_escapee_is_found_by_the_supervisor_when_the_shepherd_dies() {
     let g = start(Shape::ClearedEnv, "wait", "off");
-    send(g.pid_of("shepherd"), libc::SIGKILL);
+    send(g.pid_of("shepherd"), Signal::SIGKILL);
     assert!(
         wait_gone(&ids(&g), Duration::from_secs(8)).is_some(),
         "{}",
@@ -89,8 +88,8 @@ fn documented_gap_both_killed_without_cgroup_and_cleared_env() {
     let g = start(Shape::ClearedEnv, "wait", "off");
     let ghost = role(&g, "ghost");
     let leader = role(&g, "leader");
-    send(g.pid_of("supervisor"), libc::SIGKILL);
-    send(g.pid_of("shepherd"), libc::SIGKILL);
+    send(g.pid_of("supervisor"), Signal::SIGKILL);
+    send(g.pid_of("shepherd"), Signal::SIGKILL);
     // The leader still dies: its parent-death signal fires with the shepherd.
     assert!(
         wait_gone(&[leader], Duration::from_secs(5)).is_some(),
@@ -100,7 +99,7 @@ fn documented_gap_both_killed_without_cgroup_and_cleared_env() {
     std::thread::sleep(Duration::from_millis(300));
     let scan = ProcScanner::system();
     assert!(scan.is_alive(ghost), "the escapee should survive (the gap)");
-    let stale = reap::find_stale(&scan, None);
+    let stale = reap::find_stale(&scan, &names(), None);
     assert!(
         stale
             .iter()
@@ -108,7 +107,7 @@ fn documented_gap_both_killed_without_cgroup_and_cleared_env() {
         "reconciliation cannot see the escapee: {stale:?}"
     );
     assert!(stale.iter().all(|r| r.run_id != g.run_id()));
-    send(ghost.pid, libc::SIGKILL);
+    send(ghost.pid, Signal::SIGKILL);
     assert!(wait_gone(&[ghost], Duration::from_secs(2)).is_some());
 }
 
@@ -119,12 +118,12 @@ fn both_killed_with_a_cgroup_reap_clears_the_escapee() {
     }
     let g = start(Shape::ClearedEnv, "wait", "require");
     let ghost = role(&g, "ghost");
-    send(g.pid_of("supervisor"), libc::SIGKILL);
-    send(g.pid_of("shepherd"), libc::SIGKILL);
+    send(g.pid_of("supervisor"), Signal::SIGKILL);
+    send(g.pid_of("shepherd"), Signal::SIGKILL);
     std::thread::sleep(Duration::from_millis(300));
     let scan = ProcScanner::system();
     assert!(scan.is_alive(ghost));
-    let stale = reap::find_stale(&scan, None);
+    let stale = reap::find_stale(&scan, &names(), None);
     let run = stale
         .iter()
         .find(|r| r.run_id == g.run_id())
@@ -140,8 +139,8 @@ fn both_killed_with_a_cgroup_reap_clears_the_escapee() {
 #[test]
 fn both_killed_without_a_cgroup_reap_finds_the_marker() {
     let g = start(Shape::Renamed, "wait", "off");
-    send(g.pid_of("supervisor"), libc::SIGKILL);
-    send(g.pid_of("shepherd"), libc::SIGKILL);
+    send(g.pid_of("supervisor"), Signal::SIGKILL);
+    send(g.pid_of("shepherd"), Signal::SIGKILL);
     // The leader exits on its parent-death SIGTERM; the renamed engine and its workers stay.
     let leader = role(&g, "leader");
     assert!(wait_gone(&[leader], Duration::from_secs(5)).is_some());
@@ -149,7 +148,7 @@ fn both_killed_without_a_cgroup_reap_finds_the_marker() {
     let scan = ProcScanner::system();
     let engine = role(&g, "engine");
     assert!(scan.is_alive(engine), "{}", g.logs());
-    let stale = reap::find_stale(&scan, None);
+    let stale = reap::find_stale(&scan, &names(), None);
     let run = stale
         .iter()
         .find(|r| r.run_id == g.run_id())
@@ -171,9 +170,9 @@ fn both_killed_without_a_cgroup_reap_finds_the_marker() {
 fn a_live_run_is_not_stale() {
     let g = start(Shape::Cooperative, "wait", "off");
     let scan = ProcScanner::system();
-    let stale = reap::find_stale(&scan, None);
+    let stale = reap::find_stale(&scan, &names(), None);
     assert!(stale.iter().all(|r| r.run_id != g.run_id()), "{stale:?}");
-    send(g.pid_of("supervisor"), libc::SIGTERM);
+    send(g.pid_of("supervisor"), Signal::SIGTERM);
     assert!(wait_gone(&ids(&g), Duration::from_secs(8)).is_some());
 }
 
@@ -189,13 +188,19 @@ fn without_pidfds_the_start_time_identity_is_used() {
             pty: false,
             cgroup_arg: Some("off"),
             subreaper: true,
-            env: vec![(
-                inferlint_supervisor::pidfd::NO_PIDFD_ENV.to_string(),
-                "1".to_string(),
-            )],
+            env: vec![(NO_PIDFD_ENV.to_string(), "1".to_string())],
         },
     );
-    send_group(g.pid_of("supervisor"), libc::SIGINT);
+    // The supervisor's switch reaches its shepherd.
+    let shepherd = ProcScanner::system()
+        .read(g.pid_of("shepherd"))
+        .expect("the shepherd runs");
+    assert!(
+        shepherd.argv.iter().any(|a| a == "--no-pidfd"),
+        "{:?}",
+        shepherd.argv
+    );
+    send_group(g.pid_of("supervisor"), Signal::SIGINT);
     assert!(
         wait_gone(&ids(&g), Duration::from_secs(8)).is_some(),
         "{}",
@@ -235,7 +240,7 @@ fn cgroup_require_fails_fast_without_delegation() {
 #[test]
 fn output_after_the_supervisor_died_still_reaches_the_raw_log() {
     let g = start(Shape::Cooperative, "wait", "off");
-    send(g.pid_of("supervisor"), libc::SIGKILL);
+    send(g.pid_of("supervisor"), Signal::SIGKILL);
     assert!(
         wait_gone(&ids(&g), Duration::from_secs(8)).is_some(),
         "{}",

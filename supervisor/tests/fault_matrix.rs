@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use harness::*;
 use inferlint_supervisor::{ProcId, ProcScanner};
+use nix::sys::signal::Signal;
 
 fn cell(backend: Backend, ending: Ending, shape: Shape) {
     if !backend_available(backend) {
@@ -57,16 +58,16 @@ fn cell(backend: Backend, ending: Ending, shape: Shape) {
     match ending {
         Ending::Normal | Ending::Error => {}
         // The terminal sends Ctrl-C to its foreground group: the supervisor's own group.
-        Ending::Sigint => send_group(sup, libc::SIGINT),
+        Ending::Sigint => send_group(sup, Signal::SIGINT),
         Ending::SigintTwice => {
-            send_group(sup, libc::SIGINT);
+            send_group(sup, Signal::SIGINT);
             std::thread::sleep(Duration::from_millis(150));
-            send_group(sup, libc::SIGINT);
+            send_group(sup, Signal::SIGINT);
         }
-        Ending::Sigterm => send(sup, libc::SIGTERM),
+        Ending::Sigterm => send(sup, Signal::SIGTERM),
         Ending::SighupTerminalGone => close_terminal(&mut g),
-        Ending::KillSupervisor => send(sup, libc::SIGKILL),
-        Ending::KillShepherd => send(shepherd.pid, libc::SIGKILL),
+        Ending::KillSupervisor => send(sup, Signal::SIGKILL),
+        Ending::KillShepherd => send(shepherd.pid, Signal::SIGKILL),
     }
     let clear = match wait_gone(&ids, CLEAR_LIMIT) {
         Some(_) => t0.elapsed(),
@@ -127,7 +128,8 @@ fn cell(backend: Backend, ending: Ending, shape: Shape) {
     if !file.is_empty() {
         let text = std::fs::read_to_string(g.path(file))
             .unwrap_or_else(|_| panic!("no {file}\n{}", g.logs()));
-        let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("{file} is not JSON ({e}): {text:?}\n{}", g.logs()));
         assert_eq!(report["actor"], actor, "{text}");
         assert_eq!(report["leftovers"], serde_json::json!([]), "{text}");
         if ending != Ending::KillSupervisor {

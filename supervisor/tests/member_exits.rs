@@ -7,10 +7,11 @@ mod harness;
 use std::ffi::OsString;
 use std::time::{Duration, Instant};
 
-use harness::{read_records, send, Recorded};
+use harness::{names, read_records, send, Recorded};
 use inferlint_supervisor::{
     ExitKind, Graces, MemberExit, ShepherdProgram, SpawnOptions, StopMode, Supervised,
 };
+use nix::sys::signal::Signal;
 
 fn quick() -> Graces {
     Graces {
@@ -40,6 +41,7 @@ fn start(dir: &std::path::Path) -> (Supervised, Vec<Recorded>) {
         .map(OsString::from)
         .chain([record.clone().into_os_string()])
         .collect(),
+        names(),
     );
     opts.graces = quick();
     opts.shepherd_log = Some(dir.join("shepherd.log"));
@@ -100,13 +102,13 @@ fn deaths_are_reported_promptly_with_how_and_who() {
     // The engine, killed from outside; it stays a zombie (its parent never waits for it).
     let engine = pid(&recs, "engine");
     let killed = unix_ms();
-    send(engine, libc::SIGKILL);
+    send(engine, Signal::SIGKILL);
     let got = exits(&sup, 1, Duration::from_secs(3));
     assert_eq!(got.len(), 1, "{got:?}");
     let e = &got[0];
     assert_eq!(e.pid, engine);
     assert_eq!(e.name(), "VLLM::EngineCore");
-    assert_eq!(e.status, Some(ExitKind::Signal(libc::SIGKILL)));
+    assert_eq!(e.status, Some(ExitKind::Signal(Signal::SIGKILL)));
     assert!(!e.leader && !e.oom_kill);
     assert_noticed_at_once(e, killed);
     assert_eq!(rx.try_recv().ok().as_ref(), Some(e));
@@ -114,7 +116,7 @@ fn deaths_are_reported_promptly_with_how_and_who() {
     // A worker ending by itself: its exit code (0 on SIGTERM).
     let tp1 = pid(&recs, "tp1");
     let killed = unix_ms();
-    send(tp1, libc::SIGTERM);
+    send(tp1, Signal::SIGTERM);
     let got = exits(&sup, 2, Duration::from_secs(3));
     assert_eq!(got.len(), 2, "{got:?}");
     assert_eq!(got[1].pid, tp1);
@@ -124,13 +126,13 @@ fn deaths_are_reported_promptly_with_how_and_who() {
 
     // The leader: reported as a member too, before its exit.
     let leader = pid(&recs, "leader");
-    send(leader, libc::SIGKILL);
+    send(leader, Signal::SIGKILL);
     let status = sup.wait_exit(Duration::from_secs(3));
-    assert_eq!(status, Some(ExitKind::Signal(libc::SIGKILL)));
+    assert_eq!(status, Some(ExitKind::Signal(Signal::SIGKILL)));
     let got = sup.member_exits();
     let l = got.iter().find(|e| e.pid == leader).expect("the leader");
     assert!(l.leader);
-    assert_eq!(l.status, Some(ExitKind::Signal(libc::SIGKILL)));
+    assert_eq!(l.status, Some(ExitKind::Signal(Signal::SIGKILL)));
     assert!(l.name().ends_with("inferlint-test-tree"), "{l:?}");
 
     // The teardown's own kills are no deaths: tp0 is stopped by it, and not reported.

@@ -1,10 +1,11 @@
 //! inferlint's core: everything that decides a verdict, with no I/O beyond reading files.
 //!
 //! Data flows one way: readers ([`prom`], [`snapshot`], [`series`], [`bench`], [`bootlog`],
-//! [`gpu`]) → facts → [`checks`] (pure functions returning a [`result::CheckResult`], one per
-//! tripwire, and [`checks::run_all`]) → [`output`] (verdict lines and JSON). The supervised run,
-//! the report, the simulator and the command line live in crates above this one
-//! (ARCHITECTURE.md); nothing here uses an async runtime, HTTP, a command-line parser or HTML.
+//! [`gpu`]) → facts → [`checks`] (pure functions returning a [`result::CheckResult`] with its
+//! [`evidence`] struct, one per tripwire, and [`checks::run_all`]) → [`output`] (verdict lines
+//! and JSON). The supervised run, the report, the simulator and the command line live in crates
+//! above this one (ARCHITECTURE.md); nothing here uses an async runtime, HTTP, a command-line
+//! parser or HTML.
 #![expect(
     missing_docs,
     reason = "289 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
@@ -18,6 +19,7 @@ pub mod catalogue;
 pub mod checks;
 pub mod clock;
 pub mod engine;
+pub mod evidence;
 pub mod fmt;
 pub mod gpu;
 pub mod output;

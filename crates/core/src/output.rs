@@ -117,7 +117,13 @@ mod tests {
 
     #[test]
     fn json_is_indented_by_one_space() {
-        let res = vec![CheckResult::fail(Tripwire::T8, "m").with("requested", 32)];
+        let res =
+            vec![
+                CheckResult::fail(Tripwire::T8, "m").with_evidence(crate::evidence::T8Evidence {
+                    requested: Some(32),
+                    ..Default::default()
+                }),
+            ];
         let s = to_json_string(&res);
         assert_eq!(
             s,

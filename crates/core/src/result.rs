@@ -6,6 +6,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::evidence::Evidence;
+
 /// The fifteen tripwires. Codes are permanent: a new one takes the next number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Tripwire {
@@ -143,17 +145,36 @@ impl Status {
     }
 }
 
-/// Evidence keeps keys in insertion order, so JSON output is stable and readable.
-pub type Evidence = Map<String, Value>;
-
-/// One tripwire's result. Immutable once built; build with the constructors and [`CheckResult::with`].
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One tripwire's result. Immutable once built; build with the constructors and
+/// [`CheckResult::with_evidence`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CheckResult {
     pub tripwire: Tripwire,
     pub status: Status,
     pub message: String,
-    #[serde(default)]
     pub evidence: Evidence,
+}
+
+/// Reads the evidence by the result's tripwire ([`Evidence::read`]), so `results.json` and
+/// saved pages read back into the same structs the checks write.
+impl<'de> Deserialize<'de> for CheckResult {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Raw {
+            tripwire: Tripwire,
+            status: Status,
+            message: String,
+            #[serde(default)]
+            evidence: Map<String, Value>,
+        }
+        let raw = Raw::deserialize(d)?;
+        Ok(CheckResult {
+            tripwire: raw.tripwire,
+            status: raw.status,
+            message: raw.message,
+            evidence: Evidence::read(raw.tripwire, raw.evidence),
+        })
+    }
 }
 
 impl CheckResult {
@@ -162,7 +183,7 @@ impl CheckResult {
             tripwire,
             status,
             message: message.into(),
-            evidence: Evidence::new(),
+            evidence: Evidence::None,
         }
     }
 
@@ -182,16 +203,27 @@ impl CheckResult {
         Self::new(t, Status::NotApplicable, message)
     }
 
-    /// Adds one evidence entry. Use [`CheckResult::with_f64`] for a float that may be NaN.
-    pub fn with(mut self, key: &str, value: impl Serialize) -> Self {
-        self.evidence.insert(key.to_string(), to_json_value(value));
+    /// Sets the evidence.
+    pub fn with_evidence(mut self, evidence: impl Into<Evidence>) -> Self {
+        self.evidence = evidence.into();
         self
     }
 
-    /// Adds a float evidence entry; NaN and infinities are written as strings (`"NaN"`, `"inf"`).
-    pub fn with_f64(mut self, key: &str, value: f64) -> Self {
-        self.evidence.insert(key.to_string(), json_f64(value));
+    /// The evidence that an input was missing (`{"missing_input": true}`).
+    pub fn with_missing_input(mut self) -> Self {
+        self.evidence = Evidence::MissingInput;
         self
+    }
+
+    /// Adds the label of the log the result came from (`check-log` with several logs).
+    pub fn with_log(mut self, label: &str) -> Self {
+        self.evidence.set_log(self.tripwire, label);
+        self
+    }
+
+    /// The evidence as the JSON object `--json` prints.
+    pub fn evidence_json(&self) -> Map<String, Value> {
+        self.evidence.to_json()
     }
 
     /// Replaces the message, keeping everything else.
@@ -252,11 +284,6 @@ pub fn json_f64(x: f64) -> Value {
         .unwrap_or_else(|| Value::String(crate::fmt::float_name(x)))
 }
 
-/// An optional float as JSON (`null` when absent).
-pub fn json_opt_f64(x: Option<f64>) -> Value {
-    x.map(json_f64).unwrap_or(Value::Null)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -313,14 +340,17 @@ mod tests {
 
     #[test]
     fn json_shape_and_non_finite_values() {
-        let r = CheckResult::pass(Tripwire::T10, "ok")
-            .with_f64("rate", f64::NAN)
-            .with("tokens", 3.0);
+        let r =
+            CheckResult::pass(Tripwire::T10, "ok").with_evidence(crate::evidence::T10Evidence {
+                rate_per_s: Some(f64::NAN.into()),
+                tokens: Some(3.0),
+                ..Default::default()
+            });
         let v = serde_json::to_value(&r).unwrap();
         assert_eq!(v["tripwire"], "T10");
         assert_eq!(v["status"], "pass");
         assert_eq!(v["evidence"]["tokens"], 3.0);
-        assert_eq!(v["evidence"]["rate"], "NaN");
+        assert_eq!(v["evidence"]["rate_per_s"], "NaN");
         assert_eq!(json_f64(f64::NAN), Value::String("NaN".into()));
         assert_eq!(json_f64(f64::INFINITY), Value::String("inf".into()));
     }

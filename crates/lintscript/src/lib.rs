@@ -28,6 +28,7 @@ pub mod word;
 
 use std::path::Path;
 
+use inferlint_core::evidence::ScriptEvidence;
 use inferlint_core::result::{CheckResult, Status, Tripwire};
 use model::{Pos, Script};
 
@@ -88,12 +89,14 @@ impl Finding {
                 self.pos.line, self.problem, self.fix
             ),
         )
-        .with("file", file)
-        .with("line", self.pos.line)
-        .with("column", self.pos.column)
-        .with("snippet", &self.snippet)
-        .with("rule", self.rule)
-        .with("fix", &self.fix)
+        .with_evidence(ScriptEvidence {
+            file: Some(file.to_string()),
+            line: Some(self.pos.line as u64),
+            column: Some(self.pos.column as u64),
+            snippet: Some(self.snippet.clone()),
+            rule: Some(self.rule.to_string()),
+            fix: Some(self.fix.clone()),
+        })
     }
 }
 
@@ -197,7 +200,12 @@ pub fn results(file: &str, findings: &[Finding]) -> Vec<CheckResult> {
         let mine: Vec<&Finding> = findings.iter().filter(|f| f.tripwire == t).collect();
         if mine.is_empty() {
             out.push(
-                CheckResult::pass(t, format!("{file}: {}", pass_message(t))).with("file", file),
+                CheckResult::pass(t, format!("{file}: {}", pass_message(t))).with_evidence(
+                    ScriptEvidence {
+                        file: Some(file.to_string()),
+                        ..Default::default()
+                    },
+                ),
             );
         } else {
             out.extend(mine.iter().map(|f| f.result(file)));
@@ -230,9 +238,9 @@ mod tests {
             r.line(),
             "[ T3] TRIPWIRE-FAILED  run.sh:7: it kills itself; fix: don't"
         );
-        assert_eq!(r.evidence["line"], 7);
-        assert_eq!(r.evidence["column"], 3);
-        assert_eq!(r.evidence["snippet"], "pkill -f x");
+        assert_eq!(r.evidence_json()["line"], 7);
+        assert_eq!(r.evidence_json()["column"], 3);
+        assert_eq!(r.evidence_json()["snippet"], "pkill -f x");
     }
 
     #[test]

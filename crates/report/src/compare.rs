@@ -214,8 +214,10 @@ impl Comparison {
                 Box::new(|r: &Report| {
                     r.result(Tripwire::T10)?
                         .evidence
-                        .get("rate_per_s")?
-                        .as_f64()
+                        .t10()?
+                        .rate_per_s
+                        .map(|v| v.0)
+                        .filter(|v| v.is_finite())
                         .map(|v| thousands_f(v, 1))
                 }),
             ),

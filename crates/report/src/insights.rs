@@ -108,16 +108,15 @@ impl<'a> Context<'a> {
     /// The highest running count: T8's, else the recording's.
     fn peak(&self) -> Option<f64> {
         self.result(Tripwire::T8)
-            .and_then(|r| r.evidence.get("peak_running"))
-            .and_then(|v| v.as_f64())
+            .and_then(|r| r.evidence.t8()?.peak_running.flatten())
             .or(self.summary.peak_running)
     }
 
     /// Evictions during the run: T1's count (TensorRT-LLM's from its log), else the counters'.
     pub fn evictions(&self) -> Option<f64> {
         self.result(Tripwire::T1)
-            .and_then(|r| r.evidence.get("preemptions"))
-            .and_then(|v| v.as_f64())
+            .and_then(|r| r.evidence.t1()?.preemptions.flatten())
+            .map(inferlint_core::evidence::Count::as_f64)
             .or(self.summary.preemptions)
     }
 
@@ -332,9 +331,9 @@ fn concurrency_sentence(ctx: &Context<'_>) -> Option<Insight> {
     let t8 = ctx.result(Tripwire::T8)?;
     let requested = t8
         .evidence
-        .get("requested")
-        .and_then(|v| v.as_f64())
-        .or(ctx.requested.map(|r| r as f64))?;
+        .t8()
+        .and_then(|e| e.requested)
+        .or(ctx.requested)? as f64;
     let peak = ctx.peak()?;
     let mut text = format!(
         "The load kept {} requests open, but the server ran at most {} at once",

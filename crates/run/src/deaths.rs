@@ -22,7 +22,7 @@ use std::sync::{Arc, Mutex};
 use std::task::Poll;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use inferlint_supervisor::{sys::signal_name, ExitKind, MemberExit};
+use inferlint_supervisor::{ExitKind, MemberExit};
 use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 
@@ -115,7 +115,7 @@ pub fn judge(exit: &MemberExit) -> Option<bool> {
         return Some(true);
     }
     match exit.status {
-        Some(ExitKind::Signal(_)) => Some(false),
+        Some(ExitKind::Signal(_) | ExitKind::OtherSignal(_)) => Some(false),
         _ if exit.oom_kill => Some(false),
         _ => None,
     }
@@ -162,11 +162,15 @@ pub fn display_name(exit: &MemberExit) -> String {
 /// `was killed by SIGKILL`, `exited with code 1`, `was killed by the OOM killer (SIGKILL)`.
 pub fn how(exit: &MemberExit) -> String {
     match exit.status {
-        Some(ExitKind::Signal(s)) if exit.oom_kill => {
-            format!("was killed by the OOM killer ({})", signal_name(s))
-        }
-        Some(ExitKind::Signal(s)) => format!("was killed by {}", signal_name(s)),
         Some(ExitKind::Code(c)) => format!("exited with code {c}"),
+        Some(k) => {
+            let signal = k.signal_name().unwrap_or_default();
+            if exit.oom_kill {
+                format!("was killed by the OOM killer ({signal})")
+            } else {
+                format!("was killed by {signal}")
+            }
+        }
         None => "exited (how, the kernel could no longer tell)".to_string(),
     }
 }
@@ -216,7 +220,7 @@ impl Inner {
         self.sink.alert(&line);
         let (exit_code, signal) = match exit.status {
             Some(ExitKind::Code(c)) => (Some(c), None),
-            Some(ExitKind::Signal(s)) => (None, Some(signal_name(s))),
+            Some(k) => (None, k.signal_name()),
             None => (None, None),
         };
         let death = Death {
@@ -358,7 +362,7 @@ mod tests {
         }
     }
 
-    const KILL: Option<ExitKind> = Some(ExitKind::Signal(libc::SIGKILL));
+    const KILL: Option<ExitKind> = Some(ExitKind::Signal(nix::sys::signal::Signal::SIGKILL));
 
     #[test]
     fn the_lines_say_who_and_how() {

@@ -18,10 +18,10 @@ use super::deaths::DeathWatch;
 use super::interrupt::{Interrupt, Level};
 use super::live::{elapsed, Sink};
 use super::monitor::Monitor;
-use super::proc::{Exit, Proc, ProcOptions};
+use super::proc::{Proc, ProcOptions};
 use super::redact::Secrets;
 use super::server::LogEvent;
-use inferlint_supervisor::{Graces, ShepherdProgram, StopMode};
+use inferlint_supervisor::{ExitKind, Graces, ShepherdProgram, StopMode};
 
 /// How long a load asked to stop (SIGINT, so it can flush its result) gets before SIGKILL.
 pub const LOAD_GRACE: Duration = Duration::from_secs(5);
@@ -33,13 +33,13 @@ pub const RECORDER_WAIT: Duration = Duration::from_secs(10);
 /// What happened to the load.
 pub struct LoadOutcome {
     /// None when it could not be started (`start_error` says why) or outlived SIGKILL.
-    pub exit: Option<Exit>,
+    pub exit: Option<ExitKind>,
     pub start_error: Option<String>,
     /// When it started (result files written since then are its own).
     pub started: SystemTime,
     pub seconds: f64,
     /// The server exited during the load (code).
-    pub server_died: Option<Exit>,
+    pub server_died: Option<ExitKind>,
     /// Why the load was stopped early: the server could no longer serve it.
     pub server_broken: Option<String>,
     /// It was stopped because of an interrupt.
@@ -129,7 +129,7 @@ pub struct LoadSpec<'a> {
     pub secrets: &'a Secrets,
     pub shepherd: ShepherdProgram,
     /// The server's exit, when the run started it.
-    pub server_exit: Option<watch::Receiver<Option<Exit>>>,
+    pub server_exit: Option<watch::Receiver<Option<ExitKind>>>,
     /// What the server's log says meanwhile (a failure while serving is alerted).
     pub server_events: Option<&'a mut mpsc::UnboundedReceiver<LogEvent>>,
     /// The deaths in the server's tree (printed by the watch itself; a death that breaks the
@@ -182,8 +182,8 @@ struct Running<'a> {
 /// What the load is watched through besides its output: its own exit, and the server's exit,
 /// log and deaths (each None once closed, or when the run did not start the server).
 struct Watched<'a> {
-    exit: watch::Receiver<Option<Exit>>,
-    server_exit: Option<watch::Receiver<Option<Exit>>>,
+    exit: watch::Receiver<Option<ExitKind>>,
+    server_exit: Option<watch::Receiver<Option<ExitKind>>>,
     server_events: Option<&'a mut mpsc::UnboundedReceiver<LogEvent>>,
     broken: Option<watch::Receiver<Option<String>>>,
 }
@@ -333,7 +333,7 @@ impl<'a> Running<'a> {
 
     /// The server exited during the load: said (unless the death watch said it), and the load
     /// stopped.
-    fn server_exited(&mut self, e: Exit) {
+    fn server_exited(&mut self, e: ExitKind) {
         self.outcome.server_died = Some(e);
         // The shepherd reports the leader's death before its exit: the watch has printed it,
         // with how it ended. Without one, say it here.
@@ -345,12 +345,12 @@ impl<'a> Running<'a> {
             self.spec.sink.alert(&format!(
                 "{} into the load: the server exited with code {}",
                 elapsed(self.t0.elapsed()),
-                e.code()
+                e.shell_code()
             ));
         }
         let why = format!(
             "the server exited with code {} {} into the load",
-            e.code(),
+            e.shell_code(),
             elapsed(self.t0.elapsed())
         );
         self.stop_unserved(why);
@@ -367,7 +367,7 @@ impl<'a> Running<'a> {
             self.spec
                 .sink
                 .line("the server can no longer serve: stopping the load");
-            self.proc.signal_group(libc::SIGINT);
+            self.proc.signal_group(nix::sys::signal::Signal::SIGINT);
         }
     }
 
@@ -379,7 +379,7 @@ impl<'a> Running<'a> {
             .sink
             .line("interrupted: stopping the load (Ctrl-C again to force)");
         // SIGINT first: a benchmark client saves what it has measured.
-        self.proc.signal_group(libc::SIGINT);
+        self.proc.signal_group(nix::sys::signal::Signal::SIGINT);
     }
 
     /// The load outlived its grace after SIGINT: forced.

@@ -97,11 +97,12 @@ fn t2(j: &Judged, prefix: &str, scope: &GpuScope) -> CheckResult {
     } else {
         t2::result(clear, prefix)
     };
-    let mut r = r.with("readings", clear.readings_json());
-    for (k, v) in j.evidence(scope) {
-        r = r.with(k, v);
-    }
-    r
+    let mut e = inferlint_core::evidence::T2Evidence {
+        readings: Some(clear.readings_json()),
+        ..Default::default()
+    };
+    j.fill_evidence(scope, &mut e);
+    r.with_evidence(e)
 }
 
 /// `on the run's GPUs: pid 4711 (alice) VLLM::EngineCore, 21768 MiB on GPU 1`, for a T2 that
@@ -246,10 +247,12 @@ pub async fn after_stop(
             let mut left: Vec<i32> = left;
             left.sort_unstable();
             left.dedup();
-            let t2 = t2(&j, "", scope)
-                .with("left_after_the_server_stopped", left)
-                .with("signalled_by_the_server_teardown", signalled)
-                .with("fast_readings", j.fast);
+            let mut t2 = t2(&j, "", scope);
+            if let inferlint_core::evidence::Evidence::T2(e) = &mut t2.evidence {
+                e.left_after_the_server_stopped = Some(left);
+                e.signalled_by_the_server_teardown = Some(signalled);
+                e.fast_readings = Some(j.fast);
+            }
             let mut lines = left_alone_lines(&j.neighbours);
             if t2.status == inferlint_core::result::Status::Fail {
                 lines.extend(holder_lines(&j));

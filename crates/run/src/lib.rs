@@ -14,9 +14,8 @@
     missing_docs,
     reason = "173 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
 )]
-// Unsafe code here is limited to what the process model needs (fork, pre_exec, raw fds); each
-// block says why it is sound.
-#![deny(clippy::undocumented_unsafe_blocks)]
+// The process model's unsafe code (pre_exec, raw fds) lives in inferlint-supervisor.
+#![forbid(unsafe_code)]
 
 pub mod boot;
 pub mod deaths;

@@ -83,7 +83,7 @@ impl Node for RealNode {
         procs::list_processes(self.scan.root())
     }
     fn run_id_of(&mut self, pid: i32) -> Option<String> {
-        self.scan.environ_var(pid, inferlint_supervisor::RUN_ID_ENV)
+        self.scan.environ_var(pid, crate::proc::RUN_ID_ENV)
     }
     fn scope(&mut self) -> Option<ScopeReading> {
         if matches!(self.source, GpuSource::None) {
@@ -187,7 +187,7 @@ pub struct Judged {
 
 impl Judged {
     /// The T2 evidence this adds: the run's cards and who else held them.
-    pub fn evidence(&self, scope: &GpuScope) -> Vec<(&'static str, serde_json::Value)> {
+    pub fn fill_evidence(&self, scope: &GpuScope, e: &mut inferlint_core::evidence::T2Evidence) {
         let cards: Vec<u32> = self
             .last
             .as_ref()
@@ -195,12 +195,10 @@ impl Judged {
             .unwrap_or_default();
         let others: Vec<String> = self.other_holders.iter().map(GpuHolder::describe).collect();
         let left: Vec<String> = self.neighbours.iter().map(Neighbour::line).collect();
-        vec![
-            ("gpus_judged", serde_json::json!(scope.describe())),
-            ("cards", serde_json::json!(cards)),
-            ("others_holding_these_gpus", serde_json::json!(others)),
-            ("servers_left_alone", serde_json::json!(left)),
-        ]
+        e.gpus_judged = Some(scope.describe());
+        e.cards = Some(cards);
+        e.others_holding_these_gpus = Some(others);
+        e.servers_left_alone = Some(left);
     }
 }
 

@@ -12,38 +12,36 @@ use std::time::Duration;
 
 use inferlint_supervisor::cgroup::Cgroup;
 use inferlint_supervisor::{
-    ExitKind, Graces, LineReceiver, MemberExit, ProcScanner, ShepherdProgram, SpawnOptions,
+    ExitKind, Graces, LineReceiver, MemberExit, Names, ProcScanner, ShepherdProgram, SpawnOptions,
     StopMode, Supervised, TeardownReport, Tree,
 };
+use nix::sys::signal::Signal;
 use tokio::sync::{mpsc, watch};
 
-/// How a process ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Exit {
-    Code(i32),
-    Signal(i32),
-}
+/// The variable every process of a run carries, its value the run id.
+pub const RUN_ID_ENV: &str = "INFERLINT_RUN_ID";
+/// The variable naming a run's owners (inferlint and its shepherd).
+pub const OWNERS_ENV: &str = "INFERLINT_RUN_OWNERS";
+/// Set (to anything but `0`), pidfds are not used: the `(pid, start time)` identity is (tests
+/// of that fallback).
+pub const NO_PIDFD_ENV: &str = "INFERLINT_NO_PIDFD";
 
-impl Exit {
-    /// The shell's number: the code, or 128 + the signal.
-    pub fn code(self) -> i32 {
-        match self {
-            Exit::Code(c) => c,
-            Exit::Signal(s) => 128 + s,
-        }
-    }
-
-    pub fn success(self) -> bool {
-        self == Exit::Code(0)
+/// What inferlint's runs are called on the system: the marker and owners variables, the
+/// `inferlint-*` cgroups, the shepherd's title.
+pub fn names() -> Names {
+    Names {
+        marker_env: RUN_ID_ENV.into(),
+        owners_env: OWNERS_ENV.into(),
+        cgroup_prefix: "inferlint-".into(),
+        shepherd_title: "inferlint-shep".into(),
     }
 }
 
-impl From<ExitKind> for Exit {
-    fn from(e: ExitKind) -> Exit {
-        match e {
-            ExitKind::Code(c) => Exit::Code(c),
-            ExitKind::Signal(s) => Exit::Signal(s),
-        }
+/// Turns pidfds off in this process (and the shepherds it starts) when [`NO_PIDFD_ENV`] says
+/// so.
+pub fn honour_no_pidfd_env() {
+    if std::env::var_os(NO_PIDFD_ENV).is_some_and(|v| v != "0" && !v.is_empty()) {
+        inferlint_supervisor::pidfd::switch_off();
     }
 }
 
@@ -84,7 +82,7 @@ pub struct Proc {
     pub lines: Lines,
     /// The tree's deaths as the shepherd reports them (see [`Proc::take_member_exits`]).
     member_exits: Option<mpsc::UnboundedReceiver<MemberExit>>,
-    exit: watch::Receiver<Option<Exit>>,
+    exit: watch::Receiver<Option<ExitKind>>,
     sup: Arc<Supervised>,
     watcher: tokio::task::JoinHandle<()>,
 }
@@ -96,8 +94,11 @@ impl Proc {
         if argv.is_empty() {
             return Err("empty command".into());
         }
-        let mut so =
-            SpawnOptions::new(opts.shepherd.clone(), argv.iter().map(Into::into).collect());
+        let mut so = SpawnOptions::new(
+            opts.shepherd.clone(),
+            argv.iter().map(Into::into).collect(),
+            names(),
+        );
         so.raw_output = opts.raw_output.clone();
         so.shepherd_report = opts.shepherd_report.clone();
         so.graces = opts.graces;
@@ -110,7 +111,7 @@ impl Proc {
         let (tx, exit) = watch::channel(None);
         let s = sup.clone();
         let watcher = tokio::spawn(async move {
-            let e = s.exited().await.map(Exit::from).unwrap_or(Exit::Code(-1));
+            let e = s.exited().await.unwrap_or(ExitKind::Code(-1));
             let _ = tx.send(Some(e));
         });
         Ok(Proc {
@@ -136,28 +137,24 @@ impl Proc {
     }
 
     /// The exit, if it has happened.
-    pub fn exited(&self) -> Option<Exit> {
+    pub fn exited(&self) -> Option<ExitKind> {
         *self.exit.borrow()
     }
 
     /// A receiver that sees the exit (for `select!`).
-    pub fn exit_watch(&self) -> watch::Receiver<Option<Exit>> {
+    pub fn exit_watch(&self) -> watch::Receiver<Option<ExitKind>> {
         self.exit.clone()
     }
 
     /// Waits for the exit.
-    pub async fn wait(&self) -> Exit {
+    pub async fn wait(&self) -> ExitKind {
         wait_exit(self.exit.clone()).await
     }
 
     /// Sends a signal to the process group (e.g. SIGINT, so a load tool saves what it has).
-    pub fn signal_group(&self, sig: i32) {
-        if self.pgid > 1 {
-            // SAFETY: killpg takes plain integers; a group that is gone gives ESRCH, ignored.
-            unsafe {
-                libc::killpg(self.pgid, sig);
-            }
-        }
+    pub fn signal_group(&self, sig: Signal) {
+        // A group that is gone gives ESRCH, ignored.
+        let _ = inferlint_supervisor::sys::killpg(self.pgid, sig);
     }
 
     /// Asks for the staged teardown (returns at once; Force escalates a running one).
@@ -194,7 +191,7 @@ impl Proc {
     /// `(pid, process group, command line)` of the tree's live, non-zombie members.
     fn census(&self) -> Vec<(i32, i32, String)> {
         let mut tree = Tree::new(ProcScanner::system());
-        tree.run_id = Some(self.sup.run_id().to_string());
+        tree.marker = Some(self.sup.marker());
         tree.pgid = Some(self.pgid);
         tree.cgroup = self.sup.info().cgroup.as_ref().map(Cgroup::at);
         tree.protect.insert(self.sup.shepherd_pid());
@@ -218,13 +215,13 @@ impl Drop for Proc {
 }
 
 /// Waits until a watched exit is set.
-pub async fn wait_exit(mut rx: watch::Receiver<Option<Exit>>) -> Exit {
+pub async fn wait_exit(mut rx: watch::Receiver<Option<ExitKind>>) -> ExitKind {
     loop {
         if let Some(e) = *rx.borrow_and_update() {
             return e;
         }
         if rx.changed().await.is_err() {
-            return rx.borrow().unwrap_or(Exit::Code(-1));
+            return rx.borrow().unwrap_or(ExitKind::Code(-1));
         }
     }
 }

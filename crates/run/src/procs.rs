@@ -307,7 +307,7 @@ impl System for RealSystem {
             starttime: target.starttime,
         };
         inferlint_supervisor::Tracked::open(&self.scan, id)
-            .is_some_and(|t| t.signal(&self.scan, sig as i32))
+            .is_some_and(|t| t.signal(&self.scan, sig))
     }
 
     fn gpu_used_mib(&mut self) -> Option<u64> {

@@ -2,6 +2,7 @@
 //! processes carrying an `INFERLINT_RUN_ID` marker and `inferlint-*` cgroups whose owners (the
 //! supervisor and its shepherd) are all dead are listed and torn down.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use inferlint_supervisor::reap::{self, StaleRun};
@@ -49,7 +50,7 @@ pub fn reconcile(
     dry_run: bool,
     graces: &Graces,
 ) -> Reconciled {
-    let mut stale: Vec<StaleRun> = reap::find_stale(scan, uid);
+    let mut stale: Vec<StaleRun> = reap::find_stale(scan, &crate::proc::names(), uid);
     if let Some(id) = run_id {
         stale.retain(|r| r.run_id == id);
     }
@@ -90,15 +91,24 @@ pub fn reconcile(
         if dry_run {
             continue;
         }
-        let mut report = reap::reap(run, graces);
+        let report = reap::reap(run, graces);
+        let mut held = BTreeMap::new();
         if !report.leftovers.is_empty() {
-            let held = crate::gpu::mib_by_pid(&crate::gpu::source_from_env());
-            report.annotate_gpu(|pid| held.get(&(pid as u32)).copied());
+            held = crate::gpu::mib_by_pid(&crate::gpu::source_from_env());
             done.leftovers = true;
         }
-        done.lines.extend(report.leftover_lines());
+        done.lines
+            .extend(report.leftover_lines_with(|l| gpu_words(&held, l.pid)));
     }
     done
+}
+
+/// `  (G MiB of GPU memory)` after a leftover's line, when the GPU reader attributes memory to
+/// it; nothing otherwise.
+fn gpu_words(held: &BTreeMap<u32, u64>, pid: i32) -> String {
+    held.get(&(pid as u32))
+        .map(|m| format!("  ({m} MiB of GPU memory)"))
+        .unwrap_or_default()
 }
 
 /// How old an empty cgroup of a stale run must be before it is removed.
@@ -128,6 +138,13 @@ pub fn reaped_line(done: &Reconciled) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leftover_holding_gpu_memory_says_how_much() {
+        let held = BTreeMap::from([(42, 1024)]);
+        assert_eq!(gpu_words(&held, 42), "  (1024 MiB of GPU memory)");
+        assert_eq!(gpu_words(&held, 43), "");
+    }
 
     #[test]
     fn only_an_old_folder_is_older_than_its_age() {

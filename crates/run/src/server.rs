@@ -12,7 +12,8 @@ use inferlint_core::engine::Engine;
 
 use super::interrupt::{Interrupt, Level};
 use super::live::{cut, elapsed, Sink};
-use super::proc::{wait_exit, Exit, Lines, Proc};
+use super::proc::{wait_exit, Lines, Proc};
+use inferlint_supervisor::ExitKind;
 
 /// The line a server prints when it is up (uvicorn's, which vLLM, SGLang and TensorRT-LLM
 /// all run).
@@ -72,7 +73,7 @@ pub enum Readiness {
         without_line: bool,
     },
     /// The server exited first.
-    Exited(Exit),
+    Exited(ExitKind),
     /// The analyzer recognised a start-up failure (the server may still be alive).
     Failed(String),
     /// The ready timeout passed.

@@ -12,6 +12,11 @@
 //! [--grace-ms L,A,G,F] [--end normal|error|wait] [--report FILE] [--raw FILE]
 //! [--shepherd-log FILE] [--no-subreaper] -- COMMAND…`
 
+#![forbid(unsafe_code)]
+
+#[path = "shared/mod.rs"]
+mod shared;
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::sync::mpsc;
@@ -22,6 +27,7 @@ use inferlint_supervisor::{
     become_subreaper, CgroupMode, Graces, ShepherdProgram, SignalMux, SpawnOptions, StopMode,
     StopRequest, Supervised, TeardownReport, LEFTOVER_EXIT_STATUS,
 };
+use nix::sys::signal::Signal;
 
 struct Opts {
     shepherd: PathBuf,
@@ -146,6 +152,7 @@ fn main() {
 }
 
 fn run(o: &Opts) -> Result<i32, String> {
+    shared::honour_no_pidfd_env();
     if o.subreaper {
         become_subreaper().map_err(|e| e.to_string())?;
     }
@@ -162,6 +169,7 @@ fn run(o: &Opts) -> Result<i32, String> {
             args: Vec::new(),
         },
         o.command.clone(),
+        shared::names(),
     );
     opts.cgroup = o.cgroup;
     opts.graces = o.graces;
@@ -208,9 +216,9 @@ fn run(o: &Opts) -> Result<i32, String> {
                     let (mode, sig) = match req {
                         StopRequest::Graceful(s) => (StopMode::Graceful, s),
                         StopRequest::Force(s) => (StopMode::Force, s),
-                        StopRequest::ExitNow => (StopMode::Force, libc::SIGINT),
+                        StopRequest::ExitNow => (StopMode::Force, Signal::SIGINT),
                     };
-                    code = 128 + sig;
+                    code = 128 + sig as i32;
                     say(&format!("stopping ({mode:?})"));
                     server.stop(mode);
                 }

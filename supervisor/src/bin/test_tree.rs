@@ -15,13 +15,15 @@
 //! * `cleared-env` — leader → intermediate started with an empty environment and no output
 //!   pipes → ghost (setsid, double fork): no marker, no group, no session tie.
 
-use std::ffi::CString;
+#![forbid(unsafe_code)]
+
 use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -109,37 +111,26 @@ fn wait_recorded(o: &Opts, n: usize) {
     }
 }
 
-/// Forks; the child becomes a session leader and re-executes this program with `role`.
-fn fork_setsid_exec(o: &Opts, role: &str) {
-    let exe = CString::new("/proc/self/exe").unwrap();
-    let mut args: Vec<CString> = vec![
-        CString::new("inferlint-test-tree").unwrap(),
-        CString::new("--shape").unwrap(),
-        CString::new(o.shape.clone()).unwrap(),
-        CString::new("--role").unwrap(),
-        CString::new(role).unwrap(),
-        CString::new("--record").unwrap(),
-        CString::new(o.record.to_string_lossy().as_bytes()).unwrap(),
-    ];
-    if let Some(s) = &o.signals {
-        args.push(CString::new("--signals").unwrap());
-        args.push(CString::new(s.to_string_lossy().as_bytes()).unwrap());
-    }
-    let mut ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
-    ptrs.push(std::ptr::null());
-    // SAFETY: this process is single-threaded; the child only calls setsid and execv.
-    unsafe {
-        let pid = libc::fork();
-        if pid == 0 {
-            libc::setsid();
-            libc::execv(exe.as_ptr(), ptrs.as_ptr());
-            libc::_exit(127);
-        }
-    }
+/// Roles that start in a session of their own (an escapee of their parent's group and
+/// session), as a daemon does.
+fn leaves_session(role: &str) -> bool {
+    matches!(role, "escapee" | "daemon" | "ghost")
+}
+
+/// Starts a child that this process never waits for: it exits next, leaving the child an
+/// orphan (the second fork of a double fork).
+#[allow(clippy::zombie_processes)]
+fn start_orphan(o: &Opts, role: &str) {
+    child(o, role, None).spawn().expect("spawn");
 }
 
 fn main() {
     let o = parse();
+    if leaves_session(&o.role) {
+        // Before anything else, so the process is recorded (and reported ready) only once
+        // it has left.
+        let _ = nix::unistd::setsid();
+    }
     let ignores = o.shape == "ignore-term";
     if o.role == "engine" {
         inferlint_supervisor::sys::set_thread_name("VLLM::EngineCore");
@@ -160,23 +151,13 @@ fn main() {
         ("cooperative" | "ignore-term", "worker") => {
             kids.push(child(&o, "helper", None).spawn().expect("spawn"))
         }
-        ("setsid", "leader") => {
-            let mut c = child(&o, "escapee", None);
-            // SAFETY: setsid between fork and exec.
-            unsafe {
-                c.pre_exec(|| {
-                    libc::setsid();
-                    Ok(())
-                });
-            }
-            kids.push(c.spawn().expect("spawn"));
-        }
+        ("setsid", "leader") => kids.push(child(&o, "escapee", None).spawn().expect("spawn")),
         ("double-fork", "leader") => {
             let mut c = child(&o, "daemonizer", None).spawn().expect("spawn");
             let _ = c.wait();
         }
         ("double-fork", "daemonizer") => {
-            fork_setsid_exec(&o, "daemon");
+            start_orphan(&o, "daemon");
             // Exit once the daemon has recorded itself, leaving it an orphan.
             wait_recorded(&o, 3);
             return;
@@ -204,7 +185,7 @@ fn main() {
             let _ = c.wait();
         }
         ("cleared-env", "intermediate") => {
-            fork_setsid_exec(&o, "ghost");
+            start_orphan(&o, "ghost");
             wait_recorded(&o, 3);
             return;
         }
@@ -243,7 +224,7 @@ fn main() {
                     "{} {} {}",
                     std::process::id(),
                     o.role,
-                    inferlint_supervisor::sys::signal_name(sig)
+                    inferlint_supervisor::sys::signal_number_name(sig)
                 ),
             );
         }
@@ -253,7 +234,7 @@ fn main() {
             let _ = writeln!(
                 std::io::stdout(),
                 "stopping on {}",
-                inferlint_supervisor::sys::signal_name(sig)
+                inferlint_supervisor::sys::signal_number_name(sig)
             );
             let _ = std::io::stdout().flush();
         }
@@ -269,7 +250,7 @@ fn main() {
         );
         if passes_down {
             for k in &kids {
-                let _ = inferlint_supervisor::sys::kill(k.id() as i32, SIGTERM);
+                let _ = inferlint_supervisor::sys::kill(k.id() as i32, Signal::SIGTERM);
             }
             let deadline = Instant::now() + Duration::from_secs(2);
             for k in &mut kids {

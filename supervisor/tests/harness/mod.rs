@@ -12,7 +12,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use inferlint_supervisor::{ProcId, ProcScanner, RUN_ID_ENV};
+use inferlint_supervisor::{ProcId, ProcScanner};
+use nix::sys::signal::Signal;
+
+#[path = "../../src/bin/shared/mod.rs"]
+mod shared;
+#[allow(unused_imports)] // each test binary uses some
+pub use shared::{names, MARKER_ENV, NO_PIDFD_ENV};
 
 pub const TREE: &str = env!("CARGO_BIN_EXE_inferlint-test-tree");
 pub const SUPERVISOR: &str = env!("CARGO_BIN_EXE_inferlint-test-supervisor");
@@ -67,8 +73,7 @@ impl Shape {
 }
 
 pub fn is_root() -> bool {
-    // SAFETY: getuid has no effects.
-    unsafe { libc::getuid() == 0 }
+    nix::unistd::getuid().is_root()
 }
 
 fn in_ci() -> bool {
@@ -208,18 +213,18 @@ impl Drop for Guard {
         let scan = ProcScanner::system();
         for r in self.records() {
             if scan.is_alive(r.id) {
-                let _ = inferlint_supervisor::sys::kill(r.id.pid, libc::SIGKILL);
+                let _ = inferlint_supervisor::sys::kill(r.id.pid, Signal::SIGKILL);
             }
         }
         for id in &self.owners {
             if let Some(t) = inferlint_supervisor::Tracked::open(&scan, *id) {
-                t.signal(&scan, libc::SIGKILL);
+                t.signal(&scan, Signal::SIGKILL);
             }
         }
         if let Some(st) = &self.status {
             if let Some(id) = st["run_id"].as_str() {
                 for p in marked(id) {
-                    let _ = inferlint_supervisor::sys::kill(p, libc::SIGKILL);
+                    let _ = inferlint_supervisor::sys::kill(p, Signal::SIGKILL);
                 }
             }
             if let Some(cg) = st["cgroup"].as_str() {
@@ -236,14 +241,14 @@ impl Drop for Guard {
     }
 }
 
-/// Live processes carrying `INFERLINT_RUN_ID=id`.
+/// Live processes carrying the test runs' marker `=id`.
 pub fn marked(id: &str) -> Vec<i32> {
     let scan = ProcScanner::system();
     scan.pids()
         .into_iter()
         .filter(|&p| {
             scan.stat(p).is_some_and(|s| s.state != 'Z')
-                && scan.environ_var(p, RUN_ID_ENV).as_deref() == Some(id)
+                && scan.environ_var(p, MARKER_ENV).as_deref() == Some(id)
         })
         .collect()
 }
@@ -324,10 +329,11 @@ pub fn launch(g: &mut Guard, l: &Launch) {
         cmd.stdin(Stdio::from(slave.try_clone().unwrap()))
             .stdout(Stdio::from(slave.try_clone().unwrap()))
             .stderr(Stdio::from(slave));
-        // SAFETY: setsid and ioctl between fork and exec.
+        // SAFETY: the hook runs in the forked child before exec, where setsid and ioctl are
+        // async-signal-safe; TIOCSCTTY takes an integer argument, no memory.
         unsafe {
             cmd.pre_exec(|| {
-                libc::setsid();
+                let _ = nix::unistd::setsid();
                 if libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
@@ -419,11 +425,11 @@ pub fn wait_child(g: &mut Guard, limit: Duration) -> Option<i32> {
     }
 }
 
-pub fn send(pid: i32, sig: i32) {
+pub fn send(pid: i32, sig: Signal) {
     let _ = inferlint_supervisor::sys::kill(pid, sig);
 }
 
-pub fn send_group(pgid: i32, sig: i32) {
+pub fn send_group(pgid: i32, sig: Signal) {
     let _ = inferlint_supervisor::sys::killpg(pgid, sig);
 }
 

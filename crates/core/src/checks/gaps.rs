@@ -59,7 +59,7 @@ fn missing(
     bench: bool,
 ) -> Option<CheckResult> {
     let unknown = |why: &str, what: String| {
-        Some(CheckResult::unknown(t, format!("{why}; {what}")).with("missing_input", true))
+        Some(CheckResult::unknown(t, format!("{why}; {what}")).with_missing_input())
     };
     let word = engine.eviction_word();
     match t {

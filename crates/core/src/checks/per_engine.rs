@@ -6,9 +6,10 @@
 //! inference and ceilings only make sense per engine; the single-pool checks are run on each
 //! engine's part of the recording, unchanged, and their verdicts combined here.
 
-use serde_json::{Map, Value};
-
 use crate::engine::Engine;
+use crate::evidence::{
+    self, EngineVerdict, Evidence, PerEngine, PerEngineEvidence, T14Evidence, T9Evidence,
+};
 use crate::prom::{Metrics, Sample};
 use crate::result::{CheckResult, Status, Tripwire};
 use crate::series::{Series, ENGINE_LABEL};
@@ -19,7 +20,10 @@ use crate::snapshot::Snapshot;
 /// the most severe first. Evidence: each engine's own under `engines`, and at the top level
 /// every key on which all engines agree (so a usable block count shared by every pool stays
 /// where [`crate::checks::t14::usable_blocks`] looks for it).
-pub fn combine(tripwire: Tripwire, per: Vec<(String, CheckResult)>) -> CheckResult {
+pub fn combine<E: PerEngineEvidence>(
+    tripwire: Tripwire,
+    per: Vec<(String, CheckResult)>,
+) -> CheckResult {
     let n = per.len();
     let status = per
         .iter()
@@ -46,23 +50,20 @@ pub fn combine(tripwire: Tripwire, per: Vec<(String, CheckResult)>) -> CheckResu
             .collect::<Vec<_>>()
             .join("; ")
     };
-    let mut out = CheckResult::new(tripwire, status, message);
-    if let Some((_, first)) = per.first() {
-        for (k, v) in &first.evidence {
-            if per.iter().all(|(_, r)| r.evidence.get(k) == Some(v)) {
-                out.evidence.insert(k.clone(), v.clone());
-            }
-        }
-    }
-    let mut each = Map::new();
-    for (id, r) in per {
-        let mut e = Map::new();
-        e.insert("status".into(), Value::from(r.status.key()));
-        e.insert("message".into(), Value::from(r.message));
-        e.extend(r.evidence);
-        each.insert(id, Value::Object(e));
-    }
-    out.with("engines", Value::Object(each))
+    let each: PerEngine<E> = per
+        .into_iter()
+        .map(|(id, r)| {
+            let verdict = EngineVerdict {
+                status: r.status,
+                message: r.message,
+                evidence: E::of(r.evidence).unwrap_or_default(),
+            };
+            (id, verdict)
+        })
+        .collect();
+    let mut shared: E = evidence::common(&each.values().map(|v| &v.evidence).collect::<Vec<_>>());
+    shared.set_engines(each);
+    CheckResult::new(tripwire, status, message).with_evidence(shared)
 }
 
 /// `engine 1`, `engines 0 and 2`, `engines 0, 2 and 3`.
@@ -93,7 +94,7 @@ pub fn t9(
             (id, r)
         })
         .collect();
-    Some(combine(Tripwire::T9, per))
+    Some(combine::<T9Evidence>(Tripwire::T9, per))
 }
 
 /// T14 per engine pool, when the recording is a data-parallel server's; None otherwise.
@@ -135,23 +136,31 @@ pub fn t14(series: &Series, snapshot: &Snapshot, engine: Engine) -> Option<Check
                     Tripwire::T14,
                     format!("{info}'s num_gpu_blocks ({total}) does not divide among {n} engines"),
                 )
-                .with("reported_num_gpu_blocks", total),
+                .with_evidence(T14Evidence {
+                    reported_num_gpu_blocks: Some(Some(total)),
+                    ..Default::default()
+                }),
                 // No label, or not digits: the single-pool check says which.
                 _ => crate::checks::t14::check(&part, snapshot, engine),
             };
             (id, r)
         })
         .collect();
-    let mut r = combine(Tripwire::T14, per);
+    let mut r = combine::<T14Evidence>(Tripwire::T14, per);
     if let Some(total) = total_reported.filter(|t| t % n == 0) {
         if matches!(r.status, Status::Pass | Status::Fail) {
             r.message.push_str(&format!(
                 " (the {info} label says {total}: the sum over the {n} engines)"
             ));
         }
-        r = r.with("reported_num_gpu_blocks_total", total);
+        if let Evidence::T14(e) = &mut r.evidence {
+            e.reported_num_gpu_blocks_total = Some(total);
+        }
     }
-    Some(r.with("engine_count", n))
+    if let Evidence::T14(e) = &mut r.evidence {
+        e.engine_count = Some(n);
+    }
+    Some(r)
 }
 
 /// The snapshot as one engine's: only its cache-info series, with `num_gpu_blocks` its own

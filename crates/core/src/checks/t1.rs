@@ -8,6 +8,7 @@
 use crate::bootlog::BootFacts;
 use crate::checks::counters::{snapshot_delta, CounterQuery, DeltaError};
 use crate::engine::Engine;
+use crate::evidence::{Count, T1Evidence};
 use crate::fmt::g;
 use crate::result::{CheckResult, Tripwire};
 use crate::series::Series;
@@ -34,29 +35,31 @@ pub fn check(
     };
     let word = engine.eviction_word();
     let q = CounterQuery::new(counter).with_witness(names.preemption_witness);
-    let base = |r: CheckResult| r.with("engine", engine.key()).with("series", counter);
+    let base = |restarted: Option<bool>, preemptions: Option<f64>| T1Evidence {
+        engine: Some(engine),
+        series: Some(counter.to_string()),
+        restarted,
+        preemptions: Some(preemptions.map(Count::Float)),
+        ..Default::default()
+    };
     match snapshot_delta(before, after, &q) {
-        Err(DeltaError::Restarted(restart)) => {
-            base(CheckResult::fail(Tripwire::T1, restart.to_string()))
-                .with("restarted", true)
-                .with("preemptions", None::<f64>)
-        }
-        Err(DeltaError::Absent { .. }) => base(CheckResult::unknown(
+        Err(DeltaError::Restarted(restart)) => CheckResult::fail(Tripwire::T1, restart.to_string())
+            .with_evidence(base(Some(true), None)),
+        Err(DeltaError::Absent { .. }) => CheckResult::unknown(
             Tripwire::T1,
             format!("{counter} absent from a snapshot; {word} cannot be ruled out"),
-        ))
-        .with("preemptions", None::<f64>),
+        )
+        .with_evidence(base(None, None)),
         Ok(n) if n > 0.0 => {
             let plural = if n == 1.0 { "" } else { "s" };
             let mut msg = format!("{} {word}{plural} during the run", g(n));
             if engine == Engine::Sglang {
                 msg.push_str(" (SGLang logs a warning for each)");
             }
-            base(CheckResult::fail(Tripwire::T1, msg)).with("preemptions", n)
+            CheckResult::fail(Tripwire::T1, msg).with_evidence(base(None, Some(n)))
         }
-        Ok(n) => {
-            base(CheckResult::pass(Tripwire::T1, format!("no {word}s"))).with("preemptions", n)
-        }
+        Ok(n) => CheckResult::pass(Tripwire::T1, format!("no {word}s"))
+            .with_evidence(base(None, Some(n))),
     }
 }
 
@@ -68,7 +71,12 @@ fn check_without_counter(
     engine: Engine,
 ) -> CheckResult {
     let name = engine.name();
-    let base = |r: CheckResult| r.with("engine", engine.key());
+    let base = T1Evidence {
+        engine: Some(engine),
+        // Unknown unless the log counted them.
+        preemptions: Some(None),
+        ..Default::default()
+    };
     if let Some((pauses, served)) = facts.and_then(|f| Some((f.pauses?, f.served_in_log))) {
         let r = if pauses > 0 {
             let s = if pauses == 1 { "" } else { "s" };
@@ -85,29 +93,32 @@ fn check_without_counter(
                 ),
             )
         };
-        return base(r)
-            .with("paused_in_log", pauses)
-            .with("served_in_log", served)
-            .with("preemptions", pauses);
+        return r.with_evidence(T1Evidence {
+            paused_in_log: Some(pauses),
+            served_in_log: Some(served),
+            preemptions: Some(Some(Count::Whole(pauses))),
+            ..base
+        });
     }
     let paused: Vec<f64> = series
         .map(|s| s.samples.iter().filter_map(|x| x.paused).collect())
         .unwrap_or_default();
     if paused.is_empty() {
-        return base(CheckResult::unknown(
+        return CheckResult::unknown(
             Tripwire::T1,
             format!("{name} counts no pauses; it logs each one, so the server log saved until after the run is needed to count them"),
-        ))
-        .with("preemptions", None::<f64>);
+        )
+        .with_evidence(base);
     }
     let n = paused.len();
     let k = paused.iter().filter(|p| **p > 0.0).count();
     let max = paused.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let evidence = |r: CheckResult| {
-        base(r)
-            .with("paused_readings", k)
-            .with("readings", n)
-            .with("preemptions", None::<f64>)
+        r.with_evidence(T1Evidence {
+            paused_readings: Some(k as u64),
+            readings: Some(n as u64),
+            ..base.clone()
+        })
     };
     if k > 0 {
         return evidence(CheckResult::fail(

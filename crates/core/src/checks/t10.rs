@@ -3,8 +3,9 @@
 
 use crate::checks::counters::{snapshot_delta, span, CounterQuery, DeltaError};
 use crate::engine::Engine;
+use crate::evidence::{JsonF64, T10Evidence};
 use crate::fmt::pct_signed;
-use crate::result::{json_opt_f64, CheckResult, Status, Tripwire};
+use crate::result::{CheckResult, Status, Tripwire};
 use crate::snapshot::Snapshot;
 
 /// vLLM's generated-token counter.
@@ -21,7 +22,10 @@ pub fn check(
     let tokens = match snapshot_delta(before, after, &CounterQuery::new(name)) {
         Ok(t) => t,
         Err(DeltaError::Restarted(r)) => {
-            return CheckResult::unknown(Tripwire::T10, r.to_string()).with("restarted", true)
+            return CheckResult::unknown(Tripwire::T10, r.to_string()).with_evidence(T10Evidence {
+                restarted: Some(true),
+                ..Default::default()
+            })
         }
         Err(e @ DeltaError::Absent { .. }) => {
             return CheckResult::unknown(Tripwire::T10, e.to_string())
@@ -29,7 +33,12 @@ pub fn check(
     };
     let span = match span(before, after) {
         Ok(s) => s,
-        Err(e) => return CheckResult::unknown(Tripwire::T10, e.to_string()).with("tokens", tokens),
+        Err(e) => {
+            return CheckResult::unknown(Tripwire::T10, e.to_string()).with_evidence(T10Evidence {
+                tokens: Some(tokens),
+                ..Default::default()
+            })
+        }
     };
     let rate = tokens / span.seconds;
     // Truncated wall seconds, as `$(date +%s)` gives them, even when the rate uses the
@@ -45,24 +54,27 @@ pub fn check(
         Tripwire::T10,
         format!("{rate:.2} tokens/s over {:.3}s", span.seconds),
     )
-    .with("tokens", tokens)
-    .with_f64("span_s", span.seconds)
-    .with("span_uncertainty_s", json_opt_f64(span.uncertainty_s))
-    .with_f64("rate_per_s", rate)
-    .with("integer_second_span_s", int_span)
-    .with("integer_second_rate_per_s", json_opt_f64(naive))
-    .with("integer_second_error", json_opt_f64(error))
+    .with_evidence(T10Evidence {
+        restarted: None,
+        tokens: Some(tokens),
+        span_s: Some(JsonF64(span.seconds)),
+        span_uncertainty_s: Some(span.uncertainty_s.map(JsonF64)),
+        rate_per_s: Some(JsonF64(rate)),
+        integer_second_span_s: Some(int_span),
+        integer_second_rate_per_s: Some(naive.map(JsonF64)),
+        integer_second_error: Some(error.map(JsonF64)),
+    })
 }
 
 /// The result with `; an integer-second timer would say {naive:.2f} ({error:+.2%})` appended,
 /// as the terminal shows it (JSON output and the HTML finding keep the bare message).
 pub fn with_integer_second_comparison(result: &CheckResult) -> CheckResult {
-    let get = |k: &str| result.evidence.get(k).and_then(|v| v.as_f64());
-    match (
-        result.status,
-        get("integer_second_rate_per_s"),
-        get("integer_second_error"),
-    ) {
+    let e = result.evidence.t10();
+    let naive = e.and_then(|e| e.integer_second_rate_per_s.flatten());
+    let error = e.and_then(|e| e.integer_second_error.flatten());
+    // A non-finite figure was never a comparison worth printing.
+    let finite = |x: Option<JsonF64>| x.map(|x| x.0).filter(|x| x.is_finite());
+    match (result.status, finite(naive), finite(error)) {
         (Status::Pass, Some(naive), Some(error)) => {
             let msg = format!(
                 "{}; an integer-second timer would say {naive:.2} ({})",
@@ -103,7 +115,7 @@ mod tests {
         );
         assert_eq!(r.status, Status::Pass);
         assert_eq!(r.message, "100.00 tokens/s over 28.990s");
-        assert_eq!(r.evidence["integer_second_span_s"], 28);
+        assert_eq!(r.evidence_json()["integer_second_span_s"], 28);
         assert_eq!(
             with_integer_second_comparison(&r).message,
             "100.00 tokens/s over 28.990s; an integer-second timer would say 103.54 (+3.54%)"
@@ -114,7 +126,7 @@ mod tests {
             None,
             Engine::Vllm,
         );
-        assert_eq!(r.evidence["integer_second_span_s"], 29);
+        assert_eq!(r.evidence_json()["integer_second_span_s"], 29);
         assert_eq!(
             with_integer_second_comparison(&r).message,
             "100.00 tokens/s over 28.990s; an integer-second timer would say 99.97 (-0.03%)"
@@ -126,7 +138,7 @@ mod tests {
         let r = check(&snap(0.0, 1000.1), &snap(50.0, 1000.6), None, Engine::Vllm);
         assert_eq!(r.status, Status::Pass);
         assert_eq!(
-            r.evidence["integer_second_rate_per_s"],
+            r.evidence_json()["integer_second_rate_per_s"],
             serde_json::Value::Null
         );
         assert_eq!(with_integer_second_comparison(&r), r);

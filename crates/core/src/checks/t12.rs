@@ -2,9 +2,8 @@
 //! (docs/design/bootlog.md#the-failure-classifier) run over a boot log. Also the "can't tell"
 //! results for lines that could not be read.
 
-use serde_json::json;
-
 use crate::bootlog::{self, BootFacts, Failure, Phase, LINE_CAP};
+use crate::evidence::{T12Evidence, T7Evidence, UnparsedLine};
 use crate::result::{CheckResult, Tripwire};
 
 /// T12 (or T7 for a failure after ready) from a log's text.
@@ -22,15 +21,27 @@ pub fn verdict(failure: Option<&Failure>) -> CheckResult {
     let Some(f) = failure else {
         return CheckResult::pass(Tripwire::T12, "no failure in log");
     };
-    let t = match f.phase {
-        Phase::Boot => Tripwire::T12,
-        Phase::Serving => Tripwire::T7,
-    };
-    CheckResult::fail(t, f.summary())
-        .with("kind", f.kind.as_str())
-        .with("phase", f.phase.as_str())
-        .with("lineno", f.lineno)
-        .with("line", &f.line)
+    let (kind, phase) = (
+        Some(f.kind.as_str().to_string()),
+        Some(f.phase.as_str().to_string()),
+    );
+    let (lineno, line) = (Some(f.lineno as u64), Some(f.line.clone()));
+    match f.phase {
+        Phase::Boot => CheckResult::fail(Tripwire::T12, f.summary()).with_evidence(T12Evidence {
+            kind,
+            phase,
+            lineno,
+            line,
+            ..Default::default()
+        }),
+        Phase::Serving => CheckResult::fail(Tripwire::T7, f.summary()).with_evidence(T7Evidence {
+            kind,
+            phase,
+            lineno,
+            line,
+            ..Default::default()
+        }),
+    }
 }
 
 /// T12 UNKNOWN `{n} recognised line(s) in an unknown format` when a known line did not parse.
@@ -42,14 +53,21 @@ pub fn unparsed(facts: &BootFacts) -> Option<CheckResult> {
     let lines: Vec<_> = facts
         .unparsed
         .iter()
-        .map(|u| json!({"field": u.field, "lineno": u.lineno, "line": u.line}))
+        .map(|u| UnparsedLine {
+            field: u.field.clone(),
+            lineno: u.lineno as u64,
+            line: u.line.clone(),
+        })
         .collect();
     Some(
         CheckResult::unknown(
             Tripwire::T12,
             format!("{n} recognised line(s) in an unknown format"),
         )
-        .with("unparsed", lines),
+        .with_evidence(T12Evidence {
+            unparsed: Some(lines),
+            ..Default::default()
+        }),
     )
 }
 
@@ -67,7 +85,10 @@ pub fn unreadable(facts: &BootFacts) -> Vec<CheckResult> {
                     crate::fmt::thousands(LINE_CAP as i64)
                 ),
             )
-            .with("lines_cut", facts.lines_cut),
+            .with_evidence(T12Evidence {
+                lines_cut: Some(facts.lines_cut),
+                ..Default::default()
+            }),
         );
     }
     if facts.lines_lossy > 0 {
@@ -79,7 +100,10 @@ pub fn unreadable(facts: &BootFacts) -> Vec<CheckResult> {
                     facts.lines_lossy
                 ),
             )
-            .with("lines_lossy", facts.lines_lossy),
+            .with_evidence(T12Evidence {
+                lines_lossy: Some(facts.lines_lossy),
+                ..Default::default()
+            }),
         );
     }
     out

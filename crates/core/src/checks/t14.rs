@@ -3,6 +3,7 @@
 
 use crate::checks::blocks::{infer_blocks, limit_denominator, BlockInference, MAX_DENOMINATOR};
 use crate::engine::Engine;
+use crate::evidence::T14Evidence;
 use crate::fmt::g;
 use crate::result::{CheckResult, Tripwire};
 use crate::series::Series;
@@ -20,7 +21,10 @@ pub fn not_applicable(engine: Engine) -> CheckResult {
             engine.name()
         ),
     )
-    .with("engine", engine.key())
+    .with_evidence(T14Evidence {
+        engine: Some(engine),
+        ..Default::default()
+    })
 }
 
 /// Whether T14 applies to the engine at all.
@@ -47,9 +51,12 @@ pub fn check(series: &Series, snapshot: &Snapshot, engine: Engine) -> CheckResul
     let readings = series.distinct_usage_readings();
     let inference = infer_blocks(&readings);
     let evidence = |r: CheckResult, inf: &BlockInference| {
-        r.with("reported_num_gpu_blocks", reported)
-            .with("inferred_usable_blocks", inf.blocks)
-            .with("distinct_readings", inf.distinct)
+        r.with_evidence(T14Evidence {
+            reported_num_gpu_blocks: Some(reported),
+            inferred_usable_blocks: Some(inf.blocks),
+            distinct_readings: Some(inf.distinct as u64),
+            ..Default::default()
+        })
     };
     let Some(reported) = reported else {
         return evidence(
@@ -125,10 +132,11 @@ fn reserved_block_shown(
     ))
 }
 
-/// The usable block count a T14 PASS established (T9 computes its ceilings with it).
+/// The usable block count a T14 PASS established (T9 computes its ceilings with it). For a
+/// data-parallel server, the count every engine pool shares, if they share one.
 pub fn usable_blocks(result: &CheckResult) -> Option<u64> {
     if result.tripwire != Tripwire::T14 || result.status != crate::result::Status::Pass {
         return None;
     }
-    result.evidence.get("inferred_usable_blocks")?.as_u64()
+    result.evidence.t14()?.inferred_usable_blocks.flatten()
 }

@@ -4,8 +4,9 @@
 use crate::bench::BenchResult;
 use crate::checks::counters::{snapshot_delta, CounterQuery, DeltaError};
 use crate::engine::Engine;
+use crate::evidence::{JsonF64, T15Evidence};
 use crate::fmt::{thousands, thousands_f};
-use crate::result::{json_opt_f64, CheckResult, Tripwire};
+use crate::result::{CheckResult, Tripwire};
 use crate::snapshot::Snapshot;
 
 fn plural(n: i64) -> &'static str {
@@ -28,49 +29,53 @@ pub fn check(
     let names = engine.metrics();
     let finished = snapshot_delta(before, after, &CounterQuery::new(names.finished));
     let tokens = snapshot_delta(before, after, &CounterQuery::new(names.generation_tokens));
-    let client = |r: CheckResult| {
-        r.with("client_completed", json_opt_f64(result.completed))
-            .with("client_failed", json_opt_f64(result.failed))
-            .with(
-                "client_output_tokens",
-                json_opt_f64(result.total_output_tokens),
-            )
-            .with("expected_extra_requests", expected_extra)
-            .with("result_file", &result.path)
+    let client = T15Evidence {
+        client_completed: Some(result.completed.map(JsonF64)),
+        client_failed: Some(result.failed.map(JsonF64)),
+        client_output_tokens: Some(result.total_output_tokens.map(JsonF64)),
+        expected_extra_requests: Some(expected_extra),
+        result_file: Some(result.path.clone()),
+        ..Default::default()
     };
     let (server_finished, server_tokens) = match (finished, tokens) {
         (Ok(f), Ok(t)) => (f, t),
         (Err(DeltaError::Restarted(r)), _) | (_, Err(DeltaError::Restarted(r))) => {
-            return client(CheckResult::unknown(Tripwire::T15, r.to_string()))
-                .with("restarted", true)
+            return CheckResult::unknown(Tripwire::T15, r.to_string()).with_evidence(T15Evidence {
+                restarted: Some(true),
+                ..client
+            })
         }
         _ => {
-            return client(CheckResult::unknown(
+            return CheckResult::unknown(
                 Tripwire::T15,
                 "a server counter is missing from a snapshot",
-            ))
+            )
+            .with_evidence(client)
         }
     };
-    let server = |r: CheckResult| {
-        client(r)
-            .with("server_finished", server_finished)
-            .with("server_output_tokens", server_tokens)
+    let server = T15Evidence {
+        server_finished: Some(server_finished),
+        server_output_tokens: Some(server_tokens),
+        ..client
     };
     let (Some(completed), Some(client_tokens)) = (result.completed, result.total_output_tokens)
     else {
-        return server(CheckResult::unknown(
+        return CheckResult::unknown(
             Tripwire::T15,
             "the result file has no completed or output-token count",
-        ));
+        )
+        .with_evidence(server);
     };
     let completed_n = completed as i64;
     let expected = expected_extra as i64;
     let extra = (server_finished as i64).saturating_sub(completed_n);
     let extra_tokens = server_tokens - client_tokens;
     let full = |r: CheckResult| {
-        server(r)
-            .with("extra_requests", extra)
-            .with_f64("extra_output_tokens", extra_tokens)
+        r.with_evidence(T15Evidence {
+            extra_requests: Some(extra),
+            extra_output_tokens: Some(JsonF64(extra_tokens)),
+            ..server.clone()
+        })
     };
     if extra > expected {
         let k = extra - expected;

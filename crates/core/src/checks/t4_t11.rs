@@ -2,11 +2,12 @@
 //! pools or KV memory budgets. Starts are grouped by `[engine, config_args]`; a group of one
 //! gives no result, and starts that never became ready or printed no flags are `not_compared`.
 
-use serde_json::{Map, Value};
+use indexmap::IndexMap;
 
 use crate::bootlog::BootFacts;
+use crate::evidence::{JsonF64, T11Evidence, T4Evidence};
 use crate::fmt::{g, pct, thousands};
-use crate::result::{json_opt_f64, CheckResult, Tripwire};
+use crate::result::{CheckResult, Tripwire};
 
 /// A group of starts with the same flags: their labels and facts.
 type Group<'a> = Vec<(&'a str, &'a BootFacts)>;
@@ -38,12 +39,20 @@ fn names(group: &Group<'_>) -> String {
     group.iter().map(|(l, _)| *l).collect::<Vec<_>>().join(", ")
 }
 
-fn by_label<T: serde::Serialize>(group: &Group<'_>, value: impl Fn(&BootFacts) -> T) -> Value {
-    let mut m = Map::new();
+fn by_label<T>(group: &Group<'_>, value: impl Fn(&BootFacts) -> T) -> IndexMap<String, T> {
+    let mut m = IndexMap::new();
     for (label, f) in group {
-        m.insert(label.to_string(), crate::result::to_json_value(value(f)));
+        m.insert(label.to_string(), value(f));
     }
-    Value::Object(m)
+    m
+}
+
+/// A float fact of each start, by label.
+fn floats_by_label(
+    group: &Group<'_>,
+    value: impl Fn(&BootFacts) -> Option<f64>,
+) -> Option<IndexMap<String, Option<JsonF64>>> {
+    Some(by_label(group, |f| value(f).map(JsonF64)))
 }
 
 /// T4 across several starts: one result per group of two or more starts with the same flags.
@@ -61,8 +70,11 @@ pub fn check_t4(facts: &[(String, &BootFacts)]) -> Vec<CheckResult> {
             let pools = by_label(group, |f| f.kv_pool_tokens);
             if !missing.is_empty() {
                 return CheckResult::unknown(t, format!("no KV pool line in: {}", missing.join(", ")))
-                    .with("pools", pools)
-                    .with("not_compared", &not_compared);
+                    .with_evidence(T4Evidence {
+                        pools: Some(pools),
+                        levels: None,
+                        not_compared: Some(not_compared.clone()),
+                    });
             }
             let mut levels: Vec<u64> = group.iter().filter_map(|(_, f)| f.kv_pool_tokens).collect();
             levels.sort_unstable();
@@ -86,9 +98,11 @@ pub fn check_t4(facts: &[(String, &BootFacts)]) -> Vec<CheckResult> {
                     ),
                 )
             };
-            r.with("pools", pools)
-                .with("levels", &levels)
-                .with("not_compared", &not_compared)
+            r.with_evidence(T4Evidence {
+                pools: Some(pools),
+                levels: Some(levels),
+                not_compared: Some(not_compared.clone()),
+            })
         })
         .collect()
 }
@@ -112,24 +126,14 @@ pub fn check_t11(facts: &[(String, &BootFacts)]) -> Vec<CheckResult> {
         .iter()
         .map(|group| {
             let evidence = |r: CheckResult| {
-                r.with(
-                    "available_kv_cache_gib",
-                    by_label(group, |f| json_opt_f64(f.available_kv_cache_gib)),
-                )
-                .with(
-                    "cudagraph_actual_gib",
-                    by_label(group, |f| json_opt_f64(f.cudagraph_actual_gib)),
-                )
-                .with(
-                    "consumed_gib",
-                    by_label(group, |f| json_opt_f64(f.consumed_gib)),
-                )
-                .with(
-                    "peak_activation_gib",
-                    by_label(group, |f| json_opt_f64(f.peak_activation_gib)),
-                )
-                .with("compiled_fresh", by_label(group, |f| f.compiled_fresh))
-                .with("not_compared", &not_compared)
+                r.with_evidence(T11Evidence {
+                    available_kv_cache_gib: floats_by_label(group, |f| f.available_kv_cache_gib),
+                    cudagraph_actual_gib: floats_by_label(group, |f| f.cudagraph_actual_gib),
+                    consumed_gib: floats_by_label(group, |f| f.consumed_gib),
+                    peak_activation_gib: floats_by_label(group, |f| f.peak_activation_gib),
+                    compiled_fresh: Some(by_label(group, |f| f.compiled_fresh)),
+                    not_compared: Some(not_compared.clone()),
+                })
             };
             if group
                 .iter()
@@ -189,7 +193,7 @@ pub fn check_t11(facts: &[(String, &BootFacts)]) -> Vec<CheckResult> {
 mod tests {
     use super::*;
     use crate::Status;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     fn boot(pool: u64, kv: f64, args: Value) -> BootFacts {
         BootFacts {
@@ -217,8 +221,8 @@ mod tests {
         assert_eq!(t4.len(), 1, "different flags give no result");
         assert_eq!(t4[0].status, Status::Warn);
         assert_eq!(t4[0].message, "same flags, 2 different pools: 12,405 to 13,575 tokens (9.43% apart) across hi, lo; compare results only within one pool");
-        assert_eq!(t4[0].evidence["levels"], json!([12405, 13575]));
-        assert_eq!(t4[0].evidence["not_compared"], json!(["failed"]));
+        assert_eq!(t4[0].evidence_json()["levels"], json!([12405, 13575]));
+        assert_eq!(t4[0].evidence_json()["not_compared"], json!(["failed"]));
         let t11 = check_t11(&set);
         assert_eq!(
             t11[0].message,

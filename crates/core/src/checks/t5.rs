@@ -4,7 +4,8 @@
 use serde_json::Value;
 
 use crate::bootlog::BootFacts;
-use crate::result::{json_opt_f64, CheckResult, Tripwire};
+use crate::evidence::{JsonF64, T5Evidence};
+use crate::result::{CheckResult, Tripwire};
 
 /// vLLM's block size when nothing sets it.
 pub const DEFAULT_BLOCK_SIZE: u64 = 16;
@@ -20,8 +21,12 @@ pub fn check_with_default(facts: &BootFacts, default_block: u64) -> CheckResult 
     let Some(bs) = facts.attention_block_size else {
         if let Some(page) = facts.page_size {
             let unit = if page == 1 { "token" } else { "tokens" };
-            return CheckResult::pass(t, format!("page size {page} {unit}, as set"))
-                .with("page_size", page);
+            return CheckResult::pass(t, format!("page size {page} {unit}, as set")).with_evidence(
+                T5Evidence {
+                    page_size: Some(page),
+                    ..Default::default()
+                },
+            );
         }
         if !facts.ready {
             return CheckResult::unknown(t, "boot did not get far enough to size blocks");
@@ -36,13 +41,13 @@ pub fn check_with_default(facts: &BootFacts, default_block: u64) -> CheckResult 
         .unwrap_or(default_block);
     let pool_blocks = facts.kv_pool_tokens.filter(|_| bs > 0).map(|p| p / bs);
     let evidence = |r: CheckResult| {
-        r.with("block_size", bs)
-            .with("requested", requested)
-            .with(
-                "mamba_page_padding_pct",
-                json_opt_f64(facts.mamba_page_padding_pct),
-            )
-            .with("pool_blocks", pool_blocks)
+        r.with_evidence(T5Evidence {
+            block_size: Some(bs),
+            requested: Some(requested),
+            mamba_page_padding_pct: Some(facts.mamba_page_padding_pct.map(JsonF64)),
+            pool_blocks: Some(pool_blocks),
+            ..Default::default()
+        })
     };
     if bs == requested {
         return evidence(CheckResult::pass(t, format!("block size {bs}")));
@@ -75,7 +80,7 @@ mod tests {
         let r = check(&f);
         assert_eq!(r.status, Status::Warn);
         assert_eq!(r.message, "attention block size forced to 784 tokens (requested 16); each request's KV is allocated in 784-token units");
-        assert_eq!(r.evidence["pool_blocks"], 33);
+        assert_eq!(r.evidence_json()["pool_blocks"], 33);
         f.attention_block_size = Some(16);
         assert_eq!(check(&f).message, "block size 16");
     }

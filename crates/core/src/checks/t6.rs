@@ -4,6 +4,7 @@
 
 use crate::bootlog::BootFacts;
 use crate::engine::Engine;
+use crate::evidence::T6Evidence;
 use crate::result::{CheckResult, Tripwire};
 
 /// T6 from boot facts.
@@ -23,10 +24,13 @@ pub fn check(facts: &BootFacts) -> CheckResult {
     let selected = &facts.selected_backends;
     let drafter = &facts.drafter_backends;
     let evidence = |r: CheckResult| {
-        r.with("requested", &facts.requested_backend)
-            .with("selected", selected)
-            .with("drafter", drafter)
-            .with("speculative", facts.speculative)
+        r.with_evidence(T6Evidence {
+            requested: Some(facts.requested_backend.clone()),
+            selected: Some(selected.clone()),
+            drafter: Some(drafter.clone()),
+            speculative: Some(facts.speculative),
+            log: None,
+        })
     };
     let Some(req) = &facts.requested_backend else {
         let flag = match engine {

@@ -3,8 +3,7 @@
 //! request fails here, before a benchmark's numbers are trusted (docs/design/tripwires.md#t7). The
 //! requests themselves are inferlint-run's `probe`; the boot-log side of T7 is T12's classifier.
 
-use serde_json::{json, Value};
-
+use crate::evidence::{ProbeBurst, ProbeReply, T7Evidence};
 use crate::result::{CheckResult, Tripwire};
 
 /// One request's outcome.
@@ -30,12 +29,12 @@ pub enum ProbeOutcome {
     },
 }
 
-fn reply_json(r: &Reply) -> Value {
-    json!({
-        "ok": r.ok,
-        "seconds": (r.seconds * 1000.0).round() / 1000.0,
-        "error": r.error,
-    })
+fn reply_json(r: &Reply) -> ProbeReply {
+    ProbeReply {
+        ok: r.ok,
+        seconds: (r.seconds * 1000.0).round() / 1000.0,
+        error: r.error.clone(),
+    }
 }
 
 /// T7's verdict on a probe: PASS when the first request and the whole burst were served and the
@@ -44,7 +43,10 @@ pub fn check(outcome: &ProbeOutcome) -> CheckResult {
     let (model, first, burst, alive) = match outcome {
         ProbeOutcome::NoModel(e) => {
             return CheckResult::fail(Tripwire::T7, format!("cannot list models: {e}"))
-                .with("model", Value::Null)
+                .with_evidence(T7Evidence {
+                    model: Some(None),
+                    ..Default::default()
+                })
         }
         ProbeOutcome::Served {
             model,
@@ -61,20 +63,23 @@ pub fn check(outcome: &ProbeOutcome) -> CheckResult {
                 first.error.clone().unwrap_or_default()
             ),
         )
-        .with("model", model)
-        .with("first", reply_json(first))
-        .with("alive_after", alive);
+        .with_evidence(T7Evidence {
+            model: Some(Some(model.clone())),
+            first: Some(reply_json(first)),
+            alive_after: Some(alive),
+            ..Default::default()
+        });
     };
     let n = burst.len();
     let failed = burst.iter().filter(|r| !r.ok).count();
     let max_seconds = burst.iter().map(|r| r.seconds).fold(0.0_f64, f64::max);
     let errors: Vec<&str> = burst.iter().filter_map(|r| r.error.as_deref()).collect();
-    let burst_json = json!({
-        "concurrency": n,
-        "failed": failed,
-        "max_seconds": (max_seconds * 1000.0).round() / 1000.0,
-        "errors": errors.iter().take(3).collect::<Vec<_>>(),
-    });
+    let burst_json = ProbeBurst {
+        concurrency: n as u64,
+        failed: failed as u64,
+        max_seconds: (max_seconds * 1000.0).round() / 1000.0,
+        errors: errors.iter().take(3).map(|e| e.to_string()).collect(),
+    };
     let result = if failed > 0 {
         CheckResult::fail(Tripwire::T7, format!("{failed}/{n} burst requests failed"))
     } else if !alive {
@@ -85,17 +90,20 @@ pub fn check(outcome: &ProbeOutcome) -> CheckResult {
             format!("1 + {n} concurrent requests served, server alive"),
         )
     };
-    result
-        .with("model", model)
-        .with("first", reply_json(first))
-        .with("burst", burst_json)
-        .with("alive_after", alive)
+    result.with_evidence(T7Evidence {
+        model: Some(Some(model.clone())),
+        first: Some(reply_json(first)),
+        burst: Some(burst_json),
+        alive_after: Some(alive),
+        ..Default::default()
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::result::Status;
+    use serde_json::{json, Value};
 
     fn ok(seconds: f64) -> Reply {
         Reply {
@@ -122,7 +130,7 @@ mod tests {
             pass.message,
             "1 + 8 concurrent requests served, server alive"
         );
-        assert_eq!(pass.evidence["burst"]["max_seconds"], json!(0.2));
+        assert_eq!(pass.evidence_json()["burst"]["max_seconds"], json!(0.2));
         let mut burst = vec![ok(0.2); 8];
         burst[3] = Reply {
             ok: false,
@@ -134,7 +142,10 @@ mod tests {
             (one_failed.status, one_failed.message.as_str()),
             (Status::Fail, "1/8 burst requests failed")
         );
-        assert_eq!(one_failed.evidence["burst"]["errors"], json!(["HTTP 500"]));
+        assert_eq!(
+            one_failed.evidence_json()["burst"]["errors"],
+            json!(["HTTP 500"])
+        );
         let died = check(&served(ok(0.1), Some(vec![ok(0.2); 8]), false));
         assert_eq!(
             (died.status, died.message.as_str()),
@@ -151,12 +162,12 @@ mod tests {
         };
         let r = check(&served(first, None, false));
         assert_eq!(r.message, "first request failed: cannot connect");
-        assert!(r.evidence.get("burst").is_none());
+        assert!(r.evidence_json().get("burst").is_none());
         let r = check(&ProbeOutcome::NoModel("HTTP 404 Not Found".into()));
         assert_eq!(
             (r.status, r.message.as_str()),
             (Status::Fail, "cannot list models: HTTP 404 Not Found")
         );
-        assert_eq!(r.evidence["model"], Value::Null);
+        assert_eq!(r.evidence_json()["model"], Value::Null);
     }
 }

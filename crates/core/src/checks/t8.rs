@@ -5,6 +5,7 @@ use serde_json::{Map, Value};
 
 use crate::bootlog::BootFacts;
 use crate::engine::Engine;
+use crate::evidence::{JsonF64, T8Evidence};
 use crate::fmt::g;
 use crate::result::{CheckResult, Tripwire};
 use crate::series::Series;
@@ -95,9 +96,8 @@ pub fn check(
     let ids = series.engine_ids();
     let engines = ids.len().max(1) as u64;
     let evidence = |r: CheckResult| {
-        let r = if engines > 1 {
-            let per: serde_json::Map<String, Value> = ids
-                .iter()
+        let per_engine = (engines > 1).then(|| {
+            ids.iter()
                 .map(|id| {
                     let peak = series
                         .samples
@@ -105,29 +105,23 @@ pub fn check(
                         .filter_map(|s| s.per_engine().iter().find(|e| e.engine == *id)?.running)
                         .filter(|x| !x.is_nan())
                         .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
-                    (id.clone(), crate::result::json_opt_f64(peak))
+                    (id.clone(), peak.map(JsonF64))
                 })
-                .collect();
-            r.with("engines", engines)
-                .with("peak_running_per_engine", Value::Object(per))
-        } else {
-            r
-        };
-        r.with("requested", requested)
-            .with("peak_running", peak)
-            .with("peak_in_flight", peak_in_flight)
-            .with(
-                "boot_line_max_concurrency",
-                facts.and_then(|f| f.max_concurrency),
-            )
-            .with(
-                "boot_line_request_len",
-                facts.and_then(|f| f.max_concurrency_request_len),
-            )
-            .with("max_num_queued_reqs", queued_reqs)
-            .with("max_num_queued_tokens", queued_tokens)
-            .with("running_cap", limit.as_ref().map(|l| l.value))
-            .with("gauges_lag", engine.gauges_lag())
+                .collect()
+        });
+        r.with_evidence(T8Evidence {
+            engines: (engines > 1).then_some(engines),
+            peak_running_per_engine: per_engine,
+            requested: Some(requested),
+            peak_running: Some(peak),
+            peak_in_flight: Some(peak_in_flight),
+            boot_line_max_concurrency: Some(facts.and_then(|f| f.max_concurrency)),
+            boot_line_request_len: Some(facts.and_then(|f| f.max_concurrency_request_len)),
+            max_num_queued_reqs: Some(queued_reqs),
+            max_num_queued_tokens: Some(queued_tokens),
+            running_cap: Some(limit.as_ref().map(|l| l.value)),
+            gauges_lag: Some(engine.gauges_lag()),
+        })
     };
     let Some(peak) = peak else {
         let mut msg = "series has no num_requests_running samples".to_string();
@@ -258,7 +252,7 @@ mod tests {
             r.message,
             "requested 32 concurrent, server never ran more than 11; admission control (--max-num-queued-reqs 16) kept at most 16 in flight, so the other 16 were rejected, not queued"
         );
-        assert_eq!(r.evidence["peak_in_flight"], 16.0);
+        assert_eq!(r.evidence_json()["peak_in_flight"], 16.0);
         let facts = args(&[("max_num_seqs", Value::from(11))]);
         assert_eq!(
             check(&s, 32, Some(&facts), Engine::Vllm).message,
@@ -301,7 +295,7 @@ mod tests {
         let r = check(&s, 32, None, Engine::Trtllm);
         assert_eq!(r.status, Status::Unknown);
         assert!(r.message.ends_with("so it may have run more in between"));
-        assert_eq!(r.evidence["gauges_lag"], true);
+        assert_eq!(r.evidence_json()["gauges_lag"], true);
         let empty = series(&[(None, None)]);
         let r = check(&empty, 32, None, Engine::Vllm);
         assert_eq!(r.status, Status::Unknown);

@@ -4,8 +4,9 @@
 use crate::checks::blocks::predicted_ceiling;
 use crate::checks::t8::gauges_hint;
 use crate::engine::Engine;
+use crate::evidence::{JsonF64, T9Evidence};
 use crate::fmt::pct;
-use crate::result::{json_opt_f64, CheckResult, Tripwire};
+use crate::result::{CheckResult, Tripwire};
 use crate::series::{Series, SeriesSample};
 
 /// Usage at or above this is "saturated": the cache is the limit there, so those samples say
@@ -38,10 +39,12 @@ pub fn check_at(
             msg.push_str("; ");
             msg.push_str(hint);
         }
-        return CheckResult::unknown(Tripwire::T9, msg)
-            .with("samples", 0)
-            .with("usable_blocks", usable_blocks)
-            .with("gauges_lag", engine.gauges_lag());
+        return CheckResult::unknown(Tripwire::T9, msg).with_evidence(T9Evidence {
+            samples: Some(0),
+            usable_blocks: Some(usable_blocks),
+            gauges_lag: Some(engine.gauges_lag()),
+            ..Default::default()
+        });
     }
     let is_saturated = |s: &SeriesSample| s.kv_usage.is_some_and(|u| u >= saturation);
     let any_saturated = series.busy().any(is_saturated);
@@ -104,23 +107,20 @@ pub fn check_at(
         CheckResult::warn(Tripwire::T9, msg)
     };
     let per_request = |share: f64| usable_blocks.map(|b| share * b as f64);
-    r.with("ceiling_min", lo)
-        .with("ceiling_max", hi)
-        .with("ceiling_at_fullest", fullest)
-        .with_f64("share_min", share_min)
-        .with_f64("share_max", share_max)
-        .with("samples", rows)
-        .with("basis", basis)
-        .with("usable_blocks", usable_blocks)
-        .with(
-            "blocks_per_request_min",
-            json_opt_f64(per_request(share_min)),
-        )
-        .with(
-            "blocks_per_request_max",
-            json_opt_f64(per_request(share_max)),
-        )
-        .with("gauges_lag", engine.gauges_lag())
+    r.with_evidence(T9Evidence {
+        ceiling_min: Some(lo),
+        ceiling_max: Some(hi),
+        ceiling_at_fullest: Some(fullest),
+        share_min: Some(JsonF64(share_min)),
+        share_max: Some(JsonF64(share_max)),
+        samples: Some(rows as u64),
+        basis: Some(basis.to_string()),
+        usable_blocks: Some(usable_blocks),
+        blocks_per_request_min: Some(per_request(share_min).map(JsonF64)),
+        blocks_per_request_max: Some(per_request(share_max).map(JsonF64)),
+        gauges_lag: Some(engine.gauges_lag()),
+        engines: None,
+    })
 }
 
 #[cfg(test)]
@@ -173,9 +173,16 @@ mod tests {
             r.message,
             "ceiling moved between 7 and 10 as requests grew (one request held 9.5% to 14.3% of the cache); concurrency was not a constant of this run"
         );
-        assert_eq!(r.evidence["basis"], "saturated");
-        assert_eq!(r.evidence["ceiling_at_fullest"], 7);
-        assert!((r.evidence["blocks_per_request_min"].as_f64().unwrap() - 4.0).abs() < 1e-9);
+        assert_eq!(r.evidence_json()["basis"], "saturated");
+        assert_eq!(r.evidence_json()["ceiling_at_fullest"], 7);
+        assert!(
+            (r.evidence_json()["blocks_per_request_min"]
+                .as_f64()
+                .unwrap()
+                - 4.0)
+                .abs()
+                < 1e-9
+        );
     }
 
     #[test]

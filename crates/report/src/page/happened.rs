@@ -4,6 +4,7 @@
 use maud::{html, Markup};
 
 use inferlint_core::engine::Engine;
+use inferlint_core::evidence::{Count, JsonF64};
 use inferlint_core::fmt::{duration, g, millis, pct_signed, thousands_f};
 use inferlint_core::result::{Status, Tripwire};
 
@@ -61,16 +62,15 @@ struct Tile {
     badge: Option<Status>,
 }
 
-fn num(report: &Report, t: Tripwire, key: &str) -> Option<f64> {
-    report.result(t)?.evidence.get(key).and_then(|v| v.as_f64())
-}
-
 fn tiles(report: &Report) -> Markup {
     let engine = report.engine();
     let bench = report.inputs().bench.as_ref();
     let mut tiles: Vec<Tile> = Vec::new();
     let requested = report.inputs().requested;
-    let peak = num(report, Tripwire::T8, "peak_running").or(report.summary().peak_running);
+    let peak = report
+        .result(Tripwire::T8)
+        .and_then(|r| r.evidence.t8()?.peak_running.flatten())
+        .or(report.summary().peak_running);
     if let Some(p) = peak {
         let t8 = report.result(Tripwire::T8).map(|r| r.status);
         tiles.push(Tile {
@@ -87,8 +87,9 @@ fn tiles(report: &Report) -> Markup {
     if let Some(t1) = report.result(Tripwire::T1) {
         let count = t1
             .evidence
-            .get("preemptions")
-            .and_then(|v| v.as_f64())
+            .t1()
+            .and_then(|e| e.preemptions.flatten())
+            .map(Count::as_f64)
             .or(report.summary().preemptions);
         let key = match engine {
             Engine::Vllm => "Preemptions",
@@ -107,15 +108,18 @@ fn tiles(report: &Report) -> Markup {
             badge: Some(t1.status).filter(|s| *s != Status::Pass),
         });
     }
-    if let Some(rate) = num(report, Tripwire::T10, "rate_per_s") {
-        let span = num(report, Tripwire::T10, "span_s").unwrap_or(f64::NAN);
+    let t10 = report.result(Tripwire::T10).and_then(|r| r.evidence.t10());
+    // A figure written by name ("NaN", "inf") is no figure to show.
+    let finite = |x: Option<JsonF64>| x.map(|x| x.0).filter(|x| x.is_finite());
+    if let Some(rate) = t10.and_then(|e| finite(e.rate_per_s)) {
+        let span = t10.and_then(|e| finite(e.span_s)).unwrap_or(f64::NAN);
         let client = bench.and_then(|b| Some((b.output_throughput?, b.duration?)));
         let sub = match client {
             Some((c, d)) => format!(
                 "server's count over {span:.1} s, idle time included; the load tool measured {} over its {d:.1} s",
                 thousands_f(c, 1)
             ),
-            None => match num(report, Tripwire::T10, "integer_second_error") {
+            None => match t10.and_then(|e| finite(e.integer_second_error.flatten())) {
                 Some(e) => format!("over {span:.1} s; a whole-second timer reads {}", pct_signed(e, 2)),
                 None => format!("over {span:.1} s"),
             },
@@ -144,7 +148,10 @@ fn tiles(report: &Report) -> Markup {
         }
     }
     if let Some(blocks) = report.usable_blocks() {
-        let reported = num(report, Tripwire::T14, "reported_num_gpu_blocks");
+        let reported = report
+            .result(Tripwire::T14)
+            .and_then(|r| r.evidence.t14()?.reported_num_gpu_blocks.flatten())
+            .map(|n| n as f64);
         let bs = report.first_facts().and_then(|f| f.attention_block_size);
         let mut sub = match reported {
             Some(r) => format!("{} reported, one held back", g(r)),

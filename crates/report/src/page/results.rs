@@ -151,12 +151,13 @@ fn finding(r: &CheckResult) -> Markup {
             }
             p class="why" { (entry.why) }
             p class="cmd" { "Check it again: " code { (entry.command) } }
-            @if !r.evidence.is_empty() {
+            @let evidence = r.evidence_json();
+            @if !evidence.is_empty() {
                 details {
                     summary { "Evidence" }
                     table class="evidence" {
                         tbody {
-                            @for (k, v) in &r.evidence {
+                            @for (k, v) in &evidence {
                                 tr { td { (k) } td { (evidence_value(v)) } }
                             }
                         }
@@ -173,31 +174,16 @@ pub fn gpus_line(r: &CheckResult) -> Option<String> {
     if r.tripwire != Tripwire::T2 {
         return None;
     }
-    let judged = r.evidence.get("gpus_judged")?.as_str()?;
-    let list = |k: &str| -> Vec<String> {
-        r.evidence
-            .get(k)
-            .and_then(|v| v.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let cards: Vec<String> = r
-        .evidence
-        .get("cards")
-        .and_then(|v| v.as_array())
-        .map(|a| a.iter().map(|x| x.to_string()).collect())
-        .unwrap_or_default();
+    let e = r.evidence.t2()?;
+    let judged = e.gpus_judged.as_deref()?;
+    let cards: Vec<String> = e.cards.iter().flatten().map(|c| c.to_string()).collect();
     let mut s = format!("Judged {judged}");
     if !cards.is_empty() {
         let noun = if cards.len() == 1 { "card" } else { "cards" };
         s.push_str(&format!(" ({noun} {})", cards.join(", ")));
     }
     s.push('.');
-    let others = list("others_holding_these_gpus");
+    let others = e.others_holding_these_gpus.clone().unwrap_or_default();
     if others.is_empty() {
         s.push_str(" Nothing else held memory on them.");
     } else {
@@ -206,7 +192,7 @@ pub fn gpus_line(r: &CheckResult) -> Option<String> {
             others.join("; ")
         ));
     }
-    let left = list("servers_left_alone").len();
+    let left = e.servers_left_alone.as_ref().map_or(0, Vec::len);
     if left > 0 {
         let noun = if left == 1 { "process" } else { "processes" };
         s.push_str(&format!(
@@ -227,34 +213,43 @@ fn evidence_value(v: &serde_json::Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use inferlint_core::evidence::T2Evidence;
 
     #[test]
     fn t2_names_the_gpus_judged_and_the_others_on_them() {
-        let r = CheckResult::pass(Tripwire::T2, "2 consecutive clear readings")
-            .with("gpus_judged", "GPU 1 (from --gpus)")
-            .with("cards", vec![1])
-            .with(
-                "others_holding_these_gpus",
-                vec!["pid 4711 (alice) python, 300 MiB on GPU 1"],
-            )
-            .with(
-                "servers_left_alone",
-                vec!["left alone: pid=9 …", "left alone: pid=10 …"],
-            );
+        let strings = |v: &[&str]| Some(v.iter().map(|s| s.to_string()).collect());
+        let r = CheckResult::pass(Tripwire::T2, "2 consecutive clear readings").with_evidence(
+            T2Evidence {
+                gpus_judged: Some("GPU 1 (from --gpus)".into()),
+                cards: Some(vec![1]),
+                others_holding_these_gpus: strings(&["pid 4711 (alice) python, 300 MiB on GPU 1"]),
+                servers_left_alone: strings(&["left alone: pid=9 …", "left alone: pid=10 …"]),
+                ..Default::default()
+            },
+        );
         assert_eq!(
             gpus_line(&r).unwrap(),
             "Judged GPU 1 (from --gpus) (card 1). Also holding memory on them: pid 4711 (alice) python, 300 MiB on GPU 1. 2 server processes not started by this run, left alone."
         );
-        let bare = CheckResult::pass(Tripwire::T2, "2 consecutive clear readings")
-            .with("gpus_judged", "every GPU")
-            .with("cards", vec![0]);
+        let bare = CheckResult::pass(Tripwire::T2, "2 consecutive clear readings").with_evidence(
+            T2Evidence {
+                gpus_judged: Some("every GPU".into()),
+                cards: Some(vec![0]),
+                ..Default::default()
+            },
+        );
         assert_eq!(
             gpus_line(&bare).unwrap(),
             "Judged every GPU (card 0). Nothing else held memory on them."
         );
         // Older T2 results (teardown, gpu-inspect, earlier runs) carry no scope.
         assert!(gpus_line(&CheckResult::pass(Tripwire::T2, "x")).is_none());
-        let t7 = CheckResult::pass(Tripwire::T7, "x").with("gpus_judged", "every GPU");
+        // Another tripwire's result, even one read back with T2's keys, names no GPUs.
+        let t7: CheckResult = serde_json::from_value(serde_json::json!({
+            "tripwire": "T7", "status": "pass", "message": "x",
+            "evidence": {"gpus_judged": "every GPU"}
+        }))
+        .unwrap();
         assert!(gpus_line(&t7).is_none());
     }
 }

@@ -131,7 +131,7 @@ fn stop(url: &str, started: &[i32], grace: Duration) -> Vec<String> {
     let t0 = Instant::now();
     let mut signalled = 0;
     for (_, t) in &tracked {
-        if t.signal(&scan, Signal::SIGTERM as i32) {
+        if t.signal(&scan, Signal::SIGTERM) {
             signalled += 1;
         }
     }
@@ -141,7 +141,7 @@ fn stop(url: &str, started: &[i32], grace: Duration) -> Vec<String> {
     }
     let mut killed = 0;
     for (_, t) in &tracked {
-        if t.is_alive(&scan) && t.signal(&scan, Signal::SIGKILL as i32) {
+        if t.is_alive(&scan) && t.signal(&scan, Signal::SIGKILL) {
             killed += 1;
         }
     }

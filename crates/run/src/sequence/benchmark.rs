@@ -105,11 +105,11 @@ impl Run {
             self.set_problem(e);
         }
         if let Some(exit) = outcome.exit {
-            self.load.exit = Some(exit.code());
+            self.load.exit = Some(exit.shell_code());
             if !exit.success() {
                 self.line(&format!(
                     "the load command exited with code {}",
-                    exit.code()
+                    exit.shell_code()
                 ));
             }
         }
@@ -117,7 +117,7 @@ impl Run {
         if let Some(e) = outcome.server_died {
             self.set_problem(format!(
                 "the server exited with code {} during the load",
-                e.code()
+                e.shell_code()
             ));
         }
         if let Some(why) = outcome.server_broken.filter(|_| !outcome.interrupted) {

@@ -4,6 +4,7 @@
 
 use super::super::deaths::t7_deaths;
 use super::Run;
+use inferlint_core::evidence::T7Evidence;
 use inferlint_core::result::{CheckResult, Tripwire};
 
 impl Run {
@@ -38,7 +39,10 @@ impl Run {
                 after_ready.len() - 1
             ));
         }
-        let r = CheckResult::fail(Tripwire::T7, message).with("deaths", &after_ready);
+        let r = CheckResult::fail(Tripwire::T7, message).with_evidence(T7Evidence {
+            deaths: Some(inferlint_core::result::to_json_value(&after_ready)),
+            ..Default::default()
+        });
         self.verdict.extra.push(r.clone());
         self.record_result(r);
         if let Some(b) = after_ready.iter().find(|d| d.server_broken) {

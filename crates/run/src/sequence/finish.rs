@@ -42,7 +42,7 @@ impl Run {
             if let Some(e) = server.proc.exited() {
                 self.sink.line(&format!(
                     "it exited with code {} after {:.1} s",
-                    e.code(),
+                    e.shell_code(),
                     waited.elapsed().as_secs_f64()
                 ));
             }
@@ -303,11 +303,6 @@ pub(super) fn read_result(
 }
 
 /// `exit code 1`, `killed by SIGKILL`.
-fn exit_words(e: super::super::proc::Exit) -> String {
-    match e {
-        super::super::proc::Exit::Code(c) => format!("exit code {c}"),
-        super::super::proc::Exit::Signal(s) => {
-            format!("killed by {}", inferlint_supervisor::sys::signal_name(s))
-        }
-    }
+fn exit_words(e: inferlint_supervisor::ExitKind) -> String {
+    e.to_string()
 }

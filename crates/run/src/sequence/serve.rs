@@ -87,8 +87,7 @@ impl Run {
         };
         // The run's marker, as the server's environment holds it: the readings after the stop
         // know the run's own processes by it.
-        self.server.run_id =
-            ProcScanner::system().environ_var(proc.pid, inferlint_supervisor::RUN_ID_ENV);
+        self.server.run_id = ProcScanner::system().environ_var(proc.pid, crate::proc::RUN_ID_ENV);
         let lines = std::mem::replace(&mut proc.lines, Lines::closed());
         self.server.deaths = proc
             .take_member_exits()
@@ -127,7 +126,7 @@ impl Run {
                 self.wait_log_end(Duration::from_secs(2)).await;
                 self.set_problem(format!(
                     "the server exited with code {} before it was ready",
-                    e.code()
+                    e.shell_code()
                 ));
                 false
             }
@@ -144,7 +143,7 @@ impl Run {
                         self.wait_log_end(Duration::from_secs(1)).await;
                         self.set_problem(format!(
                             "the server exited with code {} before it was ready",
-                            e.code()
+                            e.shell_code()
                         ));
                     }
                     None => self
