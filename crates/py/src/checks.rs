@@ -3,6 +3,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use serde_json::{Map, Value};
 
 use crate::core::{
     blocks, counters, t1, t10, t12, t14, t15, t4_t11, t5, t6, t8, t9, BenchResult, BootFacts,
@@ -15,8 +16,19 @@ use crate::snapshot::PySnapshot;
 pub type Checked = (String, &'static str, String, String);
 
 pub fn out(r: CheckResult) -> Checked {
-    let ev = serde_json::Value::Object(r.evidence).to_string();
-    (r.tripwire.code(), r.status.key(), r.message, ev)
+    out_with(r, |_| {})
+}
+
+/// As [`out`], with the evidence's JSON object amended first (0.3.1's keys, [`crate::compat`]).
+pub fn out_with(r: CheckResult, amend: impl FnOnce(&mut Map<String, Value>)) -> Checked {
+    let mut ev = r.evidence.to_json();
+    amend(&mut ev);
+    (
+        r.tripwire.code(),
+        r.status.key(),
+        r.message,
+        Value::Object(ev).to_string(),
+    )
 }
 
 /// A result from Python (`with_timer_comparison`'s argument), by its JSON.
@@ -71,13 +83,9 @@ pub fn check_no_preemption(
     let engine = engine_of(&[&before.inner, &after.inner]);
     let series = series.map(|s| &s.inner);
     let r = t1::check(&before.inner, &after.inner, series, facts.as_ref(), engine);
-    Ok(out(crate::compat::t1(
-        r,
-        &before.inner,
-        &after.inner,
-        series,
-        engine,
-    )))
+    Ok(out_with(r, |ev| {
+        crate::compat::t1(ev, &before.inner, &after.inner, series, engine);
+    }))
 }
 
 /// T4 or T11 over labelled boots.
@@ -121,7 +129,10 @@ pub fn check_block_size(facts: &str, default: u64) -> PyResult<Checked> {
 
 #[pyfunction]
 pub fn check_backend_honoured(facts: &str) -> PyResult<Checked> {
-    Ok(out(crate::compat::t6(t6::check(&facts_from_json(facts)?))))
+    Ok(out_with(
+        t6::check(&facts_from_json(facts)?),
+        crate::compat::t6,
+    ))
 }
 
 #[pyfunction]

@@ -3,13 +3,13 @@
 //! Each belongs in the library's check; until it is there, it is filled in here from the same
 //! inputs.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-use crate::core::{counters, CheckResult, Engine, Series, Snapshot};
+use crate::core::{counters, Engine, Series, Snapshot};
 
-fn add(r: &mut CheckResult, key: &str, value: Value) {
-    if !r.evidence.contains_key(key) {
-        r.evidence.insert(key.to_string(), value);
+fn add(ev: &mut Map<String, Value>, key: &str, value: Value) {
+    if !ev.contains_key(key) {
+        ev.insert(key.to_string(), value);
     }
 }
 
@@ -17,14 +17,14 @@ fn add(r: &mut CheckResult, key: &str, value: Value) {
 /// `counter`); for TensorRT-LLM, the gauge read (`series`) and the recording's
 /// `readings_with_paused` and `paused_max`.
 pub fn t1(
-    mut r: CheckResult,
+    r: &mut Map<String, Value>,
     before: &Snapshot,
     after: &Snapshot,
     series: Option<&Series>,
     engine: Engine,
-) -> CheckResult {
+) {
     let names = engine.metrics();
-    if r.evidence.get("restarted") == Some(&Value::Bool(true)) {
+    if r.get("restarted") == Some(&Value::Bool(true)) {
         let counter = names.preemptions.unwrap_or(names.generation_tokens);
         let q = counters::CounterQuery::new(counter).with_witness(names.preemption_witness);
         if let Err(counters::DeltaError::Restarted(restart)) =
@@ -45,33 +45,31 @@ pub fn t1(
             };
             if let Value::Object(m) = ev {
                 for (k, v) in m {
-                    add(&mut r, &k, v);
+                    add(r, &k, v);
                 }
             }
         }
     }
     if names.preemptions.is_none() {
         if let Some(gauge) = names.paused {
-            add(&mut r, "series", json!(gauge));
+            add(r, "series", json!(gauge));
         }
-        if let Some(n) = r.evidence.get("paused_readings").cloned() {
-            add(&mut r, "readings_with_paused", n);
+        if let Some(n) = r.get("paused_readings").cloned() {
+            add(r, "readings_with_paused", n);
         }
         let paused: Vec<f64> = series
             .map(|s| s.samples.iter().filter_map(|x| x.paused).collect())
             .unwrap_or_default();
-        if r.evidence.contains_key("readings") && !paused.is_empty() {
+        if r.contains_key("readings") && !paused.is_empty() {
             let max = paused.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            add(&mut r, "paused_max", json!(max));
+            add(r, "paused_max", json!(max));
         }
     }
-    r
 }
 
 /// T6: 0.3.1 called the main model's backends `target`.
-pub fn t6(mut r: CheckResult) -> CheckResult {
-    if let Some(selected) = r.evidence.get("selected").cloned() {
-        add(&mut r, "target", selected);
+pub fn t6(r: &mut Map<String, Value>) {
+    if let Some(selected) = r.get("selected").cloned() {
+        add(r, "target", selected);
     }
-    r
 }
