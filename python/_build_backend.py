@@ -21,8 +21,6 @@ from maturin import (  # noqa: F401  (the hooks maturin answers itself)
     get_requires_for_build_sdist,
     get_requires_for_build_editable,
     get_requires_for_build_wheel,
-    prepare_metadata_for_build_editable,
-    prepare_metadata_for_build_wheel,
 )
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -56,6 +54,22 @@ def _build_program() -> None:
     tmp = dest.with_suffix(".tmp")
     shutil.copy2(target / "release" / "inferlint", tmp)
     os.replace(tmp, dest)
+
+
+def prepare_metadata_for_build_wheel(
+    metadata_directory: str, config_settings: dict[str, Any] | None = None
+) -> str:
+    # maturin checks that pyproject's `data` folder exists before it writes the metadata; in a
+    # fresh checkout the program is not built yet, so the (gitignored) folder is made here.
+    _SCRIPTS.mkdir(parents=True, exist_ok=True)
+    return maturin.prepare_metadata_for_build_wheel(metadata_directory, config_settings)
+
+
+def prepare_metadata_for_build_editable(
+    metadata_directory: str, config_settings: dict[str, Any] | None = None
+) -> str:
+    _SCRIPTS.mkdir(parents=True, exist_ok=True)
+    return maturin.prepare_metadata_for_build_editable(metadata_directory, config_settings)
 
 
 def build_wheel(

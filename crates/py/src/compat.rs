@@ -30,19 +30,7 @@ pub fn t1(
         if let Err(counters::DeltaError::Restarted(restart)) =
             counters::snapshot_delta(before, after, &q)
         {
-            let ev = match &restart {
-                counters::Restart::CreatedMoved(moved) => json!({
-                    "created_changed": moved.len(),
-                    "example": moved[0].name,
-                    "before": moved[0].before,
-                    "after": moved[0].after,
-                }),
-                counters::Restart::WentDown {
-                    name,
-                    before,
-                    after,
-                } => json!({"counter": name, "before": before, "after": after}),
-            };
+            let ev = restart_json(&restart);
             if let Value::Object(m) = ev {
                 for (k, v) in m {
                     add(r, &k, v);
@@ -71,5 +59,23 @@ pub fn t1(
 pub fn t6(r: &mut Map<String, Value>) {
     if let Some(selected) = r.get("selected").cloned() {
         add(r, "target", selected);
+    }
+}
+
+/// 0.3.1's evidence of a restart between two snapshots: the first `*_created` stamp that moved
+/// (and how many did), or the counter that went down.
+pub(crate) fn restart_json(restart: &counters::Restart) -> serde_json::Value {
+    match restart {
+        counters::Restart::CreatedMoved(moved) => serde_json::json!({
+            "created_changed": moved.len(),
+            "example": moved[0].name,
+            "before": moved[0].before,
+            "after": moved[0].after,
+        }),
+        counters::Restart::WentDown {
+            name,
+            before,
+            after,
+        } => serde_json::json!({"counter": name, "before": before, "after": after}),
     }
 }

@@ -188,19 +188,7 @@ pub fn counter_delta(
         Ok(d) => (Some(d), None, None),
         Err(counters::DeltaError::Absent { .. }) => (None, None, None),
         Err(counters::DeltaError::Restarted(r)) => {
-            let ev = match &r {
-                counters::Restart::CreatedMoved(moved) => serde_json::json!({
-                    "created_changed": moved.len(),
-                    "example": moved[0].name,
-                    "before": moved[0].before,
-                    "after": moved[0].after,
-                }),
-                counters::Restart::WentDown {
-                    name,
-                    before,
-                    after,
-                } => serde_json::json!({"counter": name, "before": before, "after": after}),
-            };
+            let ev = crate::compat::restart_json(&r);
             (None, Some(r.to_string()), Some(ev.to_string()))
         }
     }

@@ -19,6 +19,7 @@ pub mod nvml;
 mod read;
 pub mod sim;
 
+pub(crate) use holders::user_name_cached;
 pub use inferlint_core::gpu::*;
 pub use read::{read_node, read_node_in, read_scope, read_scope_in};
 

@@ -92,15 +92,7 @@ impl Node for RealNode {
         gpu::read_scope(&self.source, &self.scope).ok()
     }
     fn user_name(&mut self, uid: u32) -> Option<String> {
-        self.users
-            .entry(uid)
-            .or_insert_with(|| {
-                nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-                    .ok()
-                    .flatten()
-                    .map(|u| u.name)
-            })
-            .clone()
+        gpu::user_name_cached(&mut self.users, uid)
     }
     fn now(&self) -> f64 {
         self.clock.now().mono_s()

@@ -72,15 +72,7 @@ impl Attributor {
     }
 
     fn user(&mut self, uid: u32) -> Option<String> {
-        self.users
-            .entry(uid)
-            .or_insert_with(|| {
-                nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
-                    .ok()
-                    .flatten()
-                    .map(|u| u.name)
-            })
-            .clone()
+        user_name_cached(&mut self.users, uid)
     }
 
     /// `/proc/PID` exists here and, where its fds are readable, one of them is an NVIDIA device
@@ -136,4 +128,21 @@ impl Attributor {
             _ => None, // none, or several containers with that pid: cannot tell which
         }
     }
+}
+
+/// The user name of `uid` from the password database, looked up once per uid: a node's
+/// processes belong to a handful of users, and each lookup may read files or ask NSS.
+pub(crate) fn user_name_cached(
+    cache: &mut HashMap<u32, Option<String>>,
+    uid: u32,
+) -> Option<String> {
+    cache
+        .entry(uid)
+        .or_insert_with(|| {
+            nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(uid))
+                .ok()
+                .flatten()
+                .map(|u| u.name)
+        })
+        .clone()
 }
