@@ -1,6 +1,6 @@
 //! inferlint's core: everything that decides a verdict, with no I/O beyond reading files.
 //!
-//! Data flows one way: readers ([`prom`], [`snapshot`], [`series`], [`bench`], [`bootlog`],
+//! Data flows one way: readers ([`prom`], [`snapshot`], [`series`], [`bench`](mod@bench), [`bootlog`],
 //! [`gpu`]) → facts → [`checks`] (pure functions returning a [`result::CheckResult`] with its
 //! [`evidence`] struct, one per tripwire, and [`checks::run_all`]) → [`output`] (verdict lines
 //! and JSON). The supervised run, the report, the simulator and the command line live in crates

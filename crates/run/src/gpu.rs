@@ -1,8 +1,8 @@
 //! GPU readings (docs/design/gpus.md): the cards and their memory, from NVML when
 //! `libnvidia-ml.so.1` loads, else from `nvidia-smi`, or from the simulated GPU
-//! (`INFERLINT_GPU=sim:<dir>`); and the "N consecutive clear readings" waiter. Which cards a
-//! run judges and who holds memory on them: [`scope`] (docs/supervision.md, "Which GPUs a run
-//! judges").
+//! (`INFERLINT_GPU=sim:<dir>`), and the processes holding memory on them, attributed through
+//! `/proc`. What a reading means (the cards a run judges, the "N consecutive clear readings"
+//! rule) is the model in `inferlint_core::gpu`, re-exported here.
 //!
 //! `INFERLINT_GPU` chooses the source: `sim:<dir>`, `nvml`, `nvidia-smi`; unset means NVML when
 //! it loads, else `nvidia-smi`. The kill guarantee never depends on any of this: GPU readings

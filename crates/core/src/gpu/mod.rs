@@ -1,5 +1,5 @@
 //! The GPU model: cards and their memory as NVML or nvidia-smi report them, nvidia-smi's CSV,
-//! which cards a run judges ([`scope`]), who holds memory on them ([`holder`], [`reading`]), the
+//! which cards a run judges ([`scope`]), who holds memory on them ([`GpuHolder`], [`NodeReading`]), the
 //! "N consecutive clear readings" rule ([`clear`]), and the simulated GPU's folder format
 //! ([`simdir`]). Reading a real machine (NVML, running nvidia-smi, `/proc`) is inferlint-run's
 //! `gpu` module; everything here works on what a reader returned.

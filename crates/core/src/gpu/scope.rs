@@ -1,6 +1,6 @@
 //! The GPUs a run judges (docs/supervision.md, "Which GPUs a run judges"): `--gpus LIST`, else
 //! CUDA_VISIBLE_DEVICES, else Slurm's step/job GPUs, else every GPU; and the processes holding
-//! memory on those cards, each attributed to a pid, user and command ([`GpuHolder`]).
+//! memory on those cards, each attributed to a pid, user and command ([`GpuHolder`](super::GpuHolder)).
 //!
 //! A list entry is an ordinal or a `GPU-…`/`MIG-…` UUID or a unique prefix of one. Ordinals are
 //! matched against NVML's (PCI bus) numbering, which is CUDA's only with
