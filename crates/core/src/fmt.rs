@@ -144,6 +144,10 @@ pub fn millis(ms: f64) -> String {
 
 /// The first `n` characters of `s` (all of it when shorter).
 pub fn first_chars(s: &str, n: usize) -> &str {
+    if s.len() <= n {
+        // No more bytes than n: no more characters either.
+        return s;
+    }
     match s.char_indices().nth(n) {
         Some((i, _)) => &s[..i],
         None => s,

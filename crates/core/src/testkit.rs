@@ -28,8 +28,13 @@ fn repository() -> PathBuf {
 /// (their README says how each was made). They are committed with the tests, so a missing one
 /// is a failure, never a skip.
 pub fn engine_sample(name: &str) -> String {
-    let p = repository().join("tests/engine-samples").join(name);
+    let p = engine_samples_dir().join(name);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The folder of the engines' format samples.
+pub fn engine_samples_dir() -> PathBuf {
+    repository().join("tests/engine-samples")
 }
 
 /// Whether a missing evidence folder must fail rather than skip.

@@ -50,7 +50,7 @@ pub fn parse_text(text: &str, hint: Option<Engine>) -> BootFacts {
 
 /// Parses a log's raw bytes (invalid UTF-8 is read lossily and counted).
 pub fn parse_bytes(bytes: &[u8], hint: Option<Engine>) -> BootFacts {
-    let mut a = Analyzer::new(hint);
+    let mut a = Analyzer::batch(hint);
     a.feed_bytes(bytes);
     a.finish()
 }
@@ -62,7 +62,7 @@ pub fn parse_file(path: &Path, hint: Option<Engine>) -> Result<BootFacts, BootLo
         source,
     };
     let mut file = std::fs::File::open(path).map_err(err)?;
-    let mut a = Analyzer::new(hint);
+    let mut a = Analyzer::batch(hint);
     let mut buf = vec![0u8; 256 * 1024];
     loop {
         let n = match file.read(&mut buf) {

@@ -6,7 +6,6 @@ use regex::Regex;
 
 use super::analyzer::{BootEvent, BootEventKind};
 use super::phrases::{Found, Phrase as P};
-use super::pyliteral;
 use super::state::{round2, State};
 use super::vllm::{parse_f64, parse_u64, set_pool};
 
@@ -36,12 +35,8 @@ pub(crate) fn read(
 ) {
     if found.has(P::ServerArgs) {
         if let Some(i) = msg.find("server_args={") {
-            match pyliteral::parse_dict(&msg[i + 12..]) {
-                Ok(args) => {
-                    st.note("server_args", &args);
-                    st.f.server_args = Some(args);
-                }
-                Err(_) => st.unparsed("server_args", lineno, msg),
+            if let Some(args) = st.new_dict("server_args", &msg[i + 12..], lineno, msg) {
+                st.f.server_args = Some(args);
             }
         }
     }

@@ -46,6 +46,8 @@ pub(crate) struct State {
     pub unparsed_more: u64,
     pub first_stamp: Option<i64>,
     pub last_stamp_before_ready: Option<i64>,
+    /// Each settings dict's field with the text it was last read from.
+    dict_texts: Vec<(&'static str, String)>,
 }
 
 impl State {
@@ -56,6 +58,44 @@ impl State {
         if !seen.contains(&v) && seen.len() < MAX_DISTINCT {
             seen.push(v);
         }
+    }
+
+    /// Reads the Python dict `text` (`non-default args: {…}`, `server_args={…}`) for `field`:
+    /// Some(dict) when it is new; None when it did not parse (counted as unparsed, `line` is
+    /// the whole line) or is the text the field was last read from. A server restarted with the
+    /// same flags prints the same dict again, and it reads to the dict already held and noted;
+    /// parsing it again would be most of the time a restart loop's log takes to read.
+    pub fn new_dict(
+        &mut self,
+        field: &'static str,
+        text: &str,
+        lineno: usize,
+        line: &str,
+    ) -> Option<Map<String, Value>> {
+        if self
+            .dict_texts
+            .iter()
+            .any(|(f, t)| *f == field && t == text)
+        {
+            return None;
+        }
+        match super::pyliteral::parse_dict(text) {
+            Ok(dict) => {
+                self.note(field, &dict);
+                self.forget_dict(field);
+                self.dict_texts.push((field, text.to_string()));
+                Some(dict)
+            }
+            Err(_) => {
+                self.unparsed(field, lineno, line);
+                None
+            }
+        }
+    }
+
+    /// A field's dict was set from something other than [`State::new_dict`]'s text.
+    pub fn forget_dict(&mut self, field: &str) {
+        self.dict_texts.retain(|(f, _)| *f != field);
     }
 
     /// A line whose key phrase was found but whose value did not parse.
@@ -230,6 +270,37 @@ mod tests {
             s.note("many", i);
         }
         assert_eq!(s.seen["many"].len(), MAX_DISTINCT, "memory stays bounded");
+    }
+
+    #[test]
+    fn a_dict_printed_again_is_read_once_and_a_changed_one_is_read() {
+        let line = |mem: &str| {
+            format!("[2026-10-01 00:37:47] server_args={{'model_path': 'm', 'mem_fraction_static': {mem}}}\n")
+        };
+        let cut = "[2026-10-01 00:37:49] server_args={'model_path': 'm', 'mem_fr\n";
+        let log = [
+            line("0.88"),
+            line("0.88"),
+            line("0.7"),
+            line("0.88"),
+            cut.into(),
+        ]
+        .concat();
+        let f = crate::bootlog::parse_text(&log, None);
+        let args = f.server_args.expect("read");
+        assert_eq!(
+            args["mem_fraction_static"],
+            Value::from(0.88),
+            "the last readable one"
+        );
+        assert_eq!(
+            f.conflicts.get("server_args").map(Vec::len),
+            Some(2),
+            "two distinct dicts: {:?}",
+            f.conflicts
+        );
+        assert_eq!(f.unparsed.len(), 1, "the cut one: {:?}", f.unparsed);
+        assert_eq!(f.unparsed[0].lineno, 5);
     }
 
     #[test]

@@ -143,6 +143,7 @@ fn read_llm_args(st: &mut State, lineno: usize, line: &str, ev: &mut Vec<BootEve
         });
     }
     st.note("server_args", &args);
+    st.forget_dict("server_args");
     st.f.server_args = Some(args);
 }
 

@@ -76,12 +76,8 @@ pub(crate) fn read(
     }
     if found.has(P::NonDefaultArgs) {
         if let Some(i) = msg.find("non-default args: ") {
-            match pyliteral::parse_dict(&msg[i + 18..]) {
-                Ok(args) => {
-                    st.note("non_default_args", &args);
-                    st.f.non_default_args = Some(args);
-                }
-                Err(_) => st.unparsed("non_default_args", lineno, msg),
+            if let Some(args) = st.new_dict("non_default_args", &msg[i + 18..], lineno, msg) {
+                st.f.non_default_args = Some(args);
             }
         }
     }
