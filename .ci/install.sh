@@ -10,6 +10,8 @@ command -v munged >/dev/null 2>&1 || need+=(munge)
 command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v node >/dev/null 2>&1 || need+=(nodejs)
 command -v npm >/dev/null 2>&1 || need+=(npm)
+command -v objdump >/dev/null 2>&1 || need+=(binutils)
+command -v unzip >/dev/null 2>&1 || need+=(unzip)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 
 if [ ${#need[@]} -gt 0 ]; then

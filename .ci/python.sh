@@ -15,10 +15,28 @@ trap 'rm -rf "$work"' EXIT
 echo "== python: the wheel (the release program and the extension module)"
 start=$(date +%s)
 # --no-build-isolation: the build backend's maturin is the cached one, not a fresh download.
+# The wheel to share: tagged manylinux (pip's PEP 517 build is tagged for this machine alone).
+MATURIN_PEP517_ARGS="--compatibility manylinux_2_34" \
 PATH="$tools/bin:$PATH" "$tools/bin/pip" wheel --quiet --no-build-isolation --no-deps \
   --wheel-dir "$work/wheels" .
 wheel=$(ls "$work"/wheels/inferlint-*.whl)
 echo "built $(basename "$wheel") in $(( $(date +%s) - start )) s: $(stat -c %s "$wheel") bytes"
+
+echo "== python: the wheel's platform tag holds for the program too"
+# maturin audits the extension module against pyproject's manylinux tag; the program beside it
+# is checked here: no glibc symbol newer than the tag's.
+case "$(basename "$wheel")" in
+  *manylinux_2_34*) ;;
+  *) echo "the wheel is not tagged manylinux_2_34: $(basename "$wheel")"; exit 1 ;;
+esac
+unzip -q -o "$wheel" 'inferlint-*.data/scripts/inferlint' -d "$work/unpacked"
+newest=$(objdump -T "$work"/unpacked/inferlint-*.data/scripts/inferlint \
+  | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -V | tail -1)
+if [ "$(printf '%s\n' "$newest" 2.34 | sort -V | tail -1)" != 2.34 ]; then
+  echo "the program needs glibc $newest, newer than the wheel's manylinux_2_34"
+  exit 1
+fi
+echo "the program needs glibc $newest at most"
 
 echo "== python: install into a fresh venv, then pytest python/tests"
 python3 -m venv "$work/venv"
