@@ -327,7 +327,14 @@ fn preempted_prom_files_count_60_and_the_mutation_to_106_passes() {
         r.message,
         "vllm:num_preemptions_total went down (106 -> 100); counters only reset on restart"
     );
-    assert_eq!(r.evidence_json()["restarted"], true);
+    let ev = r.evidence_json();
+    assert_eq!(ev["restarted"], true);
+    assert_eq!(ev["counter"], "vllm:num_preemptions_total");
+    assert_eq!(
+        (ev["before"].as_f64(), ev["after"].as_f64()),
+        (Some(106.0), Some(100.0))
+    );
+    assert!(!ev.contains_key("created_changed"));
 }
 
 #[test]
@@ -395,7 +402,15 @@ fn a_restart_is_caught_by_moved_created_stamps_and_hidden_when_they_are_copied()
         "{}",
         r.message
     );
-    assert_eq!(r.evidence_json()["restarted"], true);
+    let ev = r.evidence_json();
+    assert_eq!(ev["restarted"], true);
+    assert_eq!(ev["created_changed"], 41);
+    assert_eq!(ev["example"], moved[0].name.as_str());
+    assert_eq!(
+        (ev["before"].as_f64(), ev["after"].as_f64()),
+        (Some(moved[0].before), Some(moved[0].after))
+    );
+    assert!(moved[0].before != moved[0].after && !ev.contains_key("counter"));
     let t10r = t10::check(&before, &after, None, Engine::Vllm);
     assert_eq!(t10r.status, Status::Unknown);
     assert!(t10r
@@ -784,6 +799,13 @@ fn trtllm_t1_from_the_log_the_gauge_or_the_policy() {
         r.message,
         format!("requests were paused for recompute in 1 of {n} readings, up to 2 at once (TensorRT-LLM counts no pauses, so the number is unknown)")
     );
+    let ev = r.evidence_json();
+    assert_eq!(ev["series"], "trtllm_num_paused_requests");
+    assert_eq!(
+        (ev["paused_readings"].as_u64(), ev["readings"].as_u64()),
+        (Some(1), Some(n as u64))
+    );
+    assert_eq!(ev["paused_max"], 2.0);
     // Neither a log nor a recording.
     let r = t1::check(&before, &after, None, None, Engine::Trtllm);
     assert_eq!(r.status, Status::Unknown);

@@ -83,9 +83,7 @@ pub fn check_no_preemption(
     let engine = engine_of(&[&before.inner, &after.inner]);
     let series = series.map(|s| &s.inner);
     let r = t1::check(&before.inner, &after.inner, series, facts.as_ref(), engine);
-    Ok(out_with(r, |ev| {
-        crate::compat::t1(ev, &before.inner, &after.inner, series, engine);
-    }))
+    Ok(out_with(r, |ev| crate::compat::t1(ev, engine)))
 }
 
 /// T4 or T11 over labelled boots.
@@ -164,24 +162,7 @@ pub fn check_concurrency_reached(
 pub fn running_cap(facts: &str, engine: Option<&str>) -> PyResult<Option<(u64, String)>> {
     let f = facts_from_json(facts)?;
     let engine = engine_arg(engine)?.or(f.engine).unwrap_or(Engine::Vllm);
-    Ok(t8::running_limit(&f, engine).map(|l| {
-        let why = if l.lowered() {
-            format!(
-                "{} lowered its limit to {} running because of the {}, although it was started with --max-running-requests {}",
-                engine.name(),
-                l.value,
-                l.reason.as_deref().unwrap_or(""),
-                l.requested.unwrap_or(0)
-            )
-        } else {
-            let flag = match engine {
-                Engine::Vllm => "--max-num-seqs",
-                Engine::Sglang | Engine::Trtllm => "--max-running-requests",
-            };
-            format!("the server runs at most {} at once ({flag} {})", l.value, l.value)
-        };
-        (l.value, why)
-    }))
+    Ok(t8::running_limit(&f, engine).map(|l| (l.value, l.sentence(engine))))
 }
 
 #[pyfunction]
@@ -257,19 +238,14 @@ pub fn infer_blocks(
     max_blocks: u64,
     tol: f64,
 ) -> PyResult<(Option<u64>, usize, f64, bool)> {
-    if max_blocks == blocks::MAX_DENOMINATOR && tol == blocks::TOLERANCE {
-        let b = blocks::infer_blocks(&usages);
-        // 0.3.1 reported no residual as 0.0 and an unfit one as infinity, never NaN.
-        let worst = match (b.blocks, b.distinct) {
-            (_, 0) => 0.0,
-            (None, _) if b.worst_residual.is_nan() => f64::INFINITY,
-            _ => b.worst_residual,
-        };
-        return Ok((b.blocks, b.distinct, worst, b.trusted));
-    }
-    Ok(crate::blocks_with::infer_blocks_with(
-        &usages, max_blocks, tol,
-    ))
+    let b = blocks::infer_blocks_within(&usages, max_blocks, tol);
+    // 0.3.1 reported no residual as 0.0 and an unfit one as infinity, never NaN.
+    let worst = match (b.blocks, b.distinct) {
+        (_, 0) => 0.0,
+        (None, _) if b.worst_residual.is_nan() => f64::INFINITY,
+        _ => b.worst_residual,
+    };
+    Ok((b.blocks, b.distinct, worst, b.trusted))
 }
 
 /// `floor(1/share)` at one sample; `ValueError` for a sample with nothing running or no usage.

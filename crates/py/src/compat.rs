@@ -1,81 +1,27 @@
-//! Evidence keys 0.3.1 wrote that the library's checks do not (yet): added beside the
-//! library's own, never in their place, so code that read 0.3.1's evidence reads the same keys.
-//! Each belongs in the library's check; until it is there, it is filled in here from the same
-//! inputs.
+//! Evidence keys 0.3.1 wrote under other names: each is added beside the library's own key,
+//! never in its place, so code that read 0.3.1's evidence reads the same keys. Nothing here
+//! computes anything; the values are the library check's own.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
-use crate::core::{counters, Engine, Series, Snapshot};
+use crate::core::Engine;
 
-fn add(ev: &mut Map<String, Value>, key: &str, value: Value) {
-    if !ev.contains_key(key) {
-        ev.insert(key.to_string(), value);
+fn alias(ev: &mut Map<String, Value>, key: &str, alias: &str) {
+    if let Some(value) = ev.get(key).cloned() {
+        ev.entry(alias).or_insert(value);
     }
 }
 
-/// T1: the restart's own evidence (`created_changed`, `example`, `before`, `after`, or
-/// `counter`); for TensorRT-LLM, the gauge read (`series`) and the recording's
-/// `readings_with_paused` and `paused_max`.
-pub fn t1(
-    r: &mut Map<String, Value>,
-    before: &Snapshot,
-    after: &Snapshot,
-    series: Option<&Series>,
-    engine: Engine,
-) {
-    let names = engine.metrics();
-    if r.get("restarted") == Some(&Value::Bool(true)) {
-        let counter = names.preemptions.unwrap_or(names.generation_tokens);
-        let q = counters::CounterQuery::new(counter).with_witness(names.preemption_witness);
-        if let Err(counters::DeltaError::Restarted(restart)) =
-            counters::snapshot_delta(before, after, &q)
-        {
-            let ev = restart_json(&restart);
-            if let Value::Object(m) = ev {
-                for (k, v) in m {
-                    add(r, &k, v);
-                }
-            }
-        }
-    }
-    if names.preemptions.is_none() {
-        if let Some(gauge) = names.paused {
-            add(r, "series", json!(gauge));
-        }
-        if let Some(n) = r.get("paused_readings").cloned() {
-            add(r, "readings_with_paused", n);
-        }
-        let paused: Vec<f64> = series
-            .map(|s| s.samples.iter().filter_map(|x| x.paused).collect())
-            .unwrap_or_default();
-        if r.contains_key("readings") && !paused.is_empty() {
-            let max = paused.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            add(r, "paused_max", json!(max));
-        }
+/// T1: 0.3.1 called TensorRT-LLM's `paused_readings` `readings_with_paused`, and named the
+/// paused gauge in `series` even when the server log decided.
+pub fn t1(r: &mut Map<String, Value>, engine: Engine) {
+    alias(r, "paused_readings", "readings_with_paused");
+    if let (None, Some(gauge)) = (engine.metrics().preemptions, engine.metrics().paused) {
+        r.entry("series").or_insert_with(|| Value::from(gauge));
     }
 }
 
 /// T6: 0.3.1 called the main model's backends `target`.
 pub fn t6(r: &mut Map<String, Value>) {
-    if let Some(selected) = r.get("selected").cloned() {
-        add(r, "target", selected);
-    }
-}
-
-/// 0.3.1's evidence of a restart between two snapshots: the first `*_created` stamp that moved
-/// (and how many did), or the counter that went down.
-pub(crate) fn restart_json(restart: &counters::Restart) -> serde_json::Value {
-    match restart {
-        counters::Restart::CreatedMoved(moved) => serde_json::json!({
-            "created_changed": moved.len(),
-            "example": moved[0].name,
-            "before": moved[0].before,
-            "after": moved[0].after,
-        }),
-        counters::Restart::WentDown {
-            name,
-            before,
-            after,
-        } => serde_json::json!({"counter": name, "before": before, "after": after}),
-    }
+    alias(r, "selected", "target");
 }

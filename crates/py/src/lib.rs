@@ -5,7 +5,6 @@
 
 use pyo3::prelude::*;
 
-mod blocks_with;
 mod checks;
 mod compat;
 mod core;

@@ -188,8 +188,8 @@ pub fn counter_delta(
         Ok(d) => (Some(d), None, None),
         Err(counters::DeltaError::Absent { .. }) => (None, None, None),
         Err(counters::DeltaError::Restarted(r)) => {
-            let ev = crate::compat::restart_json(&r);
-            (None, Some(r.to_string()), Some(ev.to_string()))
+            let ev = serde_json::to_string(&r.evidence()).ok();
+            (None, Some(r.to_string()), ev)
         }
     }
 }

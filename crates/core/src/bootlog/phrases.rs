@@ -284,8 +284,11 @@ fn anchor_of(text: &str) -> Option<&'static str> {
     ANCHORS.iter().copied().find(|a| text.contains(a))
 }
 
+/// Phrases with their texts.
+type PhraseSet = Vec<(Phrase, &'static str)>;
+
 /// The phrases looked for in a log's head (all) and in the rest (all but the engine markers).
-fn sets() -> (Vec<(Phrase, &'static str)>, Vec<(Phrase, &'static str)>) {
+fn sets() -> (PhraseSet, PhraseSet) {
     let body = PHRASES
         .iter()
         .copied()

@@ -37,6 +37,13 @@ pub struct BlockInference {
 /// N is the least common multiple of those denominators; every reading must lie within 1e-6·N of a
 /// multiple of 1/N; the result is trusted with at least 5 distinct readings.
 pub fn infer_blocks(readings: &[f64]) -> BlockInference {
+    infer_blocks_within(readings, MAX_DENOMINATOR, TOLERANCE)
+}
+
+/// [`infer_blocks`] with another largest denominator and tolerance (the checks use the
+/// defaults; the Python API lets a caller choose, as 0.3.1's `max_blocks` and `tol` did).
+pub fn infer_blocks_within(readings: &[f64], max_blocks: u64, tolerance: f64) -> BlockInference {
+    let max_blocks = max_blocks.max(1);
     let distinct: BTreeSet<u64> = readings
         .iter()
         .filter(|u| **u > 0.0 && **u <= 1.0)
@@ -63,9 +70,9 @@ pub fn infer_blocks(readings: &[f64]) -> BlockInference {
     };
     let mut n: u64 = 1;
     for &u in &values {
-        let (_, den) = limit_denominator(u, MAX_DENOMINATOR);
+        let (_, den) = limit_denominator(u, max_blocks);
         n = lcm(n, den);
-        if n > MAX_DENOMINATOR {
+        if n > max_blocks {
             return not_inferable();
         }
     }
@@ -74,7 +81,7 @@ pub fn infer_blocks(readings: &[f64]) -> BlockInference {
         .iter()
         .map(|u| (u * nf - (u * nf).round_ties_even()).abs())
         .fold(0.0, f64::max);
-    if worst > TOLERANCE * nf {
+    if worst > tolerance * nf {
         return BlockInference {
             worst_residual: worst,
             ..not_inferable()
@@ -247,6 +254,21 @@ mod tests {
             inf.reason.as_deref(),
             Some("only 3 distinct readings; a divisor of N could fit by luck")
         );
+    }
+
+    #[test]
+    fn a_lower_limit_or_a_tighter_tolerance_refuses_what_the_defaults_find() {
+        let readings: Vec<f64> = (1..=8).map(|k| f64::from(k) / 42.0).collect();
+        assert_eq!(infer_blocks(&readings).blocks, Some(42));
+        assert_eq!(infer_blocks_within(&readings, 42, TOLERANCE).blocks, Some(42));
+        let below = infer_blocks_within(&readings, 41, TOLERANCE);
+        assert_eq!((below.blocks, below.distinct), (None, 8));
+        // 0.3 + 1e-9 is 3/10 within 1e-6 but not within 1e-12 of it.
+        let near: Vec<f64> = vec![0.1, 0.2, 0.3 + 1e-9, 0.4, 0.5];
+        assert_eq!(infer_blocks_within(&near, MAX_DENOMINATOR, 1e-6).blocks, Some(10));
+        let strict = infer_blocks_within(&near, MAX_DENOMINATOR, 1e-12);
+        assert_eq!(strict.blocks, None);
+        assert!(strict.worst_residual > 1e-12 * 10.0);
     }
 
     #[test]

@@ -69,6 +69,32 @@ pub enum Restart {
     },
 }
 
+impl Restart {
+    /// The evidence that shows it.
+    pub fn evidence(&self) -> crate::evidence::RestartEvidence {
+        use crate::evidence::RestartEvidence;
+        match self {
+            Restart::CreatedMoved(moved) => RestartEvidence {
+                created_changed: Some(moved.len() as u64),
+                example: moved.first().map(|m| m.name.clone()),
+                before: moved.first().map(|m| m.before),
+                after: moved.first().map(|m| m.after),
+                ..Default::default()
+            },
+            Restart::WentDown {
+                name,
+                before,
+                after,
+            } => RestartEvidence {
+                counter: Some(name.clone()),
+                before: Some(*before),
+                after: Some(*after),
+                ..Default::default()
+            },
+        }
+    }
+}
+
 impl fmt::Display for Restart {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

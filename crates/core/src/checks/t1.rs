@@ -44,7 +44,10 @@ pub fn check(
     };
     match snapshot_delta(before, after, &q) {
         Err(DeltaError::Restarted(restart)) => CheckResult::fail(Tripwire::T1, restart.to_string())
-            .with_evidence(base(Some(true), None)),
+            .with_evidence(T1Evidence {
+                restart: restart.evidence(),
+                ..base(Some(true), None)
+            }),
         Err(DeltaError::Absent { .. }) => CheckResult::unknown(
             Tripwire::T1,
             format!("{counter} absent from a snapshot; {word} cannot be ruled out"),
@@ -115,8 +118,10 @@ fn check_without_counter(
     let max = paused.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     let evidence = |r: CheckResult| {
         r.with_evidence(T1Evidence {
+            series: engine.metrics().paused.map(str::to_string),
             paused_readings: Some(k as u64),
             readings: Some(n as u64),
+            paused_max: Some(max),
             ..base.clone()
         })
     };

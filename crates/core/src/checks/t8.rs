@@ -34,6 +34,32 @@ impl RunningLimit {
     pub fn lowered(&self) -> bool {
         self.reason.is_some() && self.requested.is_some_and(|r| r > self.value)
     }
+
+    /// How the limit was set, for a message: `the server runs at most 10 at once
+    /// (--max-num-seqs 10)`, or the engine's own lowering of it with its reason.
+    pub fn sentence(&self, engine: Engine) -> String {
+        let v = self.value;
+        if self.lowered() {
+            return format!(
+                "{} lowered its limit to {v} running because of the {}, although it was started with --max-running-requests {}",
+                engine.name(),
+                self.reason.as_deref().unwrap_or_default(),
+                self.requested.unwrap_or_default()
+            );
+        }
+        format!(
+            "the server runs at most {v} at once ({} {v})",
+            limit_flag(engine)
+        )
+    }
+}
+
+/// The flag that sets the running limit.
+pub fn limit_flag(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Vllm => "--max-num-seqs",
+        Engine::Sglang | Engine::Trtllm => "--max-running-requests",
+    }
 }
 
 /// The running limit the boot log shows: vLLM's non-default `max_num_seqs`, SGLang's settled
@@ -164,28 +190,13 @@ pub fn check(
     if let Some(limit) = limit.as_ref() {
         let server_cap = limit.value.saturating_mul(engines);
         if engines > 1 && server_cap < requested && peak >= server_cap as f64 {
-            let v = limit.value;
-            let flag = match engine {
-                Engine::Vllm => "--max-num-seqs",
-                _ => "--max-running-requests",
-            };
             msg.push_str(&format!(
-                "; the server runs at most {server_cap} at once ({flag} {v} on each of its {engines} engines)"
+                "; the server runs at most {server_cap} at once ({} {} on each of its {engines} engines)",
+                limit_flag(engine),
+                limit.value
             ));
         } else if engines == 1 && limit.value < requested && peak >= limit.value as f64 {
-            let v = limit.value;
-            let text = match (engine, limit.lowered()) {
-                (Engine::Sglang, true) => format!(
-                    "; SGLang lowered its limit to {v} running because of the {}, although it was started with --max-running-requests {}",
-                    limit.reason.as_deref().unwrap_or_default(),
-                    limit.requested.unwrap_or_default()
-                ),
-                (Engine::Vllm, _) => {
-                    format!("; the server runs at most {v} at once (--max-num-seqs {v})")
-                }
-                _ => format!("; the server runs at most {v} at once (--max-running-requests {v})"),
-            };
-            msg.push_str(&text);
+            msg.push_str(&format!("; {}", limit.sentence(engine)));
         }
     }
     evidence(CheckResult::fail(Tripwire::T8, msg))

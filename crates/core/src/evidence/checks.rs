@@ -32,9 +32,33 @@ pub struct T1Evidence {
     pub paused_readings: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub readings: Option<u64>,
+    /// The most requests paused at once in a reading (TensorRT-LLM's gauge).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub paused_max: Option<f64>,
     /// The count; null when it cannot be told.
     #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "nullable")]
     pub preemptions: Option<Option<Count>>,
+    /// What showed the restart, after one.
+    #[serde(flatten)]
+    pub restart: RestartEvidence,
+}
+
+/// What shows a server restarted between two snapshots: how many `*_created` stamps moved and
+/// the first of them (`example`, `before`, `after`), or the counter that went down (`counter`,
+/// `before`, `after`). Empty when there was no restart.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RestartEvidence {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub created_changed: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub example: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub counter: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<f64>,
 }
 
 /// T2 gpu-not-clear: the readings of the cards and who held them.

@@ -92,7 +92,7 @@ fn non_finite_floats_are_written_by_name_and_read_back() {
 #[test]
 fn a_shape_no_struct_holds_is_kept_as_read() {
     // An older file: a key this version does not write, and one of another type.
-    let e = json!({"preemptions": 3, "counter": "vllm:num_preemptions_total"});
+    let e = json!({"preemptions": 3, "counter_name": "vllm:num_preemptions_total"});
     let r = read("T1", "fail", e.clone());
     assert!(matches!(r.evidence, Evidence::Unread(_)));
     assert_eq!(written(&r), e);
