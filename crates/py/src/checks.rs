@@ -142,18 +142,17 @@ pub fn check_boot_failure(py: Python<'_>, log_text: &str) -> Checked {
 #[pyfunction]
 #[pyo3(signature = (series, requested, facts=None))]
 pub fn check_concurrency_reached(
+    py: Python<'_>,
     series: &PySeries,
     requested: u64,
     facts: Option<&str>,
 ) -> PyResult<Checked> {
     let facts = facts_opt(facts)?;
     let engine = series_engine(&series.inner);
-    Ok(out(t8::check(
-        &series.inner,
-        requested,
-        facts.as_ref(),
-        engine,
-    )))
+    // A day's recording is 345,600 samples: other Python threads run meanwhile.
+    Ok(out(py.allow_threads(|| {
+        t8::check(&series.inner, requested, facts.as_ref(), engine)
+    })))
 }
 
 /// The server's own running limit and the sentence that says how it was set.
@@ -168,17 +167,13 @@ pub fn running_cap(facts: &str, engine: Option<&str>) -> PyResult<Option<(u64, S
 #[pyfunction]
 #[pyo3(signature = (series, usable_blocks=None, saturated=0.9))]
 pub fn concurrency_ceiling(
+    py: Python<'_>,
     series: &PySeries,
     usable_blocks: Option<u64>,
     saturated: f64,
 ) -> Checked {
     let engine = series_engine(&series.inner);
-    out(t9::check_at(
-        &series.inner,
-        usable_blocks,
-        engine,
-        saturated,
-    ))
+    out(py.allow_threads(|| t9::check_at(&series.inner, usable_blocks, engine, saturated)))
 }
 
 /// T14's "does not apply" for an engine without vLLM's null block, else None.
@@ -192,9 +187,9 @@ pub fn does_not_apply(tripwire: &str, engine: &str) -> PyResult<Option<Checked>>
 }
 
 #[pyfunction]
-pub fn check_null_block(series: &PySeries, snapshot: &PySnapshot) -> Checked {
+pub fn check_null_block(py: Python<'_>, series: &PySeries, snapshot: &PySnapshot) -> Checked {
     let engine = engine_of(&[&snapshot.inner]);
-    out(t14::check(&series.inner, &snapshot.inner, engine))
+    out(py.allow_threads(|| t14::check(&series.inner, &snapshot.inner, engine)))
 }
 
 #[pyfunction]

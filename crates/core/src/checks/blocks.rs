@@ -260,12 +260,18 @@ mod tests {
     fn a_lower_limit_or_a_tighter_tolerance_refuses_what_the_defaults_find() {
         let readings: Vec<f64> = (1..=8).map(|k| f64::from(k) / 42.0).collect();
         assert_eq!(infer_blocks(&readings).blocks, Some(42));
-        assert_eq!(infer_blocks_within(&readings, 42, TOLERANCE).blocks, Some(42));
+        assert_eq!(
+            infer_blocks_within(&readings, 42, TOLERANCE).blocks,
+            Some(42)
+        );
         let below = infer_blocks_within(&readings, 41, TOLERANCE);
         assert_eq!((below.blocks, below.distinct), (None, 8));
         // 0.3 + 1e-9 is 3/10 within 1e-6 but not within 1e-12 of it.
         let near: Vec<f64> = vec![0.1, 0.2, 0.3 + 1e-9, 0.4, 0.5];
-        assert_eq!(infer_blocks_within(&near, MAX_DENOMINATOR, 1e-6).blocks, Some(10));
+        assert_eq!(
+            infer_blocks_within(&near, MAX_DENOMINATOR, 1e-6).blocks,
+            Some(10)
+        );
         let strict = infer_blocks_within(&near, MAX_DENOMINATOR, 1e-12);
         assert_eq!(strict.blocks, None);
         assert!(strict.worst_residual > 1e-12 * 10.0);
