@@ -50,13 +50,15 @@ if ! "$deny_root/bin/cargo-deny" --version 2>/dev/null | grep -qx "cargo-deny $d
     cargo install --quiet --locked --root "$deny_root" cargo-deny --version "$deny_version"
 fi
 
-# The Python package's build and test tools (maturin, pytest), in a venv in the cache folder,
-# installed once; .ci/python.sh builds the wheel with them. pip's downloads are cached there too.
+# The Python package's build and test tools (maturin, pytest, pyright), in a venv in the cache
+# folder, installed once; .ci/python.sh builds the wheel with them. pip's downloads are cached
+# there too.
 py_tools="${INFERLINT_CACHE:-/var/cache/inferlint}/py-tools"
-if ! "$py_tools/bin/python" -c 'import maturin, pytest' >/dev/null 2>&1; then
-  echo "== pip install maturin pytest (into $py_tools)"
+if ! "$py_tools/bin/python" -c 'import maturin, pytest' >/dev/null 2>&1 ||
+   [ ! -x "$py_tools/bin/pyright" ]; then
+  echo "== pip install maturin pytest pyright (into $py_tools)"
   rm -rf "$py_tools"
   python3 -m venv "$py_tools"
   PIP_CACHE_DIR="${INFERLINT_CACHE:-/var/cache/inferlint}/pip" \
-    "$py_tools/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.7,<2" pytest
+    "$py_tools/bin/pip" install --quiet --disable-pip-version-check "maturin>=1.7,<2" pytest pyright
 fi

@@ -50,6 +50,11 @@ if [ "$rc" -eq 5 ]; then
 fi
 [ "$rc" -eq 0 ] || { echo "== python: pytest FAILED (exit $rc)"; exit "$rc"; }
 
+echo "== python: pyright --strict on user code against the installed package"
+# pyright's own program (from npm) is cached in the cache folder after the first run.
+PYRIGHT_PYTHON_CACHE_DIR=$cache/pyright \
+  "$tools/bin/pyright" -p python/tests/typing --pythonpath "$work/venv/bin/python"
+
 echo "== python: inferlint demo from the venv's bin"
 "$work/venv/bin/inferlint" --version
 "$work/venv/bin/inferlint" demo -o "$work/demo"
