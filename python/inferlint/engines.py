@@ -10,6 +10,7 @@ Telling the engine from metric names, a log or a command is the Rust library's.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -66,58 +67,46 @@ class Engine:
         return dict(self.witnesses).get(counter)
 
 
-VLLM = Engine(
-    key="vllm",
-    name="vLLM",
-    prefix="vllm:",
-    metrics=VLLM_METRICS,
-    tested=("0.28", "0.29", "0.30"),
-    preemption="preemption",
-    serve="vllm serve",
-    metrics_hint="vLLM serves them at /metrics without a flag; check that the address is "
-    "the server's",
-)
-SGLANG = Engine(
-    key="sglang",
-    name="SGLang",
-    prefix="sglang:",
-    metrics=SGLANG_METRICS,
-    tested=("0.5",),
-    preemption="retraction",
-    serve="sglang serve",
-    # The retraction counter appears at the first retraction; the gauge from the start.
-    witnesses=(("sglang:num_retracted_requests_total", "sglang:num_retracted_reqs"),),
-    # "KV cache pool is full. Retract requests. #retracted_reqs: N" (WARNING)
-    logs_preemptions=True,
-    metrics_hint="start SGLang with --enable-metrics",
-    default_port=30000,
-    # 0.5.20: 3 changes of sglang:generation_tokens_total in 193 readings of a 32-request run
-    tokens_at_finish=True,
-)
-TRTLLM = Engine(
-    key="trtllm",
-    name="TensorRT-LLM",
-    prefix="trtllm_",
-    metrics=TRTLLM_METRICS,
-    tested=("1.3",),
-    preemption="pause",
-    serve="trtllm-serve",
-    # "MaxUtilizationScheduler: request ID N -> pause", at INFO (the default level)
-    logs_preemptions=True,
-    # Its stats collector sleeps until a request completes, then logs every step since
-    # (1.3.0rc29, serve/openai_server.py), so a reading shows the state as of the last
-    # completion. Requests that finish together leave the gauges still until the end.
-    gauges_lag=True,
-    metrics_hint="put 'return_perf_metrics: true' and 'enable_iter_perf_stats: true' in the "
-    "YAML file given to trtllm-serve --config; it then serves them at /prometheus/metrics",
-    # 1.3.0rc29: without enable_iter_perf_stats it serves counters and histograms only
-    gauges_hint="TensorRT-LLM serves its running, waiting and KV gauges only with "
-    "'enable_iter_perf_stats: true' in the YAML file given to trtllm-serve --config",
-    tokens_at_finish=True,  # 1.3.0rc29: trtllm_generation_tokens_total moves on completion
-)
-ENGINES: tuple[Engine, ...] = (VLLM, SGLANG, TRTLLM)
+def _engines() -> dict[str, Engine]:
+    # Everything but how a server is usually started and whether it logs its preemptions
+    # (0.3.1's fields, kept here) is the Rust library's engine table.
+    own: dict[str, tuple[str, bool]] = {
+        "vllm": ("vllm serve", False),
+        # "KV cache pool is full. Retract requests. #retracted_reqs: N" (WARNING)
+        "sglang": ("sglang serve", True),
+        # "MaxUtilizationScheduler: request ID N -> pause", at INFO (the default level)
+        "trtllm": ("trtllm-serve", True),
+    }
+    metrics = {"vllm": VLLM_METRICS, "sglang": SGLANG_METRICS, "trtllm": TRTLLM_METRICS}
+    out = {}
+    for row in json.loads(_native.engine_table()):
+        key = row["key"]
+        counter, witness = row["metrics"]["preemptions"], row["metrics"]["preemption_witness"]
+        serve, logs = own[key]
+        out[key] = Engine(
+            key=key,
+            name=row["name"],
+            prefix=row["prefix"],
+            metrics=metrics[key],
+            tested=tuple(row["tested"]),
+            preemption=row["preemption"],
+            serve=serve,
+            witnesses=((counter, witness),) if counter and witness else (),
+            logs_preemptions=logs,
+            gauges_lag=row["gauges_lag"],
+            metrics_hint=row["metrics_hint"],
+            tokens_at_finish=row["tokens_at_finish"],
+            default_port=row["default_port"],
+            gauges_hint=row["gauges_hint"],
+        )
+    return out
 
-_BY_KEY: dict[str, Engine] = {e.key: e for e in ENGINES}
+
+_BY_KEY: dict[str, Engine] = _engines()
+VLLM = _BY_KEY["vllm"]
+SGLANG = _BY_KEY["sglang"]
+TRTLLM = _BY_KEY["trtllm"]
+ENGINES: tuple[Engine, ...] = (VLLM, SGLANG, TRTLLM)
 
 
 def _of(key: str | None) -> Engine | None:

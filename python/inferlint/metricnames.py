@@ -1,13 +1,17 @@
-"""Every server metric inferlint reads, named in one place, per serving engine.
+"""Every server metric inferlint reads, per serving engine.
 
 The checks, the recorder and the report refer to these fields, never to a literal series
-name, so a release that renames a series, or another serving engine, changes this file
-and nothing else. A field is ``None`` when an engine has no such series.
+name. The names come from the Rust library's engine table (crates/core/src/engine.rs), the
+one place a release that renames a series is written down. A field is ``None`` when an
+engine has no such series.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+
+from . import _native
 
 __all__ = ["SGLANG", "TRTLLM", "VLLM", "MetricNames"]
 
@@ -38,53 +42,42 @@ class MetricNames:
     paused: str | None = None
 
 
-VLLM = MetricNames(
-    running="vllm:num_requests_running",
-    waiting="vllm:num_requests_waiting",
-    kv_usage="vllm:kv_cache_usage_perc",
-    preemptions="vllm:num_preemptions_total",
-    generation_tokens="vllm:generation_tokens_total",
-    prompt_tokens="vllm:prompt_tokens_total",
-    request_success="vllm:request_success_total",
-    e2e_latency="vllm:e2e_request_latency_seconds",
-    first_token="vllm:time_to_first_token_seconds",
-    queue_time="vllm:request_queue_time_seconds",
-    cache_info="vllm:cache_config_info",
-    finished_reason_label="finished_reason",
-)
+def _table() -> dict[str, MetricNames]:
+    # The names themselves are the Rust library's (one table for the program and this
+    # package); the three fields it has no use for are 0.3.1's, kept here.
+    own: dict[str, dict[str, str]] = {
+        "vllm": {"finished_reason_label": "finished_reason"},
+        # sglang: gauges that describe the KV pool itself
+        "sglang": {"pool_tokens": "sglang:max_total_num_tokens", "page_size": "sglang:page_size"},
+        "trtllm": {"finished_reason_label": "finished_reason"},
+    }
+    out = {}
+    for row in json.loads(_native.engine_table()):
+        m = row["metrics"]
+        out[row["key"]] = MetricNames(
+            running=m["running"],
+            waiting=m["waiting"],
+            kv_usage=m["kv_usage"],
+            preemptions=m["preemptions"],
+            generation_tokens=m["generation_tokens"],
+            prompt_tokens=m["prompt_tokens"],
+            request_success=m["finished"],
+            e2e_latency=m["e2e_latency"],
+            first_token=m["ttft"],
+            queue_time=m["queue_time"],
+            cache_info=m["cache_info"],
+            paused=m["paused"],
+            **own[row["key"]],
+        )
+    return out
 
-# SGLang (verified on 0.5.20) exports these with --enable-metrics. It calls a preemption
-# a retraction: a running request is sent back to the queue and its KV freed.
-SGLANG = MetricNames(
-    running="sglang:num_running_reqs",
-    waiting="sglang:num_queue_reqs",
-    kv_usage="sglang:token_usage",
-    preemptions="sglang:num_retracted_requests_total",
-    generation_tokens="sglang:generation_tokens_total",
-    prompt_tokens="sglang:prompt_tokens_total",
-    request_success="sglang:num_requests_total",
-    e2e_latency="sglang:e2e_request_latency_seconds",
-    first_token="sglang:time_to_first_token_seconds",
-    queue_time="sglang:queue_time_seconds",
-    pool_tokens="sglang:max_total_num_tokens",
-    page_size="sglang:page_size",
-)
 
-# TensorRT-LLM (verified on 1.3.0rc29) serves these at /prometheus/metrics when started
-# with return_perf_metrics; the gauges (running, waiting, KV use, paused) only with
-# enable_iter_perf_stats as well. It pauses a request for recompute where vLLM preempts,
-# and exports only how many are paused at each iteration, not a count of pauses.
-TRTLLM = MetricNames(
-    running="trtllm_num_requests_running",
-    waiting="trtllm_num_requests_waiting",
-    kv_usage="trtllm_kv_cache_utilization",
-    preemptions=None,
-    generation_tokens="trtllm_generation_tokens_total",
-    prompt_tokens="trtllm_prompt_tokens_total",
-    request_success="trtllm_request_success_total",
-    e2e_latency="trtllm_e2e_request_latency_seconds",
-    first_token="trtllm_time_to_first_token_seconds",
-    queue_time="trtllm_request_queue_time_seconds",
-    finished_reason_label="finished_reason",
-    paused="trtllm_num_paused_requests",
-)
+_BY_KEY = _table()
+# vLLM (verified on 0.28-0.30). SGLang (0.5.20, with --enable-metrics) calls a preemption a
+# retraction: a running request is sent back to the queue and its KV freed. TensorRT-LLM
+# (1.3.0rc29) serves these at /prometheus/metrics with return_perf_metrics, the gauges only with
+# enable_iter_perf_stats as well; it pauses a request for recompute and exports only how many
+# are paused at each iteration, not a count of pauses.
+VLLM = _BY_KEY["vllm"]
+SGLANG = _BY_KEY["sglang"]
+TRTLLM = _BY_KEY["trtllm"]

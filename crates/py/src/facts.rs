@@ -4,6 +4,8 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use serde_json::Value;
+
 use crate::core::{bench, bootlog, BenchResult, BootFacts, Engine};
 use crate::errors::{internal, io_error, read_error};
 
@@ -137,6 +139,48 @@ pub fn load_bench(py: Python<'_>, path: &str) -> PyResult<String> {
 pub fn parse_bench(doc: &str, path: &str) -> PyResult<String> {
     let b = BenchResult::from_text(doc, path).map_err(read_error)?;
     Ok(bench_fields(b))
+}
+
+/// The library's engine table, as JSON: per engine (in `Engine::ALL`'s order) its key, name,
+/// metric prefix and metric names, tested releases, eviction word, witness series, port, hints
+/// and gauge behaviour. The Python package builds its `engines` and `metricnames` from it, so
+/// the names are written once.
+#[pyfunction]
+pub fn engine_table() -> String {
+    let rows: Vec<Value> = Engine::ALL
+        .iter()
+        .map(|&e| {
+            let m = e.metrics();
+            serde_json::json!({
+                "key": e.key(),
+                "name": e.name(),
+                "prefix": e.metric_prefix(),
+                "tested": e.tested_versions(),
+                "preemption": e.eviction_word(),
+                "default_port": e.default_port(),
+                "metrics_hint": e.metrics_hint(),
+                "gauges_hint": crate::core::t8::gauges_hint(e),
+                "gauges_lag": e.gauges_lag(),
+                "tokens_at_finish": e.token_counter_at_finish(),
+                "metrics": {
+                    "running": m.running,
+                    "waiting": m.waiting,
+                    "kv_usage": m.kv_usage,
+                    "preemptions": m.preemptions,
+                    "preemption_witness": m.preemption_witness,
+                    "paused": m.paused,
+                    "generation_tokens": m.generation_tokens,
+                    "prompt_tokens": m.prompt_tokens,
+                    "finished": m.finished,
+                    "e2e_latency": m.e2e_latency,
+                    "ttft": m.ttft,
+                    "queue_time": m.queue_time,
+                    "cache_info": m.cache_info,
+                },
+            })
+        })
+        .collect();
+    Value::Array(rows).to_string()
 }
 
 /// The engine a user named (key or name, any case), as its key.

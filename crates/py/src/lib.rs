@@ -44,6 +44,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(facts::shutdown_lineno, m)?)?;
     m.add_function(wrap_pyfunction!(facts::load_bench, m)?)?;
     m.add_function(wrap_pyfunction!(facts::parse_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(facts::engine_table, m)?)?;
     m.add_function(wrap_pyfunction!(facts::parse_engine, m)?)?;
     m.add_function(wrap_pyfunction!(facts::engine_from_names, m)?)?;
     m.add_function(wrap_pyfunction!(facts::engine_from_log, m)?)?;
