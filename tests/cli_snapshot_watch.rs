@@ -252,6 +252,61 @@ fn snapshot_of_nothing_listening_is_an_error() {
     assert!(!out.exists());
 }
 
+/// A cluster's proxy in the environment: the server under test is still reached directly. The
+/// "proxy" is a mock that counts every request reaching it; snapshot and watch send it none.
+#[test]
+fn snapshot_and_watch_never_use_the_environments_proxy() {
+    let Some(body) = vllm_text() else { return };
+    let mock = Mock::start(Behaviour {
+        metrics: Some(body),
+        ..Behaviour::default()
+    });
+    let proxy = Mock::start(Behaviour::default());
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("before.snapshot.json");
+    let series = dir.path().join("run.series.jsonl");
+    let runs: [Vec<&str>; 2] = [
+        vec!["snapshot", &mock.url, "-o", path_str(&snap)],
+        vec![
+            "watch",
+            &mock.url,
+            "-o",
+            path_str(&series),
+            "--interval",
+            "0.1",
+            "--duration",
+            "0.3",
+        ],
+    ];
+    for args in runs {
+        let mut cmd = Command::new(BIN);
+        cmd.args(&args).env_remove("INFERLINT_ENGINE");
+        for var in [
+            "http_proxy",
+            "HTTP_PROXY",
+            "https_proxy",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            cmd.env(var, &proxy.url);
+        }
+        for var in ["no_proxy", "NO_PROXY"] {
+            cmd.env_remove(var);
+        }
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", text(&o.stderr));
+    }
+    assert_eq!(
+        proxy.state.requests.load(Ordering::SeqCst),
+        0,
+        "requests reached the proxy"
+    );
+    assert!(mock.state.requests.load(Ordering::SeqCst) >= 2);
+    assert!(Series::load(&series).unwrap().samples.len() >= 1);
+}
+
+// ---- watch ----
 // ---- watch ----
 
 fn series_lines(p: &Path) -> usize {

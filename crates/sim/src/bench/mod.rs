@@ -164,7 +164,9 @@ async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
         .clone()
         .unwrap_or_else(|| format!("http://{}:{}", a.host, a.port));
     let base = base.trim_end_matches('/').to_string();
+    // The server under test is reached directly, never through the environment's proxy.
     let client = reqwest::Client::builder()
+        .no_proxy()
         .pool_max_idle_per_host(4096)
         .build()?;
     let api_key = std::env::var("OPENAI_API_KEY")
