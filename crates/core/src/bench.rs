@@ -100,25 +100,34 @@ fn result_object(text: &str, source: &str) -> Result<Map<String, Value>, ReadErr
         Ok(_) => return Err(not_object(0)),
         Err(e) => e,
     };
-    // JSON lines: each non-empty line is one run; the last one is the latest.
+    // JSON lines: each line that is not blank is one run; the last one is the latest. Blank
+    // means JSON's own whitespace: `str::trim` would also drop a line of U+000C or U+00A0,
+    // which JSON rejects, and leave one line that did not parse as the whole.
     let mut lines = text
         .split('\n')
         .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
+        .filter(|(_, l)| !l.trim_matches(is_json_whitespace).is_empty());
     let first_is_object = lines
         .next()
         .is_some_and(|(_, l)| matches!(parse_python_json(l), Ok(Value::Object(_))));
     if !first_is_object {
         return Err(ReadError::json(source, &whole_err, 0));
     }
-    let (idx, last) = lines
-        .last()
-        .expect("JSON lines fail as a whole only with 2+ lines");
+    // One object line alone would have parsed as the whole; should it not, the whole's error
+    // is the one to report.
+    let Some((idx, last)) = lines.last() else {
+        return Err(ReadError::json(source, &whole_err, 0));
+    };
     match parse_python_json(last) {
         Ok(Value::Object(obj)) => Ok(obj),
         Ok(_) => Err(not_object(idx + 1)),
         Err(e) => Err(ReadError::json(source, &e, idx)),
     }
+}
+
+/// The whitespace JSON allows between tokens (RFC 8259, section 2).
+fn is_json_whitespace(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\r')
 }
 
 /// The requests a load tool sends before it starts timing, read from its output: a test request
@@ -188,6 +197,39 @@ mod tests {
         let r = BenchResult::from_text("{\"completed\": 99}\n{\"completed\": 6}\n\n", "b.jsonl")
             .unwrap();
         assert_eq!(r.completed, Some(6.0));
+    }
+
+    /// Lines that `str::trim` calls blank but JSON does not: an error naming the line, never a
+    /// panic.
+    #[test]
+    fn unicode_whitespace_lines_are_errors_with_their_line() {
+        for bad in [
+            "{}\n\u{c}",
+            "{}\n\u{a0}",
+            "{}\n\u{2028}",
+            "{}\n\u{feff}",
+            "{}\r\n\u{c}\r\n",
+        ] {
+            let e = BenchResult::from_text(bad, "bench.json").unwrap_err();
+            assert!(
+                e.to_string().starts_with("bench.json: line 2"),
+                "{bad:?}: {e}"
+            );
+        }
+        for bad in ["\u{a0}{}", "\u{c}{}\n", "\u{feff}{}"] {
+            let e = BenchResult::from_text(bad, "bench.json").unwrap_err();
+            assert!(
+                e.to_string().starts_with("bench.json: line 1"),
+                "{bad:?}: {e}"
+            );
+        }
+        // JSON's own whitespace around the lines is still blank.
+        let r = BenchResult::from_text(
+            " \t{\"completed\": 2}\r\n\t\r\n{\"completed\": 5} \n",
+            "b.jsonl",
+        )
+        .unwrap();
+        assert_eq!(r.completed, Some(5.0));
     }
 
     #[test]
