@@ -146,6 +146,32 @@ fn healthy_run() {
     );
 }
 
+/// Under `--strict` a WARN fails the run: the process exits 1 and run.json records the same 1
+/// (it once recorded the code a run without `--strict` would have had).
+#[test]
+fn strict_run_records_the_code_it_exits_with() {
+    let _t = turn();
+    let w = World::new();
+    // The hybrid allocator's log line makes T5 warn; the load stays inside the cache.
+    let serve = w.serve(
+        "--hybrid --num-gpu-blocks-override 98 --block-size 16 --max-model-len 1024 --tokens-per-s 100",
+    );
+    let load = w.sim_bench(
+        "--max-concurrency 3 --num-prompts 6 --random-input-len 40 --random-output-len 40 --ignore-eos",
+    );
+    let (code, stdout, stderr) = w.run(&serve, &["--strict"], &load);
+    let results = w.results();
+    let statuses = run_support::statuses(&results);
+    assert!(
+        statuses.iter().any(|(_, s)| s == "warn") && !statuses.iter().any(|(_, s)| s == "fail"),
+        "this test needs a WARN and no FAIL: {statuses:?}\n{stdout}\n{stderr}"
+    );
+    assert_eq!(code, 1, "{stdout}\n{stderr}");
+    let run = json_file(&w.out().join("run.json"));
+    assert_eq!(run["exit_code"], code, "{run}");
+    assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
+}
+
 /// The story the tool exists for: 784-token blocks, 42 usable, 32 requested.
 #[test]
 fn preempting_run() {

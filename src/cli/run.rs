@@ -133,6 +133,7 @@ pub fn inputs(args: &Args) -> anyhow::Result<RunInputs> {
         GpuCheck::Auto
     };
     i.junit = args.junit.clone();
+    i.strict = args.strict;
     i.stop_grace = secs(args.stop_grace, "--stop-grace")?;
     let resolved = inferlint_run::gpu::GpuScope::from_env_noted(args.gpus.as_deref())?;
     i.gpu_scope = resolved.scope;
@@ -187,8 +188,8 @@ pub fn print_closing(sink: &dyn Sink, outcome: &Outcome) {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    let strict = args.strict;
     let every = secs(args.status_every, "--status-every")?.max(Duration::from_millis(100));
     let inputs = inputs(&args)?;
+    let strict = inputs.strict;
     Ok(execute(inputs, every)?.exit_code(strict))
 }

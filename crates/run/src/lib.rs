@@ -84,6 +84,8 @@ pub struct RunInputs {
     pub engine: Option<NamedEngine>,
     pub gpu_check: GpuCheck,
     pub junit: Option<PathBuf>,
+    /// `--strict`: a WARN fails the run. The exit code and run.json's `exit_code` both follow it.
+    pub strict: bool,
     /// How long the server gets after SIGTERM before its group is killed.
     pub stop_grace: Duration,
     /// The T2 gate's timeout before the server starts.
@@ -124,6 +126,7 @@ impl RunInputs {
             engine: None,
             gpu_check: GpuCheck::Auto,
             junit: None,
+            strict: false,
             stop_grace: Duration::from_secs(30),
             gate_timeout: Duration::from_secs(10),
             teardown_timeout: Duration::from_secs(120),

@@ -189,7 +189,7 @@ impl Run {
         let outcome = self.outcome(report_path, insights);
         self.record.ended_at = Some(folder::now_rfc3339());
         self.record.state = "finished";
-        self.record.exit_code = Some(outcome.exit_code(false));
+        self.record.exit_code = Some(outcome.exit_code(self.inputs.strict));
         self.record.exit_reason = Some(match (&outcome.problem, outcome.load_exit) {
             _ if outcome.interrupted => "interrupted".to_string(),
             (Some(p), _) => format!("problem: {p}"),
