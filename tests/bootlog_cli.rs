@@ -235,6 +235,8 @@ fn unreadable_input_is_an_error_naming_the_file() {
     assert_eq!(o.status.code(), Some(2), "a log is required");
 }
 
+/// 0.32 runs live on the CPU build in CI: no note. A release outside every tested series gets
+/// the note on stderr, saying how each series is tested.
 #[test]
 fn untested_versions_get_the_note_on_stderr() {
     let Some(cpu) = evidence("vllm-0.32-cpu/boot.log") else {
@@ -242,9 +244,18 @@ fn untested_versions_get_the_note_on_stderr() {
     };
     let o = inferlint(&["boot-facts", "--json", path(&cpu)]);
     assert_eq!(o.status.code(), Some(0));
+    assert_eq!(err(&o), "", "0.32 is tested live on the CPU build");
+    serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("stdout is clean JSON");
+    let dir = tempfile::tempdir().unwrap();
+    let newer = dir.path().join("boot.log");
+    let text = std::fs::read_to_string(&cpu).unwrap();
+    assert!(text.contains("0.32.0"), "the recording names its version");
+    std::fs::write(&newer, text.replace("0.32.0", "0.35.0")).unwrap();
+    let o = inferlint(&["boot-facts", "--json", path(&newer)]);
+    assert_eq!(o.status.code(), Some(0));
     assert_eq!(
         err(&o).trim_end(),
-        "note: vLLM 0.32.0 is not a tested version (tested: 0.28, 0.29, 0.30). If a check says Can't tell or a value looks wrong, a log line or metric may have changed: please report it."
+        "note: vLLM 0.35.0 is not a tested version (tested: 0.28, 0.29, 0.30 on recorded GPU runs; 0.32 live on the CPU build). If a check says Can't tell or a value looks wrong, a log line or metric may have changed: please report it."
     );
     serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("stdout is clean JSON");
 }

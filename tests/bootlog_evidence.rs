@@ -118,7 +118,9 @@ fn boot_cudagraphs_and_the_untested_version_note() {
     let newer = parse(&replaced(&text, "(v0.28", "(v0.99"));
     let note = bootlog::untested_version_note(&newer).expect("a note for 0.99");
     assert!(note.starts_with("note: vLLM 0.99"), "{note}");
-    assert!(note.contains("is not a tested version (tested: 0.28, 0.29, 0.30)"));
+    assert!(note.contains(
+        "is not a tested version (tested: 0.28, 0.29, 0.30 on recorded GPU runs; 0.32 live on the CPU build)"
+    ));
 }
 
 #[test]

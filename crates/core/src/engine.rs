@@ -97,12 +97,22 @@ impl Engine {
         self != Engine::Vllm
     }
 
-    /// The tested release series (the untested-version note names them).
+    /// The release series whose recorded GPU runs the evidence tests read (the untested-version
+    /// note names them).
     pub fn tested_versions(self) -> &'static [&'static str] {
         match self {
             Engine::Vllm => &["0.28", "0.29", "0.30"],
             Engine::Sglang => &["0.5"],
             Engine::Trtllm => &["1.3"],
+        }
+    }
+
+    /// The release series CI runs live on the CPU build (docs/real-vllm.md): tested too, and
+    /// named apart, since a CPU build passing is not the claim a GPU run makes.
+    pub fn tested_on_cpu_build(self) -> &'static [&'static str] {
+        match self {
+            Engine::Vllm => &["0.32"],
+            Engine::Sglang | Engine::Trtllm => &[],
         }
     }
 

@@ -126,17 +126,22 @@ fn version_of(facts: &BootFacts) -> Option<&str> {
 pub fn untested_version_note(facts: &BootFacts) -> Option<String> {
     let engine = facts.engine.unwrap_or(Engine::Vllm);
     let v = version_of(facts)?;
-    let tested = engine.tested_versions();
-    if tested
+    let gpu = engine.tested_versions();
+    let cpu = engine.tested_on_cpu_build();
+    if gpu
         .iter()
+        .chain(cpu)
         .any(|t| v == *t || v.starts_with(&format!("{t}.")))
     {
         return None;
     }
+    let mut how = format!("{} on recorded GPU runs", gpu.join(", "));
+    if !cpu.is_empty() {
+        how.push_str(&format!("; {} live on the CPU build", cpu.join(", ")));
+    }
     Some(format!(
-        "note: {} {v} is not a tested version (tested: {}). If a check says Can't tell or a value looks wrong, a log line or metric may have changed: please report it.",
+        "note: {} {v} is not a tested version (tested: {how}). If a check says Can't tell or a value looks wrong, a log line or metric may have changed: please report it.",
         engine.name(),
-        tested.join(", ")
     ))
 }
 
