@@ -265,6 +265,9 @@ pub struct ServeArgs {
     /// Without `ignore_eos`, the model emits end-of-sequence after this many tokens.
     #[arg(long)]
     pub eos_after: Option<u32>,
+    /// No prefix cache: every prompt token is computed (vLLM's `--no-enable-prefix-caching`).
+    #[arg(long)]
+    pub no_enable_prefix_caching: bool,
     /// `/metrics` misbehaves this way (after the first `--metrics-fault-after` answers).
     #[arg(long, value_enum)]
     pub metrics_fault: Option<MetricsFault>,
@@ -319,12 +322,19 @@ pub struct ServeConfig {
     pub escape: Option<Escape>,
     pub gpu_mib: u64,
     pub eos_after: Option<u32>,
+    /// Prompts' leading blocks seen before are served from the prefix cache (vLLM's default).
+    #[serde(default = "yes")]
+    pub prefix_caching: bool,
     /// The block size the user asked for (shown in `non-default args`).
     pub user_block_size: Option<u32>,
     pub metrics_fault: Option<MetricsFault>,
     pub metrics_fault_after: u32,
     pub metrics_huge_mb: u32,
     pub boot_never_ends: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// The default KV pool when no override is given: 8,192 blocks of 16 tokens (131,072 tokens),
@@ -417,6 +427,7 @@ impl ServeConfig {
             escape: a.escape,
             gpu_mib: a.gpu_mib,
             eos_after: a.eos_after,
+            prefix_caching: !a.no_enable_prefix_caching,
             user_block_size: if a.hybrid { None } else { a.block_size },
             metrics_fault: a.metrics_fault,
             metrics_fault_after: a.metrics_fault_after,

@@ -417,6 +417,7 @@ impl Engine {
                     prompt,
                     max_tokens,
                     eos_after,
+                    cached,
                 }) => {
                     if self
                         .cfg
@@ -443,6 +444,7 @@ impl Engine {
                             prompt_tokens: prompt,
                             max_tokens,
                             eos_after,
+                            cached,
                         },
                         now,
                     );

@@ -14,6 +14,9 @@ pub enum ToEngine {
         prompt: u32,
         max_tokens: u32,
         eos_after: Option<u32>,
+        /// Leading prompt tokens served from the prefix cache: not computed again.
+        #[serde(default)]
+        cached: u32,
     },
     Abort {
         id: u64,
@@ -76,6 +79,7 @@ mod tests {
             prompt: 88,
             max_tokens: 1000,
             eos_after: None,
+            cached: 0,
         };
         let mut buf = encode(&a);
         buf.extend_from_slice(b"{\"t\":\"abo");

@@ -48,6 +48,8 @@ pub struct NewRequest {
     pub max_tokens: u32,
     /// End-of-sequence after this many tokens (None: only `max_tokens` ends the request).
     pub eos_after: Option<u32>,
+    /// Leading prompt tokens the prefix cache holds: computed already at first admission.
+    pub cached: u32,
 }
 
 /// A finished request and the engine-side timestamps of its life (monotonic seconds).
@@ -100,6 +102,7 @@ struct Req {
     prompt: u32,
     max_tokens: u32,
     eos_after: Option<u32>,
+    cached: u32,
     output: u32,
     computed: u32,
     blocks: u32,
@@ -165,6 +168,7 @@ impl Scheduler {
             prompt: r.prompt_tokens,
             max_tokens: r.max_tokens,
             eos_after: r.eos_after,
+            cached: r.cached.min(r.prompt_tokens.saturating_sub(1)),
             output: 0,
             computed: 0,
             blocks: 0,
@@ -291,9 +295,17 @@ impl Scheduler {
                 let Some(front) = self.waiting.front() else {
                     break;
                 };
-                let want = (front.num_tokens() - front.computed).min(budget);
-                let need = self.blocks_for(front.computed + want);
+                // A first admission starts after the prompt's cached blocks (vLLM counts them as
+                // computed); after a preemption the request computes everything again.
+                let start = if front.scheduled_ts.is_none() {
+                    front.cached
+                } else {
+                    front.computed
+                };
+                let want = (front.num_tokens() - start).min(budget);
+                let need = self.blocks_for(start + want);
                 let mut r = self.waiting.pop_front().expect("front exists");
+                r.computed = start;
                 if !Self::grow(&mut self.free_blocks, &mut r, need) {
                     self.waiting.push_front(r);
                     break;
@@ -358,6 +370,7 @@ mod tests {
                 prompt_tokens: prompt,
                 max_tokens: max,
                 eos_after: None,
+                cached: 0,
             },
             0.0,
         );
@@ -475,6 +488,7 @@ mod tests {
                 prompt_tokens: 3,
                 max_tokens: 10,
                 eos_after: Some(4),
+                cached: 0,
             },
             0.0,
         );

@@ -14,6 +14,8 @@ use crate::os::{mono_now, unix_now};
 use crate::proto::{Batch, ToEngine};
 use crate::sched::Finish;
 
+use super::prefix::PrefixCache;
+
 /// What a request's handler hears from the engine.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ev {
@@ -30,6 +32,8 @@ struct Pending {
     tx: mpsc::UnboundedSender<Ev>,
     arrival: f64,
     prompt: u32,
+    /// Its leading tokens the prefix cache served.
+    cached: u32,
     max_tokens: u32,
     first_token: Option<f64>,
     last_token: f64,
@@ -42,6 +46,13 @@ pub struct Interval {
     pub generation_tokens: u64,
     pub preemptions: u64,
     pub prefix_queries: u64,
+}
+
+/// One engine's prefix-cache counts since it started, for the stats line's hit rate.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PrefixTotals {
+    pub queries: u64,
+    pub hits: u64,
 }
 
 /// One engine's scheduler gauges, from its latest batch.
@@ -66,6 +77,9 @@ pub struct State {
     pub engines: Vec<EngineState>,
     /// Counts for each engine's periodic stats line, in rank order.
     pub interval: Vec<Interval>,
+    /// Each engine's prefix cache and its totals, in rank order.
+    prefix: Vec<PrefixCache>,
+    pub prefix_totals: Vec<PrefixTotals>,
 }
 
 pub struct Front {
@@ -96,6 +110,16 @@ impl Front {
     ) -> Arc<Front> {
         let engines = vec![EngineState::default(); to_engine.len()];
         let interval = vec![Interval::default(); to_engine.len()];
+        // The cache holds at most a pool's worth of blocks; off, it holds none.
+        let capacity = if cfg.prefix_caching {
+            cfg.num_gpu_blocks.saturating_sub(1) as usize
+        } else {
+            0
+        };
+        let prefix = (0..to_engine.len())
+            .map(|_| PrefixCache::new(capacity))
+            .collect();
+        let prefix_totals = vec![PrefixTotals::default(); to_engine.len()];
         let now = unix_now();
         let reg = Registry::new(&cfg, start_unix, now);
         Arc::new(Front {
@@ -110,6 +134,8 @@ impl Front {
                 kv_usage: 0.0,
                 engines,
                 interval,
+                prefix,
+                prefix_totals,
             }),
             to_engine,
             next_id: AtomicU64::new(1),
@@ -125,9 +151,12 @@ impl Front {
 
     /// Admits a request (admission control as vLLM 0.30's `check_admission`) and sends it to
     /// the engine; the receiver hears its tokens.
+    /// Sends a request to the engine with the fewest; `blocks` are its prompt's block hashes
+    /// ([`super::prefix::block_hashes`]).
     pub fn submit(
         self: &Arc<Front>,
         prompt: u32,
+        blocks: &[u64],
         max_tokens: u32,
         ignore_eos: bool,
     ) -> Result<Submitted, Refused> {
@@ -153,6 +182,7 @@ impl Front {
                 .min_by_key(|&i| st.engines[i].assigned)
                 .unwrap_or(0);
             st.engines[engine].assigned += 1;
+            let cached = st.prefix[engine].lookup_and_insert(blocks, prompt, self.cfg.block_size);
             st.pending.insert(
                 id,
                 Pending {
@@ -160,6 +190,7 @@ impl Front {
                     tx,
                     arrival: mono_now(),
                     prompt,
+                    cached,
                     max_tokens,
                     first_token: None,
                     last_token: 0.0,
@@ -167,12 +198,17 @@ impl Front {
             );
         }
         let eos_after = if ignore_eos { None } else { self.cfg.eos_after };
-        let engine = self.lock().pending.get(&id).map_or(0, |p| p.engine);
+        let (engine, cached) = self
+            .lock()
+            .pending
+            .get(&id)
+            .map_or((0, 0), |p| (p.engine, p.cached));
         let _ = self.to_engine[engine].send(ToEngine::Add {
             id,
             prompt,
             max_tokens,
             eos_after,
+            cached,
         });
         Ok(Submitted {
             front: self.clone(),
@@ -212,7 +248,7 @@ impl Front {
             let itl = match p.first_token {
                 None => {
                     p.first_token = Some(now);
-                    first = Some((p.prompt, now - p.arrival));
+                    first = Some((p.prompt, p.cached, now - p.arrival));
                     // Tokens that arrive together with the first one came 0 s after it.
                     (n > 1).then_some((n - 1, 0.0))
                 }
@@ -223,10 +259,14 @@ impl Front {
                 n,
                 finish: finishing.get(&id).copied(),
             });
-            if let Some((prompt, ttft)) = first {
-                st.reg.first_token(e, prompt, ttft);
+            if let Some((prompt, cached, ttft)) = first {
+                st.reg.first_token(e, prompt, cached, ttft);
                 st.interval[iv].prompt_tokens += prompt as u64;
                 st.interval[iv].prefix_queries += prompt as u64;
+                if let Some(t) = st.prefix_totals.get_mut(e) {
+                    t.queries += u64::from(prompt);
+                    t.hits += u64::from(cached);
+                }
             }
             st.reg.tokens(e, n, itl);
             st.interval[iv].generation_tokens += n as u64;

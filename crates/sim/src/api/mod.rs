@@ -9,6 +9,7 @@ mod front;
 mod hostile;
 mod http;
 mod openai;
+mod prefix;
 
 use std::net::SocketAddr;
 use std::process::Child;
@@ -499,14 +500,17 @@ async fn stats_loop(front: Arc<Front>) {
     tick.tick().await;
     loop {
         tick.tick().await;
-        let per: Vec<(Interval, EngineState)> = {
+        let (per, st_prefix): (Vec<(Interval, EngineState)>, Vec<front::PrefixTotals>) = {
             let mut st = front.lock();
             let engines = st.engines.clone();
-            st.interval
+            let totals = st.prefix_totals.clone();
+            let per = st
+                .interval
                 .iter_mut()
                 .map(std::mem::take)
                 .zip(engines)
-                .collect()
+                .collect::<Vec<_>>();
+            (per, totals)
         };
         // One line per engine, `Engine 000:`, `Engine 001:`, … as vLLM's logging stat logger.
         for (e, (iv, es)) in per.into_iter().enumerate() {
@@ -533,7 +537,15 @@ async fn stats_loop(front: Arc<Front>) {
             }
             parts.push(format!("GPU KV cache usage: {:.1}%", es.kv_usage * 100.0));
             if r != Release::V033 || iv.prefix_queries > 0 {
-                parts.push("Prefix cache hit rate: 0.0%".into());
+                // vLLM's rate is over its recent requests; since the start is the same for runs
+                // shorter than its window of 1,000 requests.
+                let t = st_prefix.get(e).copied().unwrap_or_default();
+                let rate = if t.queries > 0 {
+                    t.hits as f64 / t.queries as f64 * 100.0
+                } else {
+                    0.0
+                };
+                parts.push(format!("Prefix cache hit rate: {rate:.1}%"));
             }
             front.log.info(
                 sites(r).stats,

@@ -81,6 +81,8 @@ pub struct Parsed {
     pub continuous_usage: bool,
     pub ignore_eos: bool,
     pub request_id: Option<String>,
+    /// The prompt's block hashes, for the prefix cache.
+    pub blocks: Vec<u64>,
 }
 
 fn type_error(field: &str, expected: &str, got: &Value) -> ApiError {
@@ -126,6 +128,26 @@ fn chat_tokens(v: &Value) -> Result<u32, ApiError> {
         total += n + CHAT_TOKENS_PER_MESSAGE;
     }
     Ok(total)
+}
+
+/// The prompt's tokens as the prefix cache sees them: the words of its text (each message's, in
+/// order, for a chat) or its token ids, hashed block by block.
+fn prompt_blocks(ep: Endpoint, body: &Value, block_size: u32) -> Vec<u64> {
+    let text_words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let words: Vec<String> = match (ep, body.get("prompt"), body.get("messages")) {
+        (Endpoint::Completions, Some(Value::String(s)), _) => text_words(s),
+        (Endpoint::Completions, Some(Value::Array(items)), _) => match items.as_slice() {
+            [Value::String(s)] => text_words(s),
+            ids => ids.iter().map(|v| v.to_string()).collect(),
+        },
+        (Endpoint::Chat, _, Some(Value::Array(msgs))) => msgs
+            .iter()
+            .filter_map(|m| m.get("content").and_then(Value::as_str))
+            .flat_map(text_words)
+            .collect(),
+        _ => Vec::new(),
+    };
+    super::prefix::block_hashes(&words, block_size)
 }
 
 fn opt_int(body: &Value, field: &str) -> Result<Option<i64>, ApiError> {
@@ -244,6 +266,7 @@ pub fn parse(
                 .map(str::to_string)
         });
     Ok(Parsed {
+        blocks: prompt_blocks(ep, &body, front.cfg.block_size),
         prompt_tokens: prompt,
         max_tokens: max_tokens as u32,
         stream,
@@ -371,7 +394,7 @@ pub async fn handle(front: Arc<Front>, ep: Endpoint, headers: HeaderMap, raw: By
         created: unix_now() as u64,
         model: front.cfg.model_name().to_string(),
     };
-    let sub = match front.submit(p.prompt_tokens, p.max_tokens, p.ignore_eos) {
+    let sub = match front.submit(p.prompt_tokens, &p.blocks, p.max_tokens, p.ignore_eos) {
         Ok(s) => s,
         Err(Refused::QueueFull { current, max }) => {
             let rid = p

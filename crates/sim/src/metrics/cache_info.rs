@@ -37,7 +37,7 @@ pub fn family(cfg: &ServeConfig, now_unix: f64) -> Family {
     if r == Release::V030 {
         labels.push(("enable_mamba_fine_grained_prefix_cache", t(false)));
     }
-    labels.push(("enable_prefix_caching", t(true)));
+    labels.push(("enable_prefix_caching", t(cfg.prefix_caching)));
     labels.push((
         "gpu_memory_utilization",
         py_repr(cfg.gpu_memory_utilization),

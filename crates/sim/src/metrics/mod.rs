@@ -149,14 +149,28 @@ impl Registry {
         }
     }
 
-    /// A request's first token reached the frontend: its prompt is counted once, here.
-    pub fn first_token(&mut self, e: usize, prompt_tokens: u32, ttft_s: f64) {
+    /// A request's first token reached the frontend: its prompt is counted once, here, with
+    /// the `cached` tokens of it the prefix cache served.
+    pub fn first_token(&mut self, e: usize, prompt_tokens: u32, cached: u32, ttft_s: f64) {
         let p = prompt_tokens as f64;
+        let c = f64::from(cached.min(prompt_tokens));
         self.add(e, "vllm:prompt_tokens", p);
         self.add(e, "vllm:prefix_cache_queries", p);
+        if c > 0.0 {
+            self.add(e, "vllm:prefix_cache_hits", c);
+            self.add(e, "vllm:prompt_tokens_cached", c);
+        }
         let (m, l) = (self.model.clone(), self.label(e));
         if let Some(f) = self.fam("vllm:prompt_tokens_by_source") {
-            f.child(&[&m, &l, "local_compute"], 0.0).value += p;
+            f.child(&[&m, &l, "local_compute"], 0.0).value += p - c;
+            if c > 0.0 {
+                f.child(&[&m, &l, "local_cache_hit"], 0.0).value += c;
+            }
+        }
+        if c > 0.0 {
+            if let Some(f) = self.fam("vllm:prompt_tokens_cached_by_source") {
+                f.child(&[&m, &l, "device"], 0.0).value += c;
+            }
         }
         self.observe(e, "vllm:time_to_first_token_seconds", ttft_s);
     }
