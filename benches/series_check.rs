@@ -99,7 +99,7 @@ fn breakdown(path: &std::path::Path, snap: &std::path::Path) {
     let r14 = t14::check(&series, &snapshot, Engine::Vllm);
     let t14_s = start.elapsed().as_secs_f64();
     let start = Instant::now();
-    let r9 = t9::check(&series, t14::usable_blocks(&r14), Engine::Vllm);
+    let r9 = t9::check(&series, t14::usable_blocks(&r14), None, Engine::Vllm);
     let t9_s = start.elapsed().as_secs_f64();
     let start = Instant::now();
     let r8 = t8::check(&series, 32, None, Engine::Vllm);

@@ -129,7 +129,7 @@ fn live_028_t14_t9_t8() {
     let blocks = t14::usable_blocks(&t14r);
     assert_eq!(blocks, Some(42));
 
-    let t9r = t9::check(&s, blocks, Engine::Vllm);
+    let t9r = t9::check(&s, blocks, None, Engine::Vllm);
     assert_eq!(
         t9r.line(),
         "[ T9] WARN  ceiling moved between 7 and 10 as requests grew (one request held 9.5% to 14.3% of the cache); concurrency was not a constant of this run"
@@ -191,7 +191,7 @@ fn xray_028_pins() {
     let t14r = t14::check(&s, &after, Engine::Vllm);
     assert_eq!(t14r.status, Status::Pass);
     assert_eq!(t14::usable_blocks(&t14r), Some(42));
-    let t9r = t9::check(&s, Some(42), Engine::Vllm);
+    let t9r = t9::check(&s, Some(42), None, Engine::Vllm);
     assert_eq!(
         t9r.message,
         "ceiling moved between 5 and 10 as requests grew (one request held 9.5% to 19.0% of the cache); concurrency was not a constant of this run"
@@ -447,7 +447,7 @@ fn ladder_t8_boundary_t9_and_t14() {
         t14r.message,
         "gauge denominator is 52 = num_gpu_blocks (53) - 1 null block"
     );
-    let t9r = t9::check(&s, t14::usable_blocks(&t14r), Engine::Vllm);
+    let t9r = t9::check(&s, t14::usable_blocks(&t14r), None, Engine::Vllm);
     assert_eq!(t9r.status, Status::Pass);
     assert_eq!(
         (
@@ -590,7 +590,7 @@ fn sglang_capped() {
         r.message,
         "requested 32 concurrent, server never ran more than 1; SGLang lowered its limit to 1 running because of the mamba state cache, although it was started with --max-running-requests 32"
     );
-    let r = t9::check(&s, None, Engine::Sglang);
+    let r = t9::check(&s, None, None, Engine::Sglang);
     assert_eq!(r.status, Status::Pass);
     assert!(r
         .message
@@ -626,7 +626,7 @@ fn sglang_live_shortfall_without_reaching_its_limit() {
         "requested 32 concurrent, server never ran more than 5"
     );
     assert_eq!(r.evidence_json()["running_cap"], 10);
-    let r = t9::check(&s, None, Engine::Sglang);
+    let r = t9::check(&s, None, None, Engine::Sglang);
     assert_eq!(
         (
             r.evidence_json()["ceiling_min"].as_u64(),
@@ -656,7 +656,8 @@ fn sglang_qwen3_8b() {
     );
     assert_eq!(t8::check(&s, 29, None, Engine::Sglang).status, Status::Pass);
     assert_eq!(t8::check(&s, 30, None, Engine::Sglang).status, Status::Fail);
-    let r = t9::check(&s, None, Engine::Sglang);
+    // The run asked for 32: the lowest ceiling, 30, could bind.
+    let r = t9::check(&s, None, Some(32), Engine::Sglang);
     assert_eq!(
         (
             r.evidence_json()["ceiling_min"].as_u64(),
@@ -665,6 +666,11 @@ fn sglang_qwen3_8b() {
         (Some(30), Some(31))
     );
     assert_eq!(r.status, Status::Warn);
+    // Asked for no more than the 29 that ran, it never bound.
+    assert_eq!(
+        t9::check(&s, None, Some(29), Engine::Sglang).status,
+        Status::Pass
+    );
     let r = t15::check(&b, &before, &after, 0, Engine::Sglang);
     assert_eq!(r.status, Status::Pass);
     let fewer = BenchResult {
@@ -836,7 +842,7 @@ fn trtllm_gauges_lag() {
     let r = t8::check(&s, 64, None, Engine::Trtllm);
     assert_eq!(r.status, Status::Unknown);
     assert!(r.message.ends_with("may have run more in between"));
-    let r = t9::check(&s, None, Engine::Trtllm);
+    let r = t9::check(&s, None, None, Engine::Trtllm);
     assert_eq!(r.evidence_json()["ceiling_min"], 35);
     assert!(
         r.message
@@ -876,7 +882,7 @@ fn trtllm_without_iteration_stats_cannot_tell_concurrency() {
     assert_eq!(s.engine(), Some(Engine::Trtllm));
     for r in [
         t8::check(&s, 32, None, Engine::Trtllm),
-        t9::check(&s, None, Engine::Trtllm),
+        t9::check(&s, None, None, Engine::Trtllm),
     ] {
         assert_eq!(r.status, Status::Unknown);
         assert!(

@@ -171,7 +171,7 @@ fn t8_is_judged_on_the_sum_and_the_cap_is_per_engine() {
 fn t9_is_judged_per_engine_pool_and_names_the_engine_that_differs() {
     let Some(texts) = real() else { return };
     let (series, _) = recording_of(&texts);
-    let r = t9::check(&series, None, Engine::Vllm);
+    let r = t9::check(&series, None, None, Engine::Vllm);
     assert_eq!(r.status, Status::Pass, "{}", r.line());
     assert_eq!(
         r.message,
@@ -188,7 +188,7 @@ fn t9_is_judged_per_engine_pool_and_names_the_engine_that_differs() {
         1,
     );
     let (mutated, _) = recording_of(&t);
-    let r = t9::check(&mutated, None, Engine::Vllm);
+    let r = t9::check(&mutated, None, None, Engine::Vllm);
     assert_eq!(r.status, Status::Warn, "{}", r.line());
     assert_eq!(
         r.message,
@@ -254,7 +254,7 @@ fn t14_divides_the_summed_block_count_among_the_engines() {
     assert_eq!(t14::usable_blocks(&r), Some(5));
     assert_eq!(r.evidence_json()["reported_num_gpu_blocks_total"], 12);
     // T9 then counts in whole blocks of each pool.
-    let r9 = t9::check(&series, t14::usable_blocks(&r), Engine::Vllm);
+    let r9 = t9::check(&series, t14::usable_blocks(&r), None, Engine::Vllm);
     assert_eq!(r9.evidence_json()["usable_blocks"], 5);
     // One number of the real snapshot changed: a label of 14 means pools of 7, not 6.
     let wrong = snapshot(
@@ -331,7 +331,7 @@ fn one_engine_recordings_keep_their_verdicts() {
         })
         .collect();
     let s = Series::from_samples(header, samples);
-    let r = t9::check(&s, Some(42), Engine::Vllm);
+    let r = t9::check(&s, Some(42), None, Engine::Vllm);
     assert_eq!(
         r.message,
         "ceiling moved between 7 and 10 as requests grew (one request held 9.5% to 14.3% of the cache); concurrency was not a constant of this run"

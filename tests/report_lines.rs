@@ -33,7 +33,9 @@ fn order(stdout: &str) -> Vec<String> {
         .collect()
 }
 
-const WITH_RESULT_FILE: &[&str] = &["T12", "T5", "T6", "T15", "T1", "T10", "T14", "T9", "T8"];
+const WITH_RESULT_FILE: &[&str] = &[
+    "T12", "T5", "T6", "T15", "T1", "T10", "T14", "T9", "T8", "T16", "T17",
+];
 
 #[test]
 fn verdict_lines_come_in_the_original_order() {
@@ -47,7 +49,7 @@ fn verdict_lines_come_in_the_original_order() {
         // No result file: no T15.
         (
             "vllm-0.28/live",
-            &["T12", "T5", "T6", "T1", "T10", "T14", "T9"],
+            &["T12", "T5", "T6", "T1", "T10", "T14", "T9", "T16"],
         ),
     ];
     for (rel, want) in cases {

@@ -430,7 +430,7 @@ fn t9s_ceiling_is_the_configured_block_arithmetic() {
         );
     }
     assert_eq!(series.peak_running(), Some(10.0));
-    let t9 = inferlint_core::checks::t9::check(&series, Some(42), Engine::Vllm);
+    let t9 = inferlint_core::checks::t9::check(&series, Some(42), None, Engine::Vllm);
     assert_eq!(t9.status, Status::Pass, "{}", t9.message);
     assert_eq!(t9.evidence_json()["ceiling_min"], 10, "42 // 4");
     assert_eq!(t9.evidence_json()["ceiling_max"], 10);
@@ -487,6 +487,7 @@ fn the_ceiling_falls_as_outputs_grow_with_784_token_blocks() {
     let t9 = inferlint_core::checks::t9::check(
         &series,
         inferlint_core::checks::t14::usable_blocks(&t14),
+        None,
         Engine::Vllm,
     );
     assert_eq!(t9.status, Status::Warn, "{}", t9.message);

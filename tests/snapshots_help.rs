@@ -6,7 +6,7 @@ use snapshots_support::cli;
 
 /// The commands `inferlint --help` lists, in its order (the hidden internal ones, `sim` and
 /// `shepherd`, are not part of the interface a user reads).
-const COMMANDS: [&str; 18] = [
+const COMMANDS: [&str; 19] = [
     "run",
     "demo",
     "report",
@@ -15,6 +15,7 @@ const COMMANDS: [&str; 18] = [
     "preemption",
     "rate",
     "series",
+    "window",
     "lint-script",
     "snapshot",
     "watch",

@@ -205,8 +205,8 @@ pub fn series_read(data: &[u8]) {
     }
     for engine in Engine::ALL {
         let _ = t8::check(&series, 32, None, engine).line();
-        let _ = t9::check(&series, None, engine).line();
-        let _ = t9::check(&series, inference.trusted_blocks(), engine).line();
+        let _ = t9::check(&series, None, None, engine).line();
+        let _ = t9::check(&series, inference.trusted_blocks(), None, engine).line();
     }
 }
 

@@ -1,4 +1,5 @@
 # Types of the Rust extension module; the public API is the Python modules beside this file.
+from collections.abc import Sequence
 from typing import Any, Callable
 
 VERSION: str
@@ -94,12 +95,31 @@ def check_concurrency_reached(
 ) -> Checked: ...
 def running_cap(facts: str, engine: str | None = None) -> tuple[int, str] | None: ...
 def concurrency_ceiling(
-    series: Recording, usable_blocks: int | None = None, saturated: float = 0.9
+    series: Recording,
+    usable_blocks: int | None = None,
+    saturated: float = 0.9,
+    requested: int | None = None,
 ) -> Checked: ...
 def does_not_apply(tripwire: str, engine: str) -> Checked | None: ...
 def check_null_block(series: Recording, snapshot: ParsedSnapshot) -> Checked: ...
 def check_client_server_agree(
     bench: Any, before: ParsedSnapshot, after: ParsedSnapshot, expected_extra_requests: int = 0
+) -> Checked: ...
+def check_prompts_fresh(
+    before: ParsedSnapshot,
+    after: ParsedSnapshot,
+    load: str | Sequence[str] | None = None,
+    untimed_requests: int = 0,
+    completed: float | None = None,
+) -> Checked: ...
+def check_requests_finished(
+    bench: Any = None, before: ParsedSnapshot | None = None, after: ParsedSnapshot | None = None
+) -> Checked: ...
+def check_outputs_full_length(
+    load: str | Sequence[str] | None = None,
+    bench: Any = None,
+    before: ParsedSnapshot | None = None,
+    after: ParsedSnapshot | None = None,
 ) -> Checked: ...
 def with_timer_comparison(result: str) -> Checked: ...
 def precise_rate(

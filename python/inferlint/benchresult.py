@@ -36,6 +36,9 @@ class BenchResult:
     median_ttft_ms: float | None = None
     p99_ttft_ms: float | None = None
     mean_tpot_ms: float | None = None
+    # per request, with --save-detailed: the first error's text and every output length
+    first_error: str | None = None
+    output_lens: tuple[float, ...] = ()
 
 
 _INTS = ("completed", "failed", "input_tokens", "output_tokens", "max_concurrency", "num_prompts")
@@ -46,6 +49,7 @@ def _from_json(doc: str) -> BenchResult:
     for k in _INTS:
         if kw[k] is not None:
             kw[k] = int(kw[k])
+    kw["output_lens"] = tuple(kw.get("output_lens") or ())
     return BenchResult(**kw)
 
 

@@ -26,6 +26,9 @@ __all__ = [
     "check_kv_memory_stable",
     "check_no_preemption",
     "check_null_block",
+    "check_outputs_full_length",
+    "check_prompts_fresh",
+    "check_requests_finished",
     "check_same_pool",
     "concurrency_ceiling",
     "does_not_apply",
@@ -144,16 +147,24 @@ def running_cap(facts: BootFacts | None) -> tuple[int, str] | None:
 
 
 def concurrency_ceiling(
-    series: Series, usable_blocks: int | None = None, *, saturated: float = 0.9
+    series: Series,
+    usable_blocks: int | None = None,
+    *,
+    saturated: float = 0.9,
+    requested: int | None = None,
 ) -> CheckResult:
     """T9. How many requests fit, sample by sample: ``floor(1 / share)``.
 
     ``share = usage / running`` is the fraction of the cache one running request holds,
     read from every sample where the cache is the binding constraint (usage at or above
     ``saturated``). A ceiling that moved is reported as a warning, since a single
-    "concurrency" figure for such a run describes none of it.
+    "concurrency" figure for such a run describes none of it, where the lowest ceiling
+    could bind: at or below ``requested`` (the concurrency asked for) or reached by the
+    requests that ran. A ceiling that stayed above both passes, with its range as a note.
     """
-    return _result(_native.concurrency_ceiling(_recording(series), usable_blocks, saturated))
+    return _result(
+        _native.concurrency_ceiling(_recording(series), usable_blocks, saturated, requested)
+    )
 
 
 def does_not_apply(tripwire: str, engine: Engine) -> CheckResult | None:
@@ -208,3 +219,71 @@ def precise_rate(before: Snapshot, after: Snapshot, counter: str | None = None) 
     snapshots. ``counter`` defaults to the engine's generated-token counter.
     """
     return _result(_native.precise_rate(_parsed(before), _parsed(after), counter))
+
+
+def check_prompts_fresh(
+    before: Snapshot,
+    after: Snapshot,
+    load: str | Sequence[str] | None = None,
+    *,
+    untimed_requests: int = 0,
+    completed: int | None = None,
+) -> CheckResult:
+    """T16. Did the load's prompts reach the server fresh, or from its prefix cache?
+
+    The hit rate is the prefix-cache hit counter over the prompt-token counter between the
+    snapshots. ``load`` is the load's command (a string or its words): a random or synthetic
+    dataset is meant to be fresh, and a hit rate of 1 % or more fails. ``untimed_requests``
+    (a test prompt, warm-ups) each explain one prompt's hits; ``completed`` sizes a prompt.
+    """
+    return _result(
+        _native.check_prompts_fresh(
+            _parsed(before),
+            _parsed(after),
+            load,
+            int(untimed_requests),
+            None if completed is None else float(completed),
+        )
+    )
+
+
+def check_requests_finished(
+    bench: BenchResult | None = None,
+    before: Snapshot | None = None,
+    after: Snapshot | None = None,
+) -> CheckResult:
+    """T17. Did every request of the window finish?
+
+    The load tool's failures (``bench``), the engine's aborts and errors and the API
+    server's 4xx and 5xx answers on inference endpoints (between ``before`` and ``after``).
+    Any failure fails, with the first error; a pass needs both sides.
+    """
+    return _result(
+        _native.check_requests_finished(
+            bench,
+            None if before is None else _parsed(before),
+            None if after is None else _parsed(after),
+        )
+    )
+
+
+def check_outputs_full_length(
+    load: str | Sequence[str] | None,
+    bench: BenchResult | None = None,
+    before: Snapshot | None = None,
+    after: Snapshot | None = None,
+) -> CheckResult:
+    """T18. Did the requests run to the output length the load asked for?
+
+    Early end-of-sequence stops from the engine's ``finished_reason`` counts, or the load
+    tool's per-request ``output_lens`` where the engine has none. Under ``--ignore-eos`` a
+    stop fails; otherwise it warns.
+    """
+    return _result(
+        _native.check_outputs_full_length(
+            load,
+            bench,
+            None if before is None else _parsed(before),
+            None if after is None else _parsed(after),
+        )
+    )

@@ -29,6 +29,10 @@ pub struct Args {
     /// The running server's log, when attaching to a server you started (no --serve)
     #[arg(long, value_name = "LOG")]
     pub boot_log: Option<PathBuf>,
+    /// Attaching (no --serve): leave the server running when the run ends, for the next run of
+    /// a campaign (T16 then tells whether its prefix cache served the prompts)
+    #[arg(long)]
+    pub keep_server: bool,
     /// The concurrency the load asks for (default: its --max-concurrency or --concurrency,
     /// else the result file's max_concurrency)
     #[arg(long, value_name = "N")]
@@ -120,6 +124,7 @@ pub fn inputs(args: &Args) -> anyhow::Result<RunInputs> {
     i.url = args.url.clone();
     i.serve = args.serve.clone();
     i.boot_log = args.boot_log.clone();
+    i.keep_server = args.keep_server;
     i.requested = args.requested;
     i.bench_result = args.bench_result.clone();
     i.interval = interval;
@@ -146,6 +151,9 @@ pub fn inputs(args: &Args) -> anyhow::Result<RunInputs> {
         if shlex::split(serve).is_none_or(|a| a.is_empty()) {
             anyhow::bail!("--serve: cannot split {serve:?} into a command (unbalanced quotes?)");
         }
+    }
+    if i.keep_server && i.serve.is_some() {
+        anyhow::bail!("--keep-server is for attaching to a running server; a server the run starts with --serve never outlives it");
     }
     if let Some(p) = &i.boot_log {
         if i.serve.is_some() {

@@ -62,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             results.push(r);
         }
     }
-    results.push(t9::check(&series, usable_blocks, engine));
+    results.push(t9::check(&series, usable_blocks, args.requested, engine));
     if let Some(n) = args.requested {
         results.push(t8::check(&series, n, facts.as_ref(), engine));
     }

@@ -377,5 +377,31 @@ pub fn is_load(argv: &[String]) -> bool {
     }
 }
 
+/// The value of `--flag V` or `--flag=V` (the last one wins, as argparse does).
+pub fn flag_value(argv: &[String], flag: &str) -> Option<String> {
+    let mut found = None;
+    let prefix = format!("{flag}=");
+    let mut i = 0;
+    while i < argv.len() {
+        let w = &argv[i];
+        if w == flag {
+            if let Some(v) = argv.get(i + 1) {
+                found = Some(v.clone());
+                i += 1;
+            }
+        } else if let Some(v) = w.strip_prefix(&prefix) {
+            found = Some(v.to_string());
+        }
+        i += 1;
+    }
+    found
+}
+
+/// Whether the flag appears at all (`--flag`, `--flag V` or `--flag=V`).
+pub fn has_flag(argv: &[String], flag: &str) -> bool {
+    let prefix = format!("{flag}=");
+    argv.iter().any(|w| w == flag || w.starts_with(&prefix))
+}
+
 #[cfg(test)]
 mod tests;

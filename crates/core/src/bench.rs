@@ -31,6 +31,11 @@ pub struct BenchResult {
     pub median_ttft_ms: Option<f64>,
     pub p99_ttft_ms: Option<f64>,
     pub mean_tpot_ms: Option<f64>,
+    /// The first non-empty entry of the per-request `errors` (`--save-detailed`).
+    pub first_error: Option<String>,
+    /// The per-request output lengths (`--save-detailed`), failed requests included as 0;
+    /// empty when the file has none.
+    pub output_lens: Vec<f64>,
     /// The file it was read from.
     pub path: String,
 }
@@ -59,6 +64,20 @@ impl BenchResult {
             median_ttft_ms: num("median_ttft_ms"),
             p99_ttft_ms: num("p99_ttft_ms"),
             mean_tpot_ms: num("mean_tpot_ms"),
+            first_error: obj
+                .get("errors")
+                .and_then(Value::as_array)
+                .and_then(|e| {
+                    e.iter()
+                        .filter_map(Value::as_str)
+                        .find(|s| !s.trim().is_empty())
+                })
+                .map(str::to_string),
+            output_lens: obj
+                .get("output_lens")
+                .and_then(Value::as_array)
+                .map(|l| l.iter().filter_map(Value::as_f64).collect())
+                .unwrap_or_default(),
             path: path.to_string(),
         }
     }

@@ -34,6 +34,26 @@ pub struct MetricNames {
     pub ttft: &'static str,
     pub queue_time: &'static str,
     pub cache_info: Option<&'static str>,
+    /// Prompt tokens served from the prefix cache, and the prompt tokens they are a share of
+    /// (docs/design/tripwires.md#t16).
+    pub prefix_hits: &'static str,
+    pub prefix_queries: &'static str,
+    /// The label of `finished` that says how a request ended (`stop`, `length`, `abort`,
+    /// `error`); None where the counter has none (SGLang).
+    pub finished_reason: Option<&'static str>,
+    /// A counter of aborted requests apart from `finished` (SGLang).
+    pub aborted: Option<&'static str>,
+    /// The API server's answers by endpoint and status, where it counts them.
+    pub http: Option<HttpCounter>,
+}
+
+/// A counter of the API server's answers: its name and the labels naming the endpoint and the
+/// status (vLLM groups statuses as `4xx`; SGLang writes the code, `400`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HttpCounter {
+    pub name: &'static str,
+    pub endpoint: &'static str,
+    pub status: &'static str,
 }
 
 impl Engine {
@@ -132,6 +152,15 @@ impl Engine {
                 ttft: "vllm:time_to_first_token_seconds",
                 queue_time: "vllm:request_queue_time_seconds",
                 cache_info: Some("vllm:cache_config_info"),
+                prefix_hits: "vllm:prefix_cache_hits_total",
+                prefix_queries: "vllm:prefix_cache_queries_total",
+                finished_reason: Some("finished_reason"),
+                aborted: None,
+                http: Some(HttpCounter {
+                    name: "http_requests_total",
+                    endpoint: "handler",
+                    status: "status",
+                }),
             },
             Engine::Sglang => MetricNames {
                 running: "sglang:num_running_reqs",
@@ -147,6 +176,15 @@ impl Engine {
                 ttft: "sglang:time_to_first_token_seconds",
                 queue_time: "sglang:queue_time_seconds",
                 cache_info: None,
+                prefix_hits: "sglang:cached_tokens_total",
+                prefix_queries: "sglang:prompt_tokens_total",
+                finished_reason: None,
+                aborted: Some("sglang:num_aborted_requests_total"),
+                http: Some(HttpCounter {
+                    name: "sglang:http_responses_total",
+                    endpoint: "endpoint",
+                    status: "status_code",
+                }),
             },
             Engine::Trtllm => MetricNames {
                 running: "trtllm_num_requests_running",
@@ -162,6 +200,11 @@ impl Engine {
                 ttft: "trtllm_time_to_first_token_seconds",
                 queue_time: "trtllm_request_queue_time_seconds",
                 cache_info: None,
+                prefix_hits: "trtllm_prompt_cached_tokens_total",
+                prefix_queries: "trtllm_prompt_tokens_total",
+                finished_reason: Some("finished_reason"),
+                aborted: None,
+                http: None,
             },
         }
     }

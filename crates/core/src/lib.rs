@@ -22,6 +22,7 @@ pub mod engine;
 pub mod evidence;
 pub mod fmt;
 pub mod gpu;
+pub mod load;
 pub mod output;
 pub mod prom;
 pub mod result;

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 pub use crate::evidence::Evidence;
 
-/// The fifteen tripwires. Codes are permanent: a new one takes the next number.
+/// The tripwires. Codes are permanent: a new one takes the next number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Tripwire {
     T1,
@@ -26,10 +26,13 @@ pub enum Tripwire {
     T13,
     T14,
     T15,
+    T16,
+    T17,
+    T18,
 }
 
 impl Tripwire {
-    pub const ALL: [Tripwire; 15] = [
+    pub const ALL: [Tripwire; 18] = [
         Tripwire::T1,
         Tripwire::T2,
         Tripwire::T3,
@@ -45,6 +48,9 @@ impl Tripwire {
         Tripwire::T13,
         Tripwire::T14,
         Tripwire::T15,
+        Tripwire::T16,
+        Tripwire::T17,
+        Tripwire::T18,
     ];
 
     /// The number after the `T`.
@@ -314,7 +320,8 @@ mod tests {
     fn parses_codes() {
         assert_eq!("t15".parse::<Tripwire>(), Ok(Tripwire::T15));
         assert_eq!("T1".parse::<Tripwire>(), Ok(Tripwire::T1));
-        assert!("T16".parse::<Tripwire>().is_err());
+        assert_eq!("T18".parse::<Tripwire>(), Ok(Tripwire::T18));
+        assert!("T19".parse::<Tripwire>().is_err());
         assert!("T0".parse::<Tripwire>().is_err());
         assert!("T".parse::<Tripwire>().is_err());
         assert!("8".parse::<Tripwire>().is_err());

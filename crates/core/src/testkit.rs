@@ -89,3 +89,8 @@ macro_rules! evidence_or_skip {
         }
     };
 }
+
+/// A snapshot of bare `/metrics` text with no clock, for tests of counter checks.
+pub fn snapshot_from_prom(text: &str) -> crate::snapshot::Snapshot {
+    crate::snapshot::Snapshot::from_text(text, "test.prom").expect("metrics text")
+}

@@ -6,8 +6,8 @@ use pyo3::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::core::{
-    blocks, counters, t1, t10, t12, t14, t15, t4_t11, t5, t6, t8, t9, BenchResult, BootFacts,
-    CheckResult, Engine, Series, Snapshot,
+    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t4_t11, t5, t6, t8, t9, BenchResult,
+    BootFacts, CheckResult, Engine, LoadIntent, Series, Snapshot,
 };
 use crate::facts::{engine_arg, facts_from_json};
 use crate::series::PySeries;
@@ -67,6 +67,8 @@ pub fn bench_of(obj: &Bound<'_, PyAny>) -> PyResult<BenchResult> {
         median_ttft_ms: f("median_ttft_ms")?,
         p99_ttft_ms: f("p99_ttft_ms")?,
         mean_tpot_ms: f("mean_tpot_ms")?,
+        first_error: obj.getattr("first_error")?.extract()?,
+        output_lens: obj.getattr("output_lens")?.extract()?,
         path: obj.getattr("path")?.extract()?,
     })
 }
@@ -165,15 +167,17 @@ pub fn running_cap(facts: &str, engine: Option<&str>) -> PyResult<Option<(u64, S
 }
 
 #[pyfunction]
-#[pyo3(signature = (series, usable_blocks=None, saturated=0.9))]
+#[pyo3(signature = (series, usable_blocks=None, saturated=0.9, requested=None))]
 pub fn concurrency_ceiling(
     py: Python<'_>,
     series: &PySeries,
     usable_blocks: Option<u64>,
     saturated: f64,
+    requested: Option<u64>,
 ) -> Checked {
     let engine = series_engine(&series.inner);
-    out(py.allow_threads(|| t9::check_at(&series.inner, usable_blocks, engine, saturated)))
+    out(py
+        .allow_threads(|| t9::check_at(&series.inner, usable_blocks, requested, engine, saturated)))
 }
 
 /// T14's "does not apply" for an engine without vLLM's null block, else None.
@@ -249,4 +253,68 @@ pub fn infer_blocks(
 pub fn predict_concurrency(usage: f64, running: f64, usable_blocks: Option<u64>) -> PyResult<u64> {
     blocks::predicted_ceiling(usage, running, usable_blocks)
         .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// The load's intent from its command: a string as a shell splits it, or its words.
+fn intent_arg(load: Option<&Bound<'_, PyAny>>) -> PyResult<LoadIntent> {
+    let Some(load) = load.filter(|l| !l.is_none()) else {
+        return Ok(LoadIntent::unknown());
+    };
+    if let Ok(s) = load.extract::<String>() {
+        return Ok(crate::core::load::intent_of_command(&s));
+    }
+    let words: Vec<String> = load.extract()?;
+    Ok(crate::core::load::intent(&words))
+}
+
+#[pyfunction]
+#[pyo3(signature = (before, after, load=None, untimed_requests=0, completed=None))]
+pub fn check_prompts_fresh(
+    before: &PySnapshot,
+    after: &PySnapshot,
+    load: Option<&Bound<'_, PyAny>>,
+    untimed_requests: u64,
+    completed: Option<f64>,
+) -> PyResult<Checked> {
+    let intent = intent_arg(load)?;
+    let engine = engine_of(&[&before.inner, &after.inner]);
+    let untimed = t16::Untimed {
+        requests: untimed_requests,
+        completed,
+    };
+    Ok(out(t16::check(
+        &before.inner,
+        &after.inner,
+        &intent,
+        untimed,
+        engine,
+    )))
+}
+
+#[pyfunction]
+#[pyo3(signature = (bench=None, before=None, after=None))]
+pub fn check_requests_finished(
+    bench: Option<&Bound<'_, PyAny>>,
+    before: Option<&PySnapshot>,
+    after: Option<&PySnapshot>,
+) -> PyResult<Checked> {
+    let b = bench.filter(|b| !b.is_none()).map(bench_of).transpose()?;
+    let server = before.zip(after).map(|(b, a)| (&b.inner, &a.inner));
+    let engine = server.map_or(Engine::Vllm, |(b, a)| engine_of(&[b, a]));
+    Ok(out(t17::check(b.as_ref(), server, engine)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (load=None, bench=None, before=None, after=None))]
+pub fn check_outputs_full_length(
+    load: Option<&Bound<'_, PyAny>>,
+    bench: Option<&Bound<'_, PyAny>>,
+    before: Option<&PySnapshot>,
+    after: Option<&PySnapshot>,
+) -> PyResult<Checked> {
+    let intent = intent_arg(load)?;
+    let b = bench.filter(|b| !b.is_none()).map(bench_of).transpose()?;
+    let server = before.zip(after).map(|(b, a)| (&b.inner, &a.inner));
+    let engine = server.map_or(Engine::Vllm, |(b, a)| engine_of(&[b, a]));
+    Ok(out(t18::check(&intent, b.as_ref(), server, engine)))
 }

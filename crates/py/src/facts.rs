@@ -122,6 +122,8 @@ fn bench_fields(b: BenchResult) -> String {
         "median_ttft_ms": b.median_ttft_ms,
         "p99_ttft_ms": b.p99_ttft_ms,
         "mean_tpot_ms": b.mean_tpot_ms,
+        "first_error": b.first_error,
+        "output_lens": b.output_lens,
     })
     .to_string()
 }

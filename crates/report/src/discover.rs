@@ -213,10 +213,21 @@ impl RunFiles {
             sources: self.sources(),
             engine,
             untimed_requests: untimed,
+            load: self.folder.as_deref().and_then(recorded_load),
             run_folder: self.folder.as_ref().map(|f| f.display().to_string()),
             ..Inputs::default()
         })
     }
+}
+
+/// What the load of a run folder asked for, from the command `run.json` recorded (as given;
+/// the command as run differs only in where it saves its result). None without a readable
+/// `run.json` or a load command in it.
+fn recorded_load(folder: &Path) -> Option<inferlint_core::load::LoadIntent> {
+    let text = std::fs::read_to_string(folder.join("run.json")).ok()?;
+    let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let command = doc.get("load_command")?.as_str()?;
+    Some(inferlint_core::load::intent_of_command(command))
 }
 
 /// Why a run folder's run checks cannot all be made: the files its load should have left that

@@ -69,6 +69,8 @@ pub struct Inputs {
     pub engine: Option<Engine>,
     /// Untimed requests the load tool sent but left out of its result (for [`Inputs::t15`]).
     pub untimed_requests: u64,
+    /// What the load command asked for (T16, T18), when the command is known.
+    pub load: Option<inferlint_core::load::LoadIntent>,
     /// Where the full recording lives, for the note under each chart's data table.
     pub run_folder: Option<String>,
     /// The footer's time stamp; None means now.
@@ -162,12 +164,17 @@ impl Report {
             series: inputs.series.as_ref(),
             boot: first,
             requested: inputs.requested,
-            // T15 is the caller's: `run` and `report` check the result file with the load
-            // tool's own output at hand (untimed requests) and pass it in `extra_results`.
-            bench: None,
+            bench: inputs.bench.as_ref(),
             untimed_requests: inputs.untimed_requests,
+            load: inputs.load.as_ref(),
             engine,
         });
+        // T15 is the caller's: `run` and `report` check the result file with the load tool's
+        // own output at hand (untimed requests) and pass it in `extra_results`.
+        let run: Vec<CheckResult> = run
+            .into_iter()
+            .filter(|r| r.tripwire != Tripwire::T15)
+            .collect();
         // The run checks a missing input left out become "can't tell" in their places; a T15
         // that could not be checked keeps T15's place, after the live run's results.
         let run = inferlint_core::checks::gaps::complete(

@@ -75,6 +75,8 @@ pub struct RunInputs {
     pub serve: Option<String>,
     /// A running server's log (attach mode).
     pub boot_log: Option<PathBuf>,
+    /// Attach mode: the server is left running when the run ends.
+    pub keep_server: bool,
     pub requested: Option<u64>,
     pub bench_result: Option<PathBuf>,
     pub interval: Duration,
@@ -117,6 +119,7 @@ impl RunInputs {
             url: None,
             serve: None,
             boot_log: None,
+            keep_server: false,
             requested: None,
             bench_result: None,
             interval: Duration::from_millis(250),

@@ -6,87 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use inferlint_core::engine::Engine;
+pub use inferlint_core::load::{load_tool, LoadTool};
 
 use super::url::{flag_value, has_flag};
-
-/// The benchmark clients inferlint knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LoadTool {
-    /// `vllm bench serve` (and inferlint's simulated one, `inferlint sim bench`).
-    VllmBench,
-    /// `python -m sglang.bench_serving` / `sglang.benchmark.serving`.
-    SglangBench,
-    /// `python -m tensorrt_llm.serve.scripts.benchmark_serving`.
-    TrtllmBench,
-    /// NVIDIA AIPerf (`aiperf profile`): result `profile_export_aiperf.json` in its artifact dir.
-    Aiperf,
-    /// GuideLLM (`guidellm run`/`benchmark`): result `benchmarks.json`.
-    Guidellm,
-}
-
-impl LoadTool {
-    /// The engine whose own client this is (the three clients whose untimed requests T15 knows).
-    pub fn engine(self) -> Option<Engine> {
-        match self {
-            LoadTool::VllmBench => Some(Engine::Vllm),
-            LoadTool::SglangBench => Some(Engine::Sglang),
-            LoadTool::TrtllmBench => Some(Engine::Trtllm),
-            LoadTool::Aiperf | LoadTool::Guidellm => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            LoadTool::VllmBench => "vllm bench serve",
-            LoadTool::SglangBench => "SGLang bench_serving",
-            LoadTool::TrtllmBench => "TensorRT-LLM benchmark_serving",
-            LoadTool::Aiperf => "aiperf",
-            LoadTool::Guidellm => "GuideLLM",
-        }
-    }
-}
-
-fn basename(s: &str) -> String {
-    Path::new(s)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
-}
-
-/// Which benchmark client a load command runs, if any.
-pub fn load_tool(argv: &[String]) -> Option<LoadTool> {
-    let modules = |m: &str| argv.iter().any(|w| w == m);
-    if modules("sglang.benchmark.serving") || modules("sglang.bench_serving") {
-        return Some(LoadTool::SglangBench);
-    }
-    if modules("tensorrt_llm.serve.scripts.benchmark_serving")
-        || argv
-            .iter()
-            .any(|w| w.ends_with("benchmark_serving.py") && w.contains("tensorrt_llm"))
-    {
-        return Some(LoadTool::TrtllmBench);
-    }
-    for (i, w) in argv.iter().enumerate() {
-        let next = argv.get(i + 1).map(String::as_str);
-        let b = basename(w);
-        if w == "bench" && next == Some("serve") {
-            return Some(LoadTool::VllmBench);
-        }
-        if b.starts_with("inferlint")
-            && next == Some("sim")
-            && argv.get(i + 2).is_some_and(|x| x == "bench")
-        {
-            return Some(LoadTool::VllmBench);
-        }
-        if b == "aiperf" || (w == "-m" && next == Some("aiperf")) {
-            return Some(LoadTool::Aiperf);
-        }
-        if b == "guidellm" || (w == "-m" && next == Some("guidellm")) {
-            return Some(LoadTool::Guidellm);
-        }
-    }
-    None
-}
 
 /// The engine whose benchmark client the load command is (`vllm`, `sglang`, `trtllm`), or None.
 pub fn known_client(argv: &[String]) -> Option<Engine> {

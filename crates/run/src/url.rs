@@ -2,6 +2,7 @@
 //! (docs/design/run.md#the-servers-address).
 
 use inferlint_core::argv::command_engine;
+pub use inferlint_core::argv::{flag_value, has_flag};
 use inferlint_core::engine::Engine;
 
 /// The base URL a `--serve` command will answer at: its `--host` (default `127.0.0.1`; a
@@ -21,32 +22,6 @@ pub fn server_url(serve_argv: &[String], named: Option<Engine>) -> String {
         .and_then(|p| p.trim().parse::<u16>().ok())
         .unwrap_or_else(|| engine.default_port());
     format!("http://{host}:{port}")
-}
-
-/// The value of `--flag V` or `--flag=V` (the last one wins, as argparse does).
-pub fn flag_value(argv: &[String], flag: &str) -> Option<String> {
-    let mut found = None;
-    let prefix = format!("{flag}=");
-    let mut i = 0;
-    while i < argv.len() {
-        let w = &argv[i];
-        if w == flag {
-            if let Some(v) = argv.get(i + 1) {
-                found = Some(v.clone());
-                i += 1;
-            }
-        } else if let Some(v) = w.strip_prefix(&prefix) {
-            found = Some(v.to_string());
-        }
-        i += 1;
-    }
-    found
-}
-
-/// Whether the flag appears at all (`--flag`, `--flag V` or `--flag=V`).
-pub fn has_flag(argv: &[String], flag: &str) -> bool {
-    let prefix = format!("{flag}=");
-    argv.iter().any(|w| w == flag || w.starts_with(&prefix))
 }
 
 #[cfg(test)]

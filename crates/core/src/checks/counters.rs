@@ -194,6 +194,47 @@ pub fn snapshot_delta(
     counter_delta(&before.metrics, &after.metrics, q)
 }
 
+/// The delta of the engine's finished-request counter for one `finished_reason` (`stop`,
+/// `length`, `abort`, `error`); None where the engine's counter carries no reason. A reason's
+/// series appears at its first request (TensorRT-LLM creates them lazily; vLLM exports every
+/// reason from the start), so with the counter's reasons there an absent one is 0.
+pub fn finished_reason_delta(
+    before: &Snapshot,
+    after: &Snapshot,
+    engine: Engine,
+    reason: &str,
+) -> Result<Option<f64>, DeltaError> {
+    let names = engine.metrics();
+    let Some(label) = names.finished_reason else {
+        return Ok(None);
+    };
+    let has_reasons = after
+        .metrics
+        .series(names.finished, &[])
+        .iter()
+        .any(|s| s.label(label).is_some());
+    if !has_reasons {
+        return Ok(None);
+    }
+    if let Some(r) = restart_between(&before.metrics, &after.metrics) {
+        return Err(DeltaError::Restarted(r));
+    }
+    let labels = [(label, reason)];
+    let q = CounterQuery::new(names.finished).with_labels(&labels);
+    let (v0, v1) = (
+        q.value(&before.metrics).unwrap_or(0.0),
+        q.value(&after.metrics).unwrap_or(0.0),
+    );
+    if v1 < v0 {
+        return Err(DeltaError::Restarted(Restart::WentDown {
+            name: names.finished.to_string(),
+            before: v0,
+            after: v1,
+        }));
+    }
+    Ok(Some(v1 - v0))
+}
+
 /// Which clock a span was measured on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpanClock {

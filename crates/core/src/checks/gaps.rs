@@ -20,13 +20,16 @@ pub struct Gaps {
 }
 
 /// The run checks in the order they are printed.
-pub const ORDER: [Tripwire; 6] = [
+pub const ORDER: [Tripwire; 9] = [
     Tripwire::T1,
     Tripwire::T10,
     Tripwire::T14,
     Tripwire::T9,
     Tripwire::T8,
     Tripwire::T15,
+    Tripwire::T16,
+    Tripwire::T17,
+    Tripwire::T18,
 ];
 
 /// `results` with an UNKNOWN (or T14's N/A) in place of every run check the gaps left out, in
@@ -107,6 +110,13 @@ fn missing(
                 "the server's request and token counts are unknown".into(),
             )
         }
+        Tripwire::T16 => {
+            let why = gaps.snapshots.as_deref()?;
+            unknown(
+                why,
+                "whether prompts came from the prefix cache cannot be told".into(),
+            )
+        }
         _ => None,
     }
 }
@@ -138,9 +148,11 @@ mod tests {
             recording: Some("the recording has no readings".into()),
         };
         let out = complete(Vec::new(), &gaps, Engine::Vllm, Some(3), true);
+        // T17 is made from the result file and T18 from the load's command: neither is ever
+        // missing here.
         assert_eq!(
             out.iter().map(|r| r.tripwire).collect::<Vec<_>>(),
-            ORDER.to_vec()
+            ORDER[..7].to_vec()
         );
         assert!(out.iter().all(|r| r.status == Status::Unknown));
         assert_eq!(
@@ -175,6 +187,7 @@ mod tests {
                 (Tripwire::T14, Status::Unknown),
                 (Tripwire::T9, Status::Warn),
                 (Tripwire::T8, Status::Pass),
+                (Tripwire::T16, Status::Unknown),
             ]
         );
     }

@@ -10,6 +10,9 @@ pub mod t1;
 pub mod t10;
 pub mod t14;
 pub mod t15;
+pub mod t16;
+pub mod t17;
+pub mod t18;
 pub mod t8;
 pub mod t9;
 // Boot logs.
@@ -24,6 +27,7 @@ pub mod t7;
 use crate::bench::BenchResult;
 use crate::bootlog::BootFacts;
 use crate::engine::Engine;
+use crate::load::LoadIntent;
 use crate::result::CheckResult;
 use crate::series::Series;
 use crate::snapshot::Snapshot;
@@ -44,11 +48,15 @@ pub struct Facts<'a> {
     pub bench: Option<&'a BenchResult>,
     /// Requests the load tool sent outside its timing (warm-up), which the server counted.
     pub untimed_requests: u64,
+    /// What the load command asked for; None where the command is not known.
+    pub load: Option<&'a LoadIntent>,
     pub engine: Engine,
 }
 
 /// The checks of a run (docs/design/run.md#the-checks): T1, T10, T14 (or N/A), T9, T8 (when the
-/// concurrency asked for is known), then T15 (when a result file was read). T10's message is
+/// concurrency asked for is known), T15 (when a result file was read), then the window's T16
+/// (both snapshots), T17 (a result file, or a failure the snapshots show) and T18 (a load of a
+/// known client). T10's message is
 /// the bare one; the run's terminal line appends the integer-second comparison itself. The
 /// live run, the report and the Python binding all decide through this one function.
 pub fn run_all(f: &Facts<'_>) -> Vec<CheckResult> {
@@ -66,13 +74,34 @@ pub fn run_all(f: &Facts<'_>) -> Vec<CheckResult> {
         };
         let blocks = t14.as_ref().and_then(t14::usable_blocks);
         out.extend(t14);
-        out.push(t9::check(s, blocks, engine));
+        out.push(t9::check(s, blocks, f.requested, engine));
         if let Some(n) = f.requested {
             out.push(t8::check(s, n, f.boot, engine));
         }
     }
     if let (Some(r), Some(b), Some(a)) = (f.bench, f.before, f.after) {
         out.push(t15::check(r, b, a, f.untimed_requests, engine));
+    }
+    let unknown_load = LoadIntent::unknown();
+    let load = f.load.unwrap_or(&unknown_load);
+    let server = f.before.zip(f.after);
+    if let Some((b, a)) = server {
+        let untimed = t16::Untimed {
+            requests: f.untimed_requests,
+            completed: f.bench.and_then(|r| r.completed),
+        };
+        out.push(t16::check(b, a, load, untimed, engine));
+    }
+    // T17 needs the client's account to pass, as T15 does; without a result file it is
+    // printed only when the server's own counters show a failure, which is certain.
+    let t17 = t17::check(f.bench, server, engine);
+    if f.bench.is_some() || t17.status == crate::result::Status::Fail {
+        out.push(t17);
+    }
+    // T18 needs to know what the load asked for: printed for a known client, as T8 is for a
+    // known concurrency.
+    if load.tool.is_some() {
+        out.push(t18::check(load, f.bench, server, engine));
     }
     out
 }

@@ -79,6 +79,7 @@ pub fn engine_names(ids: &[&str]) -> String {
 pub fn t9(
     series: &Series,
     usable_blocks: Option<u64>,
+    requested: Option<u64>,
     engine: Engine,
     saturation: f64,
 ) -> Option<CheckResult> {
@@ -90,7 +91,8 @@ pub fn t9(
         .into_iter()
         .map(|id| {
             let part = series.for_engine(&id);
-            let r = crate::checks::t9::check_at(&part, usable_blocks, engine, saturation);
+            let r =
+                crate::checks::t9::check_at(&part, usable_blocks, requested, engine, saturation);
             (id, r)
         })
         .collect();

@@ -40,6 +40,22 @@ pub fn check(
             })
         }
     };
+    if tokens == 0.0 {
+        // A rate over a window in which nothing was generated measures no serving at all
+        // (docs/design/tripwires.md#t10): 0.3.1 passed it as "0.00 tokens/s".
+        return CheckResult::unknown(
+            Tripwire::T10,
+            format!(
+                "no output token was generated in {:.3}s between the snapshots: a rate over no work measures nothing (T17 says which requests failed)",
+                span.seconds
+            ),
+        )
+        .with_evidence(T10Evidence {
+            tokens: Some(tokens),
+            span_s: Some(JsonF64(span.seconds)),
+            ..Default::default()
+        });
+    }
     let rate = tokens / span.seconds;
     // Truncated wall seconds, as `$(date +%s)` gives them, even when the rate uses the
     // monotonic span.

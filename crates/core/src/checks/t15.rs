@@ -84,6 +84,13 @@ pub fn check(
             format!("the server finished {k} more request{} than the load tool sent; other traffic shared the server during the run", plural(k)),
         ));
     }
+    if completed_n == 0 && extra <= expected {
+        // Agreement on no request is no agreement worth a pass (docs/design/tripwires.md#t15).
+        return full(CheckResult::unknown(
+            Tripwire::T15,
+            "the load tool completed no request: client and server have nothing to agree on (T17 says which requests failed)",
+        ));
+    }
     if extra < expected {
         let k = expected - extra;
         return full(CheckResult::fail(

@@ -13,20 +13,29 @@ use crate::series::{Series, SeriesSample};
 /// the most about the ceiling.
 pub const SATURATION: f64 = 0.9;
 
-/// T9 at the saturation threshold 0.9, with the usable block count when a T14 PASS gave one.
-pub fn check(series: &Series, usable_blocks: Option<u64>, engine: Engine) -> CheckResult {
-    check_at(series, usable_blocks, engine, SATURATION)
+/// T9 at the saturation threshold 0.9, with the usable block count when a T14 PASS gave one and
+/// the concurrency the load asked for when it is known.
+pub fn check(
+    series: &Series,
+    usable_blocks: Option<u64>,
+    requested: Option<u64>,
+    engine: Engine,
+) -> CheckResult {
+    check_at(series, usable_blocks, requested, engine, SATURATION)
 }
 
 /// T9 with another saturation threshold.
 pub fn check_at(
     series: &Series,
     usable_blocks: Option<u64>,
+    requested: Option<u64>,
     engine: Engine,
     saturation: f64,
 ) -> CheckResult {
     // A data-parallel server: each engine's pool on its own (docs/tripwires.md).
-    if let Some(r) = crate::checks::per_engine::t9(series, usable_blocks, engine, saturation) {
+    if let Some(r) =
+        crate::checks::per_engine::t9(series, usable_blocks, requested, engine, saturation)
+    {
         return r;
     }
     // One pass per question, no copies: a day's recording is 345,600 samples, and the reader
@@ -101,10 +110,19 @@ pub fn check_at(
             engine.name()
         ));
     }
+    // A ceiling that moved only far above what ran limited nothing: it could bind only where
+    // its lowest value was reached or asked for (docs/design/tripwires.md#t9).
+    let ran = series
+        .busy()
+        .filter_map(|s| s.running)
+        .fold(0.0_f64, f64::max);
+    let could_bind = (ran >= lo as f64) || requested.is_some_and(|n| n >= lo);
     let r = if lo == hi {
         CheckResult::pass(Tripwire::T9, msg)
-    } else {
+    } else if could_bind {
         CheckResult::warn(Tripwire::T9, msg)
+    } else {
+        CheckResult::pass(Tripwire::T9, above_message(lo, hi, ran, requested))
     };
     let per_request = |share: f64| usable_blocks.map(|b| share * b as f64);
     r.with_evidence(T9Evidence {
@@ -121,6 +139,15 @@ pub fn check_at(
         gauges_lag: Some(engine.gauges_lag()),
         engines: None,
     })
+}
+
+/// The pass of a ceiling that moved but stayed above every request that ran or was asked for.
+fn above_message(lo: u64, hi: u64, ran: f64, requested: Option<u64>) -> String {
+    let asked = requested.map_or_else(String::new, |n| format!("the {n} asked for and "));
+    format!(
+        "ceiling moved between {lo} and {hi} as requests grew, always above {asked}the {} that ran at most: it never limited this run",
+        ran as u64
+    )
 }
 
 #[cfg(test)]
@@ -157,6 +184,35 @@ mod tests {
     }
 
     #[test]
+    fn a_ceiling_that_moves_far_above_what_ran_passes_with_its_range() {
+        // 4 requests of a 4,096-block pool: the ceiling moves between 2,730 and 4,095, as real
+        // GuideLLM 0.8.1 at 4 streams gave it.
+        let s = series(
+            None,
+            &[
+                (Some(4.0), Some(4.0 / 4095.0)),
+                (Some(4.0), Some(6.0 / 4095.0)),
+            ],
+        );
+        let r = check(&s, Some(4095), Some(4), Engine::Vllm);
+        assert_eq!(r.status, Status::Pass, "{}", r.message);
+        assert_eq!(
+            r.message,
+            "ceiling moved between 2730 and 4095 as requests grew, always above the 4 asked for and the 4 that ran at most: it never limited this run"
+        );
+        // Asked for as many as the lowest ceiling: it could bind, so it warns.
+        assert_eq!(
+            check(&s, Some(4095), Some(2730), Engine::Vllm).status,
+            Status::Warn
+        );
+        // Unknown concurrency asked: what ran decides.
+        assert_eq!(
+            check(&s, Some(4095), None, Engine::Vllm).status,
+            Status::Pass
+        );
+    }
+
+    #[test]
     fn a_falling_ceiling_warns_with_whole_blocks() {
         // 42 usable blocks: 10 requests of 4 blocks, then 7 of 6 blocks.
         let s = series(
@@ -167,7 +223,7 @@ mod tests {
                 (Some(7.0), Some(42.0 / 42.0)),
             ],
         );
-        let r = check(&s, Some(42), Engine::Vllm);
+        let r = check(&s, Some(42), None, Engine::Vllm);
         assert_eq!(r.status, Status::Warn);
         assert_eq!(
             r.message,
@@ -191,7 +247,7 @@ mod tests {
             Some(Engine::Sglang),
             &[(Some(2.0), Some(0.5)), (Some(1.0), Some(0.25))],
         );
-        let r = check(&s, None, Engine::Sglang);
+        let r = check(&s, None, None, Engine::Sglang);
         assert_eq!(r.status, Status::Pass);
         assert_eq!(
             r.message,
@@ -202,11 +258,11 @@ mod tests {
     #[test]
     fn no_busy_sample_is_unknown_with_the_gauges_hint_for_trtllm() {
         let idle = series(None, &[(Some(0.0), Some(0.0))]);
-        let r = check(&idle, None, Engine::Vllm);
+        let r = check(&idle, None, None, Engine::Vllm);
         assert_eq!(r.status, Status::Unknown);
         assert_eq!(r.message, "no sample with requests running and KV in use");
         let none = series(Some(Engine::Trtllm), &[(None, None)]);
-        let r = check(&none, None, Engine::Trtllm);
+        let r = check(&none, None, None, Engine::Trtllm);
         assert_eq!(r.status, Status::Unknown);
         assert!(r.message.contains("'enable_iter_perf_stats: true'"));
     }

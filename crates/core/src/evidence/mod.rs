@@ -13,6 +13,7 @@
 
 mod checks;
 mod serde_helpers;
+mod window;
 
 use indexmap::IndexMap;
 use serde::de::DeserializeOwned;
@@ -21,6 +22,7 @@ use serde_json::{Map, Value};
 
 pub use checks::*;
 pub use serde_helpers::{Count, JsonF64};
+pub use window::*;
 
 use crate::result::{Status, Tripwire};
 
@@ -47,6 +49,9 @@ pub enum Evidence {
     T12(T12Evidence),
     T14(T14Evidence),
     T15(T15Evidence),
+    T16(T16Evidence),
+    T17(T17Evidence),
+    T18(T18Evidence),
     /// Evidence read from a file that none of the structs above holds exactly, kept as read.
     Unread(Map<String, Value>),
 }
@@ -75,6 +80,9 @@ impl Serialize for Evidence {
             Evidence::T12(e) => e.serialize(s),
             Evidence::T14(e) => e.serialize(s),
             Evidence::T15(e) => e.serialize(s),
+            Evidence::T16(e) => e.serialize(s),
+            Evidence::T17(e) => e.serialize(s),
+            Evidence::T18(e) => e.serialize(s),
             Evidence::Unread(m) => m.serialize(s),
         }
     }
@@ -121,6 +129,9 @@ impl Evidence {
             Tripwire::T12 => typed(&map).map(Evidence::T12),
             Tripwire::T14 => typed(&map).map(Evidence::T14),
             Tripwire::T15 => typed(&map).map(Evidence::T15),
+            Tripwire::T16 => typed(&map).map(Evidence::T16),
+            Tripwire::T17 => typed(&map).map(Evidence::T17),
+            Tripwire::T18 => typed(&map).map(Evidence::T18),
         };
         // Only a struct that writes back exactly what was read replaces the map: a key it does
         // not know, or a value of another type, would otherwise be lost or changed.
@@ -227,6 +238,9 @@ into_evidence!(
     T12(T12Evidence),
     T14(T14Evidence),
     T15(T15Evidence),
+    T16(T16Evidence),
+    T17(T17Evidence),
+    T18(T18Evidence),
 );
 
 /// One engine's verdict inside a data-parallel server's result (docs/tripwires.md,

@@ -7,6 +7,7 @@ use inferlint_core::bootlog::BootFacts;
 use inferlint_core::catalogue;
 use inferlint_core::engine::Engine;
 use inferlint_core::fmt::{g, thousands_f};
+use inferlint_core::result::Tripwire;
 
 use super::super::charts::{self, Body, Figure};
 use super::super::downsample::Cell;
@@ -346,7 +347,7 @@ pub fn guide_section(report: &Report) -> Markup {
     let engine = report.engine();
     html! {
         section aria-labelledby="h-guide" {
-            h2 id="h-guide" { "The 15 tripwires" }
+            h2 id="h-guide" { (format!("The {} tripwires", Tripwire::ALL.len())) }
             details class="gloss guide" {
                 summary { "What each one catches, and how to check it" }
                 div class="guide-list" {

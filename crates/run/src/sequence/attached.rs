@@ -32,8 +32,13 @@ impl Run {
                 let cmdline = t[0].cmdline();
                 let cmd = inferlint_core::fmt::first_chars(&cmdline, 100);
                 self.record.attached_server = t.iter().map(|p| p.pid).collect();
+                let fate = if self.inputs.keep_server {
+                    "--keep-server: the run leaves them running"
+                } else {
+                    "the run stops them when it ends"
+                };
                 format!(
-                    "== the server at {}: pid={} {cmd} (and {} processes below it; the run stops them when it ends)",
+                    "== the server at {}: pid={} {cmd} (and {} processes below it; {fate})",
                     self.url,
                     t[0].pid,
                     t.len() - 1
@@ -57,6 +62,10 @@ impl Run {
             return;
         }
         self.sink.clear_status();
+        if self.inputs.keep_server {
+            self.line("== the attached server is left running (--keep-server)");
+            return;
+        }
         self.line("== stop the attached server");
         let started: Vec<i32> = self.record.attached_server.clone();
         if started.is_empty() {

@@ -175,6 +175,7 @@ impl Run {
             requested: self.load.requested,
             bench: self.load.bench.as_ref(),
             untimed_requests: self.load.untimed,
+            load: Some(&inferlint_core::load::intent(&self.inputs.load)),
             engine: self.engine(),
         });
         let results = checks::gaps::complete(

@@ -257,6 +257,7 @@ impl Run {
             server_version: self.boot.server_version.clone(),
             engine: Some(self.engine()),
             untimed_requests: self.load.untimed,
+            load: Some(inferlint_core::load::intent(&self.inputs.load)),
             run_folder: Some(self.out.display().to_string()),
             generated_at: None,
             missing: self.load.gaps.clone(),

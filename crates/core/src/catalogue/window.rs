@@ -1,0 +1,59 @@
+//! The entries of the tripwires that judge the load's window as a whole (T16–T18): what the
+//! server's counters and the load's own command and result say about the requests it measured.
+
+use super::Entry;
+use crate::result::Tripwire;
+
+pub(super) const T16: Entry = Entry {
+    tripwire: Tripwire::T16,
+    slug: "cached-prompts",
+    name: "Prompts served from the prefix cache",
+    what: "Prompt tokens of the load were served from the server's prefix cache instead of \
+           being computed. vLLM counts them in vllm:prefix_cache_hits_total against \
+           vllm:prefix_cache_queries_total (SGLang: sglang:cached_tokens_total, TensorRT-LLM: \
+           trtllm_prompt_cached_tokens_total, against their prompt-token counters). A random \
+           dataset sent twice with one --seed, or to a server that kept an earlier run's \
+           prompts, hits the cache while every line of the benchmark looks normal.",
+    why: "A hit skips the prompt's prefill, so time to first token and throughput are those of \
+          prompts the server had already seen: a fixed-seed random load re-run against a warm \
+          server has been measured up to 86% faster. For a dataset that shares prefixes on \
+          purpose the hits are part of the workload; for random or synthetic prompts they are an \
+          accident.",
+    command: "inferlint window before.json after.json -- vllm bench serve ...",
+    notes: &[],
+};
+
+pub(super) const T17: Entry = Entry {
+    tripwire: Tripwire::T17,
+    slug: "failed-requests",
+    name: "Requests that did not finish",
+    what: "Requests of the measured window failed: the load tool counted them as failed, the \
+           server aborted them or ended them with an error (vllm:request_success_total with \
+           finished_reason abort or error), or the API server refused them before the engine \
+           saw them (http_requests_total with status 4xx or 5xx on an inference endpoint: a \
+           prompt longer than --max-model-len never reaches the engine). A stream that ends \
+           with an in-band error is counted as a success by some clients.",
+    why: "Latency and throughput are computed over the requests that succeeded, so a server \
+          that refuses or drops requests looks faster than one that serves them all, and a run \
+          in which nothing succeeded still prints numbers (0.00 tokens/s, 0 requests that agree).",
+    command:
+        "inferlint window before.json after.json --bench-result bench.json -- vllm bench serve ...",
+    notes: &[],
+};
+
+pub(super) const T18: Entry = Entry {
+    tripwire: Tripwire::T18,
+    slug: "short-outputs",
+    name: "Outputs shorter than asked",
+    what: "Requests ended at end-of-sequence before the output length the load asked for: \
+           vllm:request_success_total{finished_reason=\"stop\"} moved while the load set an \
+           output length (--random-output-len, max_tokens) or --ignore-eos, and the load tool's \
+           output_lens fall short of it. A client that does not pass ignore_eos through, or a \
+           dataset or endpoint where it is not the default, lets the model stop early.",
+    why: "Tokens per second and time per output token then compare runs of different lengths: \
+          shorter outputs hold less KV cache, fit more requests at once and finish sooner, so \
+          two runs with the same settings disagree for a reason neither reports.",
+    command:
+        "inferlint window before.json after.json --bench-result bench.json -- vllm bench serve ...",
+    notes: &[],
+};

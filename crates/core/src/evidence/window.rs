@@ -1,0 +1,103 @@
+//! The evidence of the checks on the load's window as a whole (T16–T18). Field names are JSON
+//! keys (docs/tripwires.md names them).
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use super::serde_helpers::JsonF64;
+
+/// T16 cached-prompts: prompt tokens served from the prefix cache in the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct T16Evidence {
+    /// The counters read: hits, then the prompt tokens they are a share of.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hits_counter: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queries_counter: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarted: Option<bool>,
+    /// `enable_prefix_caching` of the engine's cache config, where it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_caching: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hit_tokens: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hit_rate: Option<JsonF64>,
+    /// Hits the load's untimed requests explain (a test prompt repeats a measured one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explained_hit_tokens: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub untimed_requests: Option<u64>,
+    /// The load's dataset and whether its prompts are meant to be fresh.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+}
+
+/// T17 failed-requests: what the client and the server say of requests that did not finish.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct T17Evidence {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_file: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_completed: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_failed: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarted: Option<bool>,
+    /// Requests the engine ended with finished_reason abort, and with error.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_aborted: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_errored: Option<f64>,
+    /// The API server's 4xx and 5xx answers on inference endpoints, by endpoint.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<IndexMap<String, RefusedCounts>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failed: Option<f64>,
+}
+
+/// One endpoint's refusals in the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RefusedCounts {
+    #[serde(rename = "4xx")]
+    pub client_errors: f64,
+    #[serde(rename = "5xx")]
+    pub server_errors: f64,
+}
+
+/// T18 short-outputs: requests that ended at end-of-sequence before the length asked.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct T18Evidence {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asked_output_len: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ignore_eos: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarted: Option<bool>,
+    /// The engine's finished_reason deltas.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_stop: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_length: Option<f64>,
+    /// The load tool's per-request output lengths: how many, how many fell short, the median
+    /// of those.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_requests: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_short: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub median_short_len: Option<JsonF64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_early: Option<f64>,
+}

@@ -1,0 +1,96 @@
+"""T16, T17 and T18 from Python on the real vLLM 0.32 CPU recordings
+(tests/fixtures/vllm-0.32-cpu/field/): each check gives the verdict ``inferlint window`` gives on
+the same files, in both directions, and a one-number mutation flips it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+from pathlib import Path
+
+from inferlint import Status, benchresult, checks, telemetry
+from inferlint._binary import find
+from inferlint.telemetry import Snapshot
+
+FIELD = "vllm-0.32-cpu/field"
+
+
+def snap(evidence: Path, rel: str) -> Snapshot:
+    return telemetry.load(evidence / FIELD / rel)
+
+
+def command(evidence: Path, rel: str) -> str:
+    return (evidence / FIELD / rel).read_text().strip()
+
+
+def cli(evidence: Path, before: str, after: str, result: str, cmd: str) -> list[dict[str, object]]:
+    exe = find()
+    assert exe is not None, "the inferlint program is not installed beside the package"
+    base = evidence / FIELD
+    argv = [exe, "window", str(base / before), str(base / after), "--json"]
+    argv += ["--bench-result", str(base / result), "--", *command(evidence, cmd).split()]
+    out = subprocess.run(argv, capture_output=True, text=True)
+    assert out.returncode in (0, 1, 2), out.stderr
+    return list(json.loads(out.stdout))
+
+
+def same_as_cli(results: list[object], cli_results: list[dict[str, object]]) -> None:
+    for r, c in zip(results, cli_results, strict=True):
+        assert (r.tripwire, r.status.value, r.message) == (  # type: ignore[attr-defined]
+            c["tripwire"],
+            c["status"],
+            c["message"],
+        )
+
+
+def test_the_second_seeded_load_fails_t16_as_the_cli_says(evidence: Path) -> None:
+    for before, after, name, status in [
+        ("before.prom", "mid.prom", "first", Status.PASS),
+        ("mid.prom", "after.prom", "second", Status.FAIL),
+    ]:
+        b, a = snap(evidence, f"cache-twice/{before}"), snap(evidence, f"cache-twice/{after}")
+        bench = benchresult.load(evidence / FIELD / f"cache-twice/{name}.json")
+        load = command(evidence, f"cache-twice/{name}.cmd.txt")
+        rs = [
+            checks.check_prompts_fresh(b, a, load, completed=bench.completed),
+            checks.check_requests_finished(bench, b, a),
+            checks.check_outputs_full_length(load, bench, b, a),
+        ]
+        assert rs[0].status == status, rs[0].message
+        cli_rs = cli(
+            evidence,
+            f"cache-twice/{before}",
+            f"cache-twice/{after}",
+            f"cache-twice/{name}.json",
+            f"cache-twice/{name}.cmd.txt",
+        )
+        same_as_cli(list(rs), cli_rs)
+
+
+def test_refused_prompts_fail_t17_and_a_clean_result_does_not(evidence: Path) -> None:
+    b, a = snap(evidence, "failed/before.prom"), snap(evidence, "failed/mid.prom")
+    bench = benchresult.load(evidence / FIELD / "failed/overlong.json")
+    r = checks.check_requests_finished(bench, b, a)
+    assert r.status == Status.FAIL
+    assert r.evidence["failed"] == 8
+    cli_rs = cli(
+        evidence, "failed/before.prom", "failed/mid.prom", "failed/overlong.json", "failed/overlong.cmd.txt"
+    )
+    same_as_cli([r], cli_rs[1:2])
+    # Mutation: no failure on either side, and the client completed all 8.
+    clean = dataclasses.replace(bench, completed=8, failed=0)
+    assert checks.check_requests_finished(clean, b, b).status == Status.PASS
+
+
+def test_end_of_sequence_stops_warn_t18(evidence: Path) -> None:
+    b, a = snap(evidence, "eos/before.prom"), snap(evidence, "eos/after.prom")
+    bench = benchresult.load(evidence / FIELD / "eos/natural.json")
+    load = command(evidence, "eos/natural.cmd.txt")
+    r = checks.check_outputs_full_length(load, bench, b, a)
+    assert r.status == Status.WARN, r.message
+    assert bench.output_lens == (89, 46, 4, 42, 70, 200, 132, 27)
+    cli_rs = cli(evidence, "eos/before.prom", "eos/after.prom", "eos/natural.json", "eos/natural.cmd.txt")
+    same_as_cli([r], cli_rs[2:3])
+    # Mutation: the same stops under --ignore-eos fail.
+    assert checks.check_outputs_full_length(load + " --ignore-eos", bench, b, a).status == Status.FAIL

@@ -1,0 +1,290 @@
+//! The window's tripwires (T16 cached prompts, T17 failed requests, T18 short outputs) on the
+//! recordings of the real vLLM 0.32 CPU build (tests/fixtures/vllm-0.32-cpu/field/) and on the
+//! clean GPU runs, both verdicts of each, and a one-number mutation that flips each verdict
+//! (docs/design/evidence.md#mutations).
+
+use inferlint_core::bench::{self, BenchResult};
+use inferlint_core::checks::{t16, t17, t18};
+use inferlint_core::load::{intent_of_command, LoadIntent};
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::testkit::{evidence, evidence_text};
+use inferlint_core::{CheckResult, Engine, Status};
+
+const FIELD: &str = "vllm-0.32-cpu/field";
+
+fn snap(rel: &str) -> Option<Snapshot> {
+    let p = evidence(rel)?;
+    Some(Snapshot::load(&p).unwrap_or_else(|e| panic!("{rel}: {e}")))
+}
+
+fn result(rel: &str) -> Option<BenchResult> {
+    let p = evidence(rel)?;
+    Some(bench::load(&p).unwrap_or_else(|e| panic!("{rel}: {e}")))
+}
+
+fn command(rel: &str) -> Option<LoadIntent> {
+    Some(intent_of_command(evidence_text(rel)?.trim()))
+}
+
+/// The snapshot with exactly one occurrence of `from` in its text replaced.
+fn edited(s: &Snapshot, from: &str, to: &str) -> Snapshot {
+    assert_eq!(s.text.matches(from).count(), 1, "{from:?} in {}", s.source);
+    Snapshot::from_text(&s.text.replacen(from, to, 1), &s.source).unwrap()
+}
+
+/// The line of `name{labels} value` in a snapshot, for a mutation to start from.
+fn line_of<'a>(s: &'a Snapshot, start: &str) -> &'a str {
+    s.text
+        .lines()
+        .find(|l| l.starts_with(start))
+        .unwrap_or_else(|| panic!("no {start} in {}", s.source))
+}
+
+/// One window of the recording: before, after, the result file and the load command.
+struct Window {
+    before: Snapshot,
+    after: Snapshot,
+    result: BenchResult,
+    load: LoadIntent,
+}
+
+fn window(case: &str, before: &str, after: &str, load: &str) -> Option<Window> {
+    Some(Window {
+        before: snap(&format!("{FIELD}/{case}/{before}.prom"))?,
+        after: snap(&format!("{FIELD}/{case}/{after}.prom"))?,
+        result: result(&format!("{FIELD}/{case}/{load}.json"))?,
+        load: command(&format!("{FIELD}/{case}/{load}.cmd.txt"))?,
+    })
+}
+
+impl Window {
+    fn t16(&self, after: &Snapshot) -> CheckResult {
+        let untimed = t16::Untimed {
+            requests: 0,
+            completed: self.result.completed,
+        };
+        t16::check(&self.before, after, &self.load, untimed, Engine::Vllm)
+    }
+    fn t17(&self, result: &BenchResult, after: &Snapshot) -> CheckResult {
+        t17::check(Some(result), Some((&self.before, after)), Engine::Vllm)
+    }
+    fn t18(&self, result: &BenchResult, after: &Snapshot) -> CheckResult {
+        t18::check(
+            &self.load,
+            Some(result),
+            Some((&self.before, after)),
+            Engine::Vllm,
+        )
+    }
+}
+
+#[test]
+fn t16_fails_on_the_second_identical_seeded_load_and_passes_on_the_first() {
+    let Some(first) = window("cache-twice", "before", "mid", "first") else {
+        return;
+    };
+    let Some(second) = window("cache-twice", "mid", "after", "second") else {
+        return;
+    };
+    let r = first.t16(&first.after);
+    assert_eq!(r.status, Status::Pass, "{}", r.message);
+    assert_eq!(
+        r.message,
+        "0.0% of prompt tokens came from the prefix cache (0 of 2,400); the random dataset's prompts were fresh"
+    );
+    let r = second.t16(&second.after);
+    assert_eq!(r.status, Status::Fail, "{}", r.message);
+    assert_eq!(
+        r.message,
+        "85.3% of prompt tokens came from the prefix cache (2,048 of 2,400): their prefill was skipped, so TTFT and throughput are not those of fresh prompts (random dataset, --seed 0)"
+    );
+    let e = r.evidence_json();
+    assert_eq!(e["hit_tokens"], 2048.0);
+    assert_eq!(e["prompt_tokens"], 2400.0);
+    assert_eq!(e["prompts"], "fresh");
+    // Mutation: the first load with 24 of its 2,400 prompt tokens hit (1.0%) fails.
+    let hits = line_of(&first.after, "vllm:prefix_cache_hits_total{");
+    let mutated = edited(&first.after, hits, &hits.replace(" 0.0", " 24.0"));
+    assert_eq!(first.t16(&mutated).status, Status::Fail);
+    // And the second, had its prompts shared a prefix on purpose, only notes the rate.
+    let shared = t16::check(
+        &second.before,
+        &second.after,
+        &intent_of_command("vllm bench serve --dataset-name random --random-prefix-len 256"),
+        t16::Untimed::default(),
+        Engine::Vllm,
+    );
+    assert_eq!(shared.status, Status::Pass, "{}", shared.message);
+}
+
+#[test]
+fn t16_passes_on_prompts_shorter_than_one_block() {
+    // 100-token prompts cannot fill one 128-token block: the same seed twice hits nothing.
+    let Some(w) = window("cache-twice", "short2-before", "short2-after", "short2") else {
+        return;
+    };
+    let r = w.t16(&w.after);
+    assert_eq!(r.status, Status::Pass, "{}", r.message);
+    assert_eq!(r.evidence_json()["hit_tokens"], 0.0);
+}
+
+#[test]
+fn t17_fails_on_refused_prompts_and_passes_on_the_clean_load() {
+    let Some(clean) = window("cache-twice", "before", "mid", "first") else {
+        return;
+    };
+    let r = clean.t17(&clean.result, &clean.after);
+    assert_eq!(r.status, Status::Pass, "{}", r.message);
+    assert_eq!(
+        r.message,
+        "every request finished: 8 completed, none failed, aborted or refused"
+    );
+    let Some(over) = window("failed", "before", "mid", "overlong") else {
+        return;
+    };
+    let r = over.t17(&over.result, &over.after);
+    assert_eq!(r.status, Status::Fail, "{}", r.message);
+    assert_eq!(
+        r.message,
+        "8 of 8 requests failed (the load tool counted 8 failed; the API server refused 8 × 4xx on /v1/completions); first error: Bad Request; no request succeeded, so the benchmark's figures describe no served request"
+    );
+    // Mutation: the clean load's server with one 4xx more on /v1/completions fails, even with
+    // the client's result saying all succeeded.
+    let after = &clean.after;
+    let ok = line_of(after, "http_requests_total{handler=\"/v1/completions\"");
+    let with_4xx = Snapshot::from_text(
+        &format!(
+            "{}\nhttp_requests_total{{handler=\"/v1/completions\",method=\"POST\",status=\"4xx\"}} 1.0\n",
+            after.text.trim_end()
+        ),
+        &after.source,
+    )
+    .unwrap();
+    assert!(ok.contains("2xx"));
+    assert_eq!(clean.t17(&clean.result, &with_4xx).status, Status::Fail);
+}
+
+#[test]
+fn t17_counts_the_survivors_of_a_mixed_load() {
+    let Some(w) = window("failed", "mixed-before", "mixed-after", "mixed") else {
+        return;
+    };
+    let r = w.t17(&w.result, &w.after);
+    assert_eq!(r.status, Status::Fail);
+    assert_eq!(
+        r.message,
+        "4 of 8 requests failed (the load tool counted 4 failed; the API server refused 4 × 4xx on /v1/completions); first error: Bad Request; latency and throughput are over the 4 that succeeded"
+    );
+    // Mutation: the result file and the server with no failure pass.
+    let clean = BenchResult {
+        failed: Some(0.0),
+        ..w.result.clone()
+    };
+    let refused = line_of(
+        &w.after,
+        "http_requests_total{handler=\"/v1/completions\",method=\"POST\",status=\"4xx\"}",
+    );
+    let before_refused = line_of(
+        &w.before,
+        "http_requests_total{handler=\"/v1/completions\",method=\"POST\",status=\"4xx\"}",
+    );
+    let same = edited(&w.after, refused, before_refused);
+    assert_eq!(w.t17(&clean, &same).status, Status::Pass);
+}
+
+#[test]
+fn the_window_with_no_success_is_no_pass_for_t10_and_t15() {
+    let Some(over) = window("failed", "before", "mid", "overlong") else {
+        return;
+    };
+    let r = inferlint_core::checks::t15::check(
+        &over.result,
+        &over.before,
+        &over.after,
+        0,
+        Engine::Vllm,
+    );
+    assert_eq!(r.status, Status::Unknown, "{}", r.message);
+    assert_eq!(
+        r.message,
+        "the load tool completed no request: client and server have nothing to agree on (T17 says which requests failed)"
+    );
+}
+
+#[test]
+fn t18_passes_when_every_request_ran_to_its_length() {
+    let Some(w) = window("cache-twice", "before", "mid", "first") else {
+        return;
+    };
+    let r = w.t18(&w.result, &w.after);
+    assert_eq!(r.status, Status::Pass, "{}", r.message);
+    assert_eq!(r.message, "all 8 requests ran to the 16 tokens asked");
+    // Mutation: one request more that ended at end-of-sequence: the load did not ask for
+    // --ignore-eos, so it warns.
+    let stop = line_of(
+        &w.after,
+        "vllm:request_success_total{engine=\"0\",finished_reason=\"stop\"",
+    );
+    let bumped = stop.replace(" 0.0", " 1.0");
+    assert_ne!(stop, bumped, "{stop}");
+    let mutated = edited(&w.after, stop, &bumped);
+    let r = w.t18(&w.result, &mutated);
+    assert_eq!(r.status, Status::Warn, "{}", r.message);
+    assert!(
+        r.message
+            .starts_with("1 of 9 requests (11%) stopped at end-of-sequence"),
+        "{}",
+        r.message
+    );
+}
+
+#[test]
+fn t18_warns_on_a_custom_dataset_that_stops_at_end_of_sequence() {
+    let Some(w) = window("eos", "before", "after", "natural") else {
+        return;
+    };
+    let r = w.t18(&w.result, &w.after);
+    assert_eq!(r.status, Status::Warn, "{}", r.message);
+    assert_eq!(
+        r.message,
+        "7 of 8 requests (88%) stopped at end-of-sequence before the 200 tokens asked, median 46 tokens: tokens per second compares runs of different lengths; add --ignore-eos for outputs of the length asked"
+    );
+    let e = r.evidence_json();
+    assert_eq!(
+        (e["server_stop"].as_f64(), e["client_short"].as_u64()),
+        (Some(7.0), Some(7))
+    );
+    // Mutation: the same stops under --ignore-eos mean the option never reached the server.
+    let eos = intent_of_command(&format!(
+        "{} --ignore-eos",
+        evidence_text(&format!("{FIELD}/eos/natural.cmd.txt"))
+            .unwrap()
+            .trim()
+    ));
+    let r = t18::check(
+        &eos,
+        Some(&w.result),
+        Some((&w.before, &w.after)),
+        Engine::Vllm,
+    );
+    assert_eq!(r.status, Status::Fail, "{}", r.message);
+    // Mutation: the 7 stops read as lengths pass.
+    let stop = line_of(
+        &w.after,
+        "vllm:request_success_total{engine=\"0\",finished_reason=\"stop\"",
+    );
+    let length = line_of(
+        &w.after,
+        "vllm:request_success_total{engine=\"0\",finished_reason=\"length\"",
+    );
+    let swapped = edited(
+        &edited(&w.after, stop, &stop.replace(" 7.0", " 0.0")),
+        length,
+        &length.replace(" 1.0", " 8.0"),
+    );
+    let all_long = BenchResult {
+        output_lens: vec![200.0; 8],
+        ..w.result.clone()
+    };
+    assert_eq!(w.t18(&all_long, &swapped).status, Status::Pass);
+}
