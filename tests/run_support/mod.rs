@@ -421,10 +421,15 @@ impl World {
     /// `inferlint run -o RUN ARGS -- LOAD` in this world: its folder, its simulated GPU, no
     /// engine or API key from the caller's environment, no colour.
     pub fn run_command(&self, args: &[String], load: &[String]) -> Command {
+        self.run_command_in(&self.out(), args, load)
+    }
+
+    /// [`World::run_command`] with the run folder `out`, for a test of several runs.
+    pub fn run_command_in(&self, out: &Path, args: &[String], load: &[String]) -> Command {
         let mut cmd = Command::new(bin());
         cmd.arg("run")
             .arg("-o")
-            .arg(self.out())
+            .arg(out)
             .args(args)
             .arg("--")
             .args(load)
