@@ -288,3 +288,38 @@ fn t18_warns_on_a_custom_dataset_that_stops_at_end_of_sequence() {
     };
     assert_eq!(w.t18(&all_long, &swapped).status, Status::Pass);
 }
+
+#[test]
+fn the_report_puts_the_window_findings_first_in_what_limited_this_run() {
+    let Some(w) = window("cache-twice", "mid", "after", "second") else {
+        return;
+    };
+    let report = inferlint_report::Report::build(inferlint_report::Inputs {
+        before: Some(w.before.clone()),
+        after: Some(w.after.clone()),
+        bench: Some(w.result.clone()),
+        load: Some(w.load.clone()),
+        ..Default::default()
+    });
+    let first = report.insights().first().expect("an insight");
+    assert_eq!(first.key, "cached");
+    assert!(
+        first.text.starts_with(
+            "85% of the prompt tokens (2,048 of 2,400) were served from the server's prefix cache"
+        ),
+        "{}",
+        first.text
+    );
+    // Mutation: the first load's window, which hit nothing, has no such sentence.
+    let Some(clean) = window("cache-twice", "before", "mid", "first") else {
+        return;
+    };
+    let report = inferlint_report::Report::build(inferlint_report::Inputs {
+        before: Some(clean.before.clone()),
+        after: Some(clean.after.clone()),
+        bench: Some(clean.result.clone()),
+        load: Some(clean.load.clone()),
+        ..Default::default()
+    });
+    assert!(report.insights().iter().all(|i| i.key != "cached"));
+}

@@ -13,6 +13,8 @@ use inferlint_core::series::Series;
 
 use super::summary::Summary;
 
+mod window;
+
 /// Whether an insight names a limit or says all was well.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -33,7 +35,7 @@ impl Tone {
 /// One "what limited this run" sentence: a title and its arithmetic.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Insight {
-    /// `cache`, `concurrency`, `waiting` or `pace`.
+    /// `cached`, `failed`, `short`, `cache`, `concurrency`, `waiting` or `pace`.
     pub key: String,
     pub title: String,
     pub text: String,
@@ -229,12 +231,13 @@ pub fn busy_averages(series: &Series) -> Option<BusyAverages> {
     })
 }
 
-/// Up to three sentences: [cache, or concurrency], waiting, pace. None after a restart.
+/// The window's findings (cached prompts, failed requests, short outputs), then up to three
+/// sentences: [cache, or concurrency], waiting, pace. None after a restart.
 pub fn insights(ctx: &Context<'_>) -> Vec<Insight> {
     if ctx.summary.restarted.is_some() {
         return Vec::new();
     }
-    let mut out = Vec::new();
+    let mut out = window::sentences(ctx);
     if let Some(i) = cache_sentence(ctx).or_else(|| concurrency_sentence(ctx)) {
         out.push(i);
     }

@@ -207,6 +207,24 @@ impl Evidence {
             _ => None,
         }
     }
+    pub fn t16(&self) -> Option<&T16Evidence> {
+        match self {
+            Evidence::T16(e) => Some(e),
+            _ => None,
+        }
+    }
+    pub fn t17(&self) -> Option<&T17Evidence> {
+        match self {
+            Evidence::T17(e) => Some(e),
+            _ => None,
+        }
+    }
+    pub fn t18(&self) -> Option<&T18Evidence> {
+        match self {
+            Evidence::T18(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 fn typed<T: DeserializeOwned>(map: &Map<String, Value>) -> Option<T> {

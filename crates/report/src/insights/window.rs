@@ -1,0 +1,97 @@
+//! The sentences of "what limited this run" that say the figures are not what they seem: prompts
+//! served from the prefix cache (T16), requests that did not finish (T17), outputs shorter than
+//! asked (T18). They come first: each changes what every other figure on the page describes.
+
+use inferlint_core::fmt::{pct, thousands_f};
+use inferlint_core::result::{Status, Tripwire};
+
+use super::{Context, Insight, Tone};
+
+/// The window's sentences, in tripwire order; only for the findings (a pass says nothing here).
+pub fn sentences(ctx: &Context<'_>) -> Vec<Insight> {
+    [cached(ctx), failed(ctx), short(ctx)]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+fn finding(ctx: &Context<'_>, t: Tripwire) -> bool {
+    ctx.result(t)
+        .is_some_and(|r| matches!(r.status, Status::Fail | Status::Warn))
+}
+
+fn cached(ctx: &Context<'_>) -> Option<Insight> {
+    if !finding(ctx, Tripwire::T16) {
+        return None;
+    }
+    let e = ctx.result(Tripwire::T16)?.evidence.t16()?;
+    let (hits, prompt) = (e.hit_tokens?, e.prompt_tokens?);
+    Some(Insight::new(
+        "cached",
+        Tone::Limit,
+        "Prompts came from the prefix cache",
+        format!(
+            "{} of the prompt tokens ({} of {}) were served from the server's prefix cache, so their prefill never ran: time to first token and throughput describe prompts the server had seen before. Restart the server, reset its cache (vLLM: POST /reset_prefix_cache) or change --seed between runs.",
+            pct(hits / prompt, 0),
+            thousands_f(hits, 0),
+            thousands_f(prompt, 0)
+        ),
+    ))
+}
+
+fn failed(ctx: &Context<'_>) -> Option<Insight> {
+    if !finding(ctx, Tripwire::T17) {
+        return None;
+    }
+    let e = ctx.result(Tripwire::T17)?.evidence.t17()?;
+    let failed = e.failed?;
+    let survivors = match e.client_completed {
+        Some(c) if c > 0.0 => format!(
+            "latency and throughput are over the {} that succeeded",
+            thousands_f(c, 0)
+        ),
+        Some(_) => "no request succeeded, so no figure describes a served request".to_string(),
+        None => "the figures are over the requests that succeeded".to_string(),
+    };
+    let error = e
+        .first_error
+        .as_deref()
+        .map(|x| format!(" The first error: {}.", x.trim().trim_end_matches('.')))
+        .unwrap_or_default();
+    Some(Insight::new(
+        "failed",
+        Tone::Limit,
+        "Requests failed",
+        format!(
+            "{} request{} did not finish: {survivors}.{error}",
+            thousands_f(failed, 0),
+            if failed == 1.0 { "" } else { "s" }
+        ),
+    ))
+}
+
+fn short(ctx: &Context<'_>) -> Option<Insight> {
+    if !finding(ctx, Tripwire::T18) {
+        return None;
+    }
+    let e = ctx.result(Tripwire::T18)?.evidence.t18()?;
+    let early = e.stopped_early?;
+    let asked = e.asked_output_len.map_or_else(
+        || "the length asked".to_string(),
+        |n| format!("the {n} tokens asked"),
+    );
+    let median = e
+        .median_short_len
+        .map(|m| format!(" (half of them by {} tokens)", thousands_f(m.0, 0)))
+        .unwrap_or_default();
+    Some(Insight::new(
+        "short",
+        Tone::Limit,
+        "Outputs were shorter than asked",
+        format!(
+            "{} request{} stopped at end-of-sequence before {asked}{median}: tokens per second is over shorter outputs than the load set, and compares badly with a run that ran them to length.",
+            thousands_f(early, 0),
+            if early == 1.0 { "" } else { "s" }
+        ),
+    ))
+}
