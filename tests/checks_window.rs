@@ -4,7 +4,7 @@
 //! (docs/design/evidence.md#mutations).
 
 use inferlint_core::bench::{self, BenchResult};
-use inferlint_core::checks::{t16, t17, t18};
+use inferlint_core::checks::{t16, t17, t18, t19};
 use inferlint_core::load::{intent_of_command, LoadIntent};
 use inferlint_core::snapshot::Snapshot;
 use inferlint_core::testkit::{evidence, evidence_text};
@@ -322,4 +322,54 @@ fn the_report_puts_the_window_findings_first_in_what_limited_this_run() {
         ..Default::default()
     });
     assert!(report.insights().iter().all(|i| i.key != "cached"));
+}
+
+#[test]
+fn t19_warns_on_ngram_speculation_over_random_prompts_and_passes_on_text() {
+    let (Some(before), Some(after)) = (
+        snap(&format!("{FIELD}/spec-ngram/before.prom")),
+        snap(&format!("{FIELD}/spec-ngram/after.prom")),
+    ) else {
+        return;
+    };
+    let Some(boot) = evidence(&format!("{FIELD}/spec-ngram/boot.log")) else {
+        return;
+    };
+    let facts = inferlint_core::bootlog::parse_file(&boot, None).unwrap();
+    let Some(random) = command(&format!("{FIELD}/spec-ngram/load.cmd.txt")) else {
+        return;
+    };
+    assert_eq!(
+        inferlint_core::checks::t19::active(&before, &after, Some(&facts), Engine::Vllm),
+        Some(true)
+    );
+    let r = t19::check(&before, &after, &random, Some(&facts), Engine::Vllm);
+    assert_eq!(r.status, Status::Warn, "{}", r.message);
+    assert_eq!(
+        r.message,
+        "speculative decoding (ngram) accepted 0 of 59 draft tokens (0.0%) on the random dataset's random tokens: acceptance on them says nothing of real text, so the speed measured here does not transfer to a real workload"
+    );
+    // The repetitive text's load: a custom dataset, which passes with its rate.
+    let (Some(b2), Some(a2), Some(text)) = (
+        snap(&format!("{FIELD}/spec-ngram/repetitive-before.prom")),
+        snap(&format!("{FIELD}/spec-ngram/repetitive-after.prom")),
+        command(&format!("{FIELD}/spec-ngram/repetitive.cmd.txt")),
+    ) else {
+        return;
+    };
+    let r = t19::check(&b2, &a2, &text, Some(&facts), Engine::Vllm);
+    assert_eq!(r.status, Status::Pass, "{}", r.message);
+    assert!(
+        r.message
+            .starts_with("speculative decoding (ngram) accepted 87 of 111 draft tokens (78.4%)"),
+        "{}",
+        r.message
+    );
+    // Mutation: a server that proposed no draft and has no speculative config: T19 is not due.
+    let drafts = line_of(&after, "vllm:spec_decode_num_draft_tokens_total{");
+    let none = edited(&after, drafts, &drafts.replace(" 59.0", " 0.0"));
+    assert_eq!(
+        inferlint_core::checks::t19::active(&before, &none, None, Engine::Vllm),
+        Some(false)
+    );
 }

@@ -121,6 +121,12 @@ def check_outputs_full_length(
     before: ParsedSnapshot | None = None,
     after: ParsedSnapshot | None = None,
 ) -> Checked: ...
+def check_speculation_transfers(
+    before: ParsedSnapshot,
+    after: ParsedSnapshot,
+    load: str | Sequence[str] | None = None,
+    facts: str | None = None,
+) -> Checked: ...
 def with_timer_comparison(result: str) -> Checked: ...
 def precise_rate(
     before: ParsedSnapshot, after: ParsedSnapshot, counter: str | None = None

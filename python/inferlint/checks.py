@@ -30,6 +30,7 @@ __all__ = [
     "check_prompts_fresh",
     "check_requests_finished",
     "check_same_pool",
+    "check_speculation_transfers",
     "concurrency_ceiling",
     "does_not_apply",
     "precise_rate",
@@ -286,4 +287,21 @@ def check_outputs_full_length(
             None if before is None else _parsed(before),
             None if after is None else _parsed(after),
         )
+    )
+
+
+def check_speculation_transfers(
+    before: Snapshot,
+    after: Snapshot,
+    load: str | Sequence[str] | None = None,
+    facts: BootFacts | None = None,
+) -> CheckResult:
+    """T19. Does the speed of speculative decoding measured here carry over to real text?
+
+    Acceptance is the accepted draft tokens over the proposed ones between the snapshots.
+    On a random or synthetic dataset (``load``, the load's command) it is a warning: the
+    drafter has nothing to predict on random tokens. ``facts`` names the drafting method.
+    """
+    return _result(
+        _native.check_speculation_transfers(_parsed(before), _parsed(after), load, _facts(facts))
     )

@@ -94,3 +94,25 @@ def test_end_of_sequence_stops_warn_t18(evidence: Path) -> None:
     same_as_cli([r], cli_rs[2:3])
     # Mutation: the same stops under --ignore-eos fail.
     assert checks.check_outputs_full_length(load + " --ignore-eos", bench, b, a).status == Status.FAIL
+
+
+def test_ngram_speculation_on_random_prompts_warns_t19(evidence: Path) -> None:
+    from inferlint import bootlog
+
+    b, a = snap(evidence, "spec-ngram/before.prom"), snap(evidence, "spec-ngram/after.prom")
+    facts = bootlog.parse_file(evidence / FIELD / "spec-ngram/boot.log")
+    load = command(evidence, "spec-ngram/load.cmd.txt")
+    r = checks.check_speculation_transfers(b, a, load, facts)
+    assert r.status == Status.WARN, r.message
+    assert r.evidence["draft_tokens"] == 59
+    base = evidence / FIELD
+    exe = find()
+    assert exe is not None
+    out = subprocess.run(
+        [exe, "window", str(base / "spec-ngram/before.prom"), str(base / "spec-ngram/after.prom"), "--json", "--", *load.split()],
+        capture_output=True,
+        text=True,
+    )
+    t19 = [x for x in json.loads(out.stdout) if x["tripwire"] == "T19"]
+    assert [(x["status"], x["message"]) for x in t19][0][1].startswith("speculative decoding accepted 0 of 59")
+    assert t19[0]["status"] == "warn"

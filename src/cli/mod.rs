@@ -34,7 +34,7 @@ pub mod window;
     version,
     about = "Tells which of an inference benchmark's numbers hold",
     long_about = "Supervises an LLM inference server (vLLM, SGLang, TensorRT-LLM) during a \
-                  benchmark, checks 18 tripwires (T1-T18) on its boot log, metrics and the load \
+                  benchmark, checks 19 tripwires (T1-T19) on its boot log, metrics and the load \
                   tool's result, writes an offline HTML report, and makes sure that nothing it \
                   started outlives it.",
     disable_help_subcommand = true
@@ -63,7 +63,7 @@ enum Command {
     Rate(rate::Args),
     /// T14, T9, T8 on a recording.
     Series(series::Args),
-    /// T16, T17, T18: cached prompts, failed requests and short outputs in a load's window.
+    /// T16-T19: cached prompts, failed requests, short outputs and speculation in a load's window.
     Window(window::Args),
     /// Check a benchmark campaign's shell scripts for traps (T2, T3, T10, T13).
     LintScript(lint_script::Args),
@@ -296,7 +296,7 @@ inferlint {version}: tells which of an inference benchmark's numbers hold.
 Usage: inferlint <COMMAND> [OPTIONS]
 
 Run and check a benchmark:
-  run (xray)     start the server, probe it, run the load, check 18 tripwires, stop everything
+  run (xray)     start the server, probe it, run the load, check 19 tripwires, stop everything
   demo           the same on a built-in simulated vLLM (no GPU)
 
 Check a saved run:
@@ -306,7 +306,7 @@ Check a saved run:
   preemption     T1: requests evicted and recomputed between two snapshots
   rate           T10: tokens per second between two snapshots
   series         T14, T9, T8 on a recording
-  window         T16, T17, T18: cached prompts, failed requests, short outputs
+  window         T16-T19: cached prompts, failed requests, short outputs, speculation
   lint-script    traps in benchmark campaign scripts (T2, T3, T10, T13)
 
 Record a server yourself:

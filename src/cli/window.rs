@@ -1,5 +1,5 @@
-//! `inferlint window BEFORE AFTER [--bench-result FILE] [-- LOAD...]`: T16, T17 and T18, the
-//! checks of the load's window as a whole, on saved snapshots, the load tool's result and the
+//! `inferlint window BEFORE AFTER [--bench-result FILE] [-- LOAD...]`: T16, T17, T18 and (where
+//! speculative decoding ran) T19, the checks of the load's window as a whole, on saved snapshots, the load tool's result and the
 //! load's command line.
 
 use std::path::PathBuf;
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use crate::cli::inputs::{choose_engine, load_snapshot, print_verdicts, Input};
-use inferlint_core::checks::{counters, t16, t17, t18};
+use inferlint_core::checks::{counters, t16, t17, t18, t19};
 use inferlint_core::load::{self, LoadIntent};
 
 #[derive(clap::Args, Debug)]
@@ -62,7 +62,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         load::intent(&args.load)
     };
     let server = Some((&before, &after));
-    let results = [
+    let mut results = vec![
         t16::check(
             &before,
             &after,
@@ -76,5 +76,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         t17::check(bench.as_ref(), server, engine),
         t18::check(&intent, bench.as_ref(), server, engine),
     ];
+    if t19::active(&before, &after, None, engine) == Some(true) {
+        results.push(t19::check(&before, &after, &intent, None, engine));
+    }
     print_verdicts(&results, args.verdict.json, args.verdict.strict)
 }

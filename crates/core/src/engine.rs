@@ -45,6 +45,9 @@ pub struct MetricNames {
     pub aborted: Option<&'static str>,
     /// The API server's answers by endpoint and status, where it counts them.
     pub http: Option<HttpCounter>,
+    /// Speculative decoding's proposed and accepted draft tokens, where counted (vLLM).
+    pub spec_draft_tokens: Option<&'static str>,
+    pub spec_accepted_tokens: Option<&'static str>,
 }
 
 /// A counter of the API server's answers: its name and the labels naming the endpoint and the
@@ -161,6 +164,8 @@ impl Engine {
                     endpoint: "handler",
                     status: "status",
                 }),
+                spec_draft_tokens: Some("vllm:spec_decode_num_draft_tokens_total"),
+                spec_accepted_tokens: Some("vllm:spec_decode_num_accepted_tokens_total"),
             },
             Engine::Sglang => MetricNames {
                 running: "sglang:num_running_reqs",
@@ -185,6 +190,8 @@ impl Engine {
                     endpoint: "endpoint",
                     status: "status_code",
                 }),
+                spec_draft_tokens: None,
+                spec_accepted_tokens: None,
             },
             Engine::Trtllm => MetricNames {
                 running: "trtllm_num_requests_running",
@@ -205,6 +212,8 @@ impl Engine {
                 finished_reason: Some("finished_reason"),
                 aborted: None,
                 http: None,
+                spec_draft_tokens: None,
+                spec_accepted_tokens: None,
             },
         }
     }

@@ -29,10 +29,11 @@ pub enum Tripwire {
     T16,
     T17,
     T18,
+    T19,
 }
 
 impl Tripwire {
-    pub const ALL: [Tripwire; 18] = [
+    pub const ALL: [Tripwire; 19] = [
         Tripwire::T1,
         Tripwire::T2,
         Tripwire::T3,
@@ -51,6 +52,7 @@ impl Tripwire {
         Tripwire::T16,
         Tripwire::T17,
         Tripwire::T18,
+        Tripwire::T19,
     ];
 
     /// The number after the `T`.
@@ -320,8 +322,8 @@ mod tests {
     fn parses_codes() {
         assert_eq!("t15".parse::<Tripwire>(), Ok(Tripwire::T15));
         assert_eq!("T1".parse::<Tripwire>(), Ok(Tripwire::T1));
-        assert_eq!("T18".parse::<Tripwire>(), Ok(Tripwire::T18));
-        assert!("T19".parse::<Tripwire>().is_err());
+        assert_eq!("T19".parse::<Tripwire>(), Ok(Tripwire::T19));
+        assert!("T20".parse::<Tripwire>().is_err());
         assert!("T0".parse::<Tripwire>().is_err());
         assert!("T".parse::<Tripwire>().is_err());
         assert!("8".parse::<Tripwire>().is_err());

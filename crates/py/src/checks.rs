@@ -6,8 +6,8 @@ use pyo3::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::core::{
-    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t4_t11, t5, t6, t8, t9, BenchResult,
-    BootFacts, CheckResult, Engine, LoadIntent, Series, Snapshot,
+    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t4_t11, t5, t6, t8, t9,
+    BenchResult, BootFacts, CheckResult, Engine, LoadIntent, Series, Snapshot,
 };
 use crate::facts::{engine_arg, facts_from_json};
 use crate::series::PySeries;
@@ -317,4 +317,24 @@ pub fn check_outputs_full_length(
     let server = before.zip(after).map(|(b, a)| (&b.inner, &a.inner));
     let engine = server.map_or(Engine::Vllm, |(b, a)| engine_of(&[b, a]));
     Ok(out(t18::check(&intent, b.as_ref(), server, engine)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (before, after, load=None, facts=None))]
+pub fn check_speculation_transfers(
+    before: &PySnapshot,
+    after: &PySnapshot,
+    load: Option<&Bound<'_, PyAny>>,
+    facts: Option<&str>,
+) -> PyResult<Checked> {
+    let intent = intent_arg(load)?;
+    let f = facts.map(facts_from_json).transpose()?;
+    let engine = engine_of(&[&before.inner, &after.inner]);
+    Ok(out(t19::check(
+        &before.inner,
+        &after.inner,
+        &intent,
+        f.as_ref(),
+        engine,
+    )))
 }

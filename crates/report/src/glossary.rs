@@ -119,6 +119,10 @@ pub fn missing_reason(t: Tripwire) -> (&'static str, &'static str) {
             "need the load tool's result file or before and after readings",
         ),
         T18 => ("needs the load's command", "need the load's command"),
+        T19 => (
+            "applies to speculative decoding only",
+            "apply to speculative decoding only",
+        ),
     }
 }
 
@@ -132,7 +136,7 @@ pub fn join_codes(codes: &[Tripwire]) -> String {
     }
 }
 
-/// `8 of 18. Not here: T2 and T3 (run at clean-up), …, T14 (does not apply to SGLang)`.
+/// `8 of 19. Not here: T2 and T3 (run at clean-up), …, T14 (does not apply to SGLang)`.
 pub fn tripwires_checked(
     checked: &[Tripwire],
     not_applicable: &[Tripwire],
@@ -186,14 +190,15 @@ mod tests {
         let checked = [T1, T5, T6, T8, T9, T10, T12, T14];
         assert_eq!(
             tripwires_checked(&checked, &[], Engine::Vllm),
-            "8 of 18. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), \
+            "8 of 19. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), \
              T7 (needs a live server), T13 (a rule for test scripts), T15 (needs the load tool's result file), \
              T16 (needs before and after readings), \
-             T17 (needs the load tool's result file or before and after readings), T18 (needs the load's command)"
+             T17 (needs the load tool's result file or before and after readings), T18 (needs the load's command), \
+             T19 (applies to speculative decoding only)"
         );
         let checked = [T1, T5, T6, T8, T9, T10, T12, T15];
         let text = tripwires_checked(&checked, &[T14], Engine::Sglang);
-        assert!(text.starts_with("8 of 18. Not here: "), "{text}");
+        assert!(text.starts_with("8 of 19. Not here: "), "{text}");
         assert!(text.contains("T14 (does not apply to SGLang)"), "{text}");
         assert_eq!(terms(Engine::Vllm).len(), 18);
     }

@@ -1,4 +1,4 @@
-//! The entries of the tripwires that judge the load's window as a whole (T16–T18): what the
+//! The entries of the tripwires that judge the load's window as a whole (T16–T19): what the
 //! server's counters and the load's own command and result say about the requests it measured.
 
 use super::Entry;
@@ -55,5 +55,22 @@ pub(super) const T18: Entry = Entry {
           two runs with the same settings disagree for a reason neither reports.",
     command:
         "inferlint window before.json after.json --bench-result bench.json -- vllm bench serve ...",
+    notes: &[],
+};
+
+pub(super) const T19: Entry = Entry {
+    tripwire: Tripwire::T19,
+    slug: "spec-decode-synthetic",
+    name: "Speculative decoding measured on random prompts",
+    what: "Speculative decoding ran while the load sent random or synthetic prompts. vLLM \
+           counts the draft tokens it proposed and accepted \
+           (vllm:spec_decode_num_draft_tokens_total, vllm:spec_decode_num_accepted_tokens_total); \
+           on random tokens the drafter has nothing to predict: on the real vLLM 0.32 CPU build \
+           the n-gram drafter had 0 of 59 draft tokens accepted on random prompts and 87 of 111 \
+           on repetitive text.",
+    why: "The speed-up of speculative decoding is its acceptance rate: a benchmark on random \
+          tokens measures a rate no real workload has, so its throughput and latency, better or \
+          worse, do not transfer to real text.",
+    command: "inferlint window before.json after.json -- vllm bench serve ...",
     notes: &[],
 };

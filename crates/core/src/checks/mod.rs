@@ -13,6 +13,7 @@ pub mod t15;
 pub mod t16;
 pub mod t17;
 pub mod t18;
+pub mod t19;
 pub mod t8;
 pub mod t9;
 // Boot logs.
@@ -55,8 +56,8 @@ pub struct Facts<'a> {
 
 /// The checks of a run (docs/design/run.md#the-checks): T1, T10, T14 (or N/A), T9, T8 (when the
 /// concurrency asked for is known), T15 (when a result file was read), then the window's T16
-/// (both snapshots), T17 (a result file, or a failure the snapshots show) and T18 (a load of a
-/// known client). T10's message is
+/// (both snapshots), T17 (a result file, or a failure the snapshots show), T18 (a load of a
+/// known client) and T19 (speculative decoding in the run). T10's message is
 /// the bare one; the run's terminal line appends the integer-second comparison itself. The
 /// live run, the report and the Python binding all decide through this one function.
 pub fn run_all(f: &Facts<'_>) -> Vec<CheckResult> {
@@ -102,6 +103,13 @@ pub fn run_all(f: &Facts<'_>) -> Vec<CheckResult> {
     // known concurrency.
     if load.tool.is_some() {
         out.push(t18::check(load, f.bench, server, engine));
+    }
+    // T19 only where speculative decoding was part of the run, as T8 only where a concurrency
+    // was asked for.
+    if let Some((b, a)) = server {
+        if t19::active(b, a, f.boot, engine) == Some(true) {
+            out.push(t19::check(b, a, load, f.boot, engine));
+        }
     }
     out
 }

@@ -52,6 +52,7 @@ pub enum Evidence {
     T16(T16Evidence),
     T17(T17Evidence),
     T18(T18Evidence),
+    T19(T19Evidence),
     /// Evidence read from a file that none of the structs above holds exactly, kept as read.
     Unread(Map<String, Value>),
 }
@@ -83,6 +84,7 @@ impl Serialize for Evidence {
             Evidence::T16(e) => e.serialize(s),
             Evidence::T17(e) => e.serialize(s),
             Evidence::T18(e) => e.serialize(s),
+            Evidence::T19(e) => e.serialize(s),
             Evidence::Unread(m) => m.serialize(s),
         }
     }
@@ -132,6 +134,7 @@ impl Evidence {
             Tripwire::T16 => typed(&map).map(Evidence::T16),
             Tripwire::T17 => typed(&map).map(Evidence::T17),
             Tripwire::T18 => typed(&map).map(Evidence::T18),
+            Tripwire::T19 => typed(&map).map(Evidence::T19),
         };
         // Only a struct that writes back exactly what was read replaces the map: a key it does
         // not know, or a value of another type, would otherwise be lost or changed.
@@ -225,6 +228,12 @@ impl Evidence {
             _ => None,
         }
     }
+    pub fn t19(&self) -> Option<&T19Evidence> {
+        match self {
+            Evidence::T19(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 fn typed<T: DeserializeOwned>(map: &Map<String, Value>) -> Option<T> {
@@ -259,6 +268,7 @@ into_evidence!(
     T16(T16Evidence),
     T17(T17Evidence),
     T18(T18Evidence),
+    T19(T19Evidence),
 );
 
 /// One engine's verdict inside a data-parallel server's result (docs/tripwires.md,

@@ -101,3 +101,24 @@ pub struct T18Evidence {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_early: Option<f64>,
 }
+
+/// T19 spec-decode-synthetic: speculative decoding's acceptance over the window.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct T19Evidence {
+    /// The drafting method of the boot log's speculative config (`ngram`, `eagle`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub draft_tokens: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted_tokens: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acceptance: Option<JsonF64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<String>,
+}
