@@ -69,6 +69,17 @@ else
     say "vLLM found in $PREFIX (install skipped)"
 fi
 
+# `vllm bench serve --dataset-name custom` (the window test's questions) imports pandas, which the
+# setup script does not install: added to the same venv, once (seconds from the pip cache).
+if ! "$PREFIX/venv/bin/python" -c 'import pandas' >/dev/null 2>&1; then
+    say "installing pandas into $PREFIX/venv (vllm bench serve's custom dataset needs it)"
+    timed "install pandas" timeout 600 "$PREFIX/venv/bin/pip" install --quiet \
+        --disable-pip-version-check --cache-dir "$CACHE/dl/pipcache" pandas || {
+        say "pandas install failed"
+        exit 3
+    }
+fi
+
 # 2. aiperf 0.13 in a venv of its own, only when absent (no torch; ~1.2 GB).
 if [[ ! -x $AIPERF_DIR/venv/bin/aiperf ]]; then
     say "installing aiperf 0.13.0 into $AIPERF_DIR (cold: ~4-5 min)"

@@ -495,7 +495,7 @@ fn text_lines_have_the_documented_shape() {
     let r = run(&["c.sh"], dir.path());
     assert_eq!(r.code, 1);
     let lines: Vec<&str> = r.stdout.lines().collect();
-    assert_eq!(lines.len(), 5, "{}", r.stdout);
+    assert_eq!(lines.len(), 6, "{}", r.stdout);
     assert!(
         lines[0].starts_with("[ T2] TRIPWIRE-FAILED  c.sh:2: pkill finds the vLLM server by name")
     );
@@ -590,7 +590,7 @@ fn bad_input_exits_2_naming_the_file_and_line() {
     // With a good file beside a bad one: the good one is still checked, and the exit is 2.
     let r = run(&["good.sh", "garbage.sh"], d);
     assert_eq!(r.code, 2);
-    assert_eq!(r.stdout.lines().count(), 5);
+    assert_eq!(r.stdout.lines().count(), 6);
     assert!(r.stderr.contains("garbage.sh:2:"));
     // No file at all is a usage error.
     assert_eq!(run(&[], d).code, 2);
@@ -682,10 +682,64 @@ fn good_examples_and_slurm_scripts_are_clean() {
         &repo(),
     );
     assert_eq!(r.code, 0, "{}{}", r.stdout, r.stderr);
-    assert_eq!(r.stdout.lines().count(), 5 * files.len());
+    assert_eq!(r.stdout.lines().count(), 6 * files.len());
     assert!(
         r.stdout.lines().all(|l| l.contains("] PASS  ")),
         "{}",
         r.stdout
     );
+}
+
+// ---------------------------------------------------------------- T16
+
+/// The T16 findings of a script (its other tripwires' are other tests' business).
+fn t16(script: &str) -> Vec<Hit> {
+    findings(script)
+        .into_iter()
+        .filter(|h| h.0 == "T16")
+        .collect()
+}
+
+const SERVE: &str =
+    "vllm serve m --port 8000 &\nuntil curl -sf localhost:8000/health; do sleep 1; done\n";
+
+#[test]
+fn t16_a_seeded_sweep_against_one_server_warns_at_its_load() {
+    let script = format!(
+        "#!/bin/bash\n{SERVE}for c in 4 8 16; do\n  vllm bench serve --model m --dataset-name random --seed 0 --max-concurrency $c\ndone\n"
+    );
+    assert_eq!(t16(&script), vec![hit("T16", "warn", "seed-reuse", 5)]);
+    // Mutation: the seed follows the loop variable: each pass sends new prompts.
+    let varied = script.replace("--seed 0", "--seed $c");
+    assert!(t16(&varied).is_empty(), "{:?}", t16(&varied));
+}
+
+#[test]
+fn t16_two_runs_with_the_default_seed_warn_at_the_second() {
+    let script = format!(
+        "#!/bin/bash\n{SERVE}vllm bench serve --model m --max-concurrency 4\nvllm bench serve --model m --max-concurrency 8\n"
+    );
+    assert_eq!(t16(&script), vec![hit("T16", "warn", "seed-reuse", 5)]);
+    // A reset of the cache between them, or a dataset that is not random, gives nothing.
+    let reset = script.replace(
+        "--max-concurrency 4\n",
+        "--max-concurrency 4\ncurl -X POST localhost:8000/reset_prefix_cache\n",
+    );
+    assert!(t16(&reset).is_empty(), "{:?}", t16(&reset));
+    let sharegpt = script.replace(
+        "--model m",
+        "--model m --dataset-name sharegpt --dataset-path s.json",
+    );
+    assert!(t16(&sharegpt).is_empty());
+}
+
+#[test]
+fn t16_a_server_started_in_each_pass_or_without_prefix_caching_is_fresh() {
+    let restart = "#!/bin/bash\nfor c in 4 8; do\n  vllm serve m --port 8000 &\n  until curl -sf localhost:8000/health; do sleep 1; done\n  vllm bench serve --model m --seed 0 --max-concurrency $c\n  kill %1; wait\ndone\n";
+    assert!(t16(restart).is_empty(), "{:?}", t16(restart));
+    let off = format!(
+        "#!/bin/bash\n{}for c in 4 8; do\n  vllm bench serve --model m --seed 0 --max-concurrency $c\ndone\n",
+        SERVE.replace("--port 8000", "--port 8000 --no-enable-prefix-caching")
+    );
+    assert!(t16(&off).is_empty(), "{:?}", t16(&off));
 }

@@ -65,7 +65,7 @@ enum Command {
     Series(series::Args),
     /// T16-T19: cached prompts, failed requests, short outputs and speculation in a load's window.
     Window(window::Args),
-    /// Check a benchmark campaign's shell scripts for traps (T2, T3, T10, T13).
+    /// Check a benchmark campaign's shell scripts for traps (T2, T3, T10, T13, T16).
     LintScript(lint_script::Args),
     /// Save one /metrics reading with its clocks.
     Snapshot(snapshot::Args),
@@ -307,7 +307,7 @@ Check a saved run:
   rate           T10: tokens per second between two snapshots
   series         T14, T9, T8 on a recording
   window         T16-T19: cached prompts, failed requests, short outputs, speculation
-  lint-script    traps in benchmark campaign scripts (T2, T3, T10, T13)
+  lint-script    traps in benchmark campaign scripts (T2, T3, T10, T13, T16)
 
 Record a server yourself:
   snapshot       one /metrics reading with its clocks

@@ -16,6 +16,7 @@
 pub mod files;
 pub mod install;
 pub mod multiproc;
+pub mod window;
 
 pub use install::{Install, SERVER_ENV};
 

@@ -33,12 +33,13 @@ use inferlint_core::result::{CheckResult, Status, Tripwire};
 use model::{Pos, Script};
 
 /// The tripwires `lint-script` checks, in the order it prints them.
-pub const CHECKED: [Tripwire; 5] = [
+pub const CHECKED: [Tripwire; 6] = [
     Tripwire::T2,
     Tripwire::T3,
     Tripwire::T10,
     Tripwire::T12,
     Tripwire::T13,
+    Tripwire::T16,
 ];
 
 /// One trap found in a script.
@@ -188,6 +189,7 @@ fn pass_message(t: Tripwire) -> &'static str {
         Tripwire::T13 => {
             "no readiness wait that takes any server on a fixed port, and no sleep as the wait"
         }
+        Tripwire::T16 => "no random-dataset load repeated with one --seed against a warm server",
         _ => "checked",
     }
 }

@@ -3,6 +3,7 @@
 mod cleanup;
 mod pipefail;
 mod readiness;
+mod seed;
 mod timer;
 
 use super::argv::{basename, is_load, server_engine, strip_launchers};
@@ -19,6 +20,7 @@ pub fn check(s: &Script, script_name: &str) -> Vec<Finding> {
     out.extend(timer::check(s));
     out.extend(pipefail::check(s));
     out.extend(readiness::check(s));
+    out.extend(seed::check(s));
     out
 }
 
