@@ -386,24 +386,8 @@ fn four_runs_side_by_side() {
 #[test]
 fn attach_mode_names_the_listener_and_stops_it() {
     let w = World::new();
-    let serve = shlex::split(&w.sim_serve("0.2", HEALTHY)).unwrap();
-    let mut server = Command::new(&serve[0])
-        .args(&serve[1..])
-        .env("INFERLINT_GPU", w.gpu_env())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut server = w.start_sim_server(HEALTHY);
     let url = format!("http://127.0.0.1:{}", w.port);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", w.port)).is_err() {
-        assert!(
-            Instant::now() < deadline,
-            "the simulated server did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let out = run_with_limit(
         w.run_command(&["--url".into(), url.clone()], &short_load(&w, 6)),
         LIMIT,

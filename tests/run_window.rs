@@ -7,7 +7,7 @@
 mod run_support;
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -72,15 +72,7 @@ struct Server(Child);
 
 impl Server {
     fn start(w: &World) -> Server {
-        let serve = shlex::split(&w.sim_serve("0.2", SERVER)).unwrap();
-        let child = Command::new(&serve[0])
-            .args(&serve[1..])
-            .env("INFERLINT_GPU", w.gpu_env())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let child = w.start_sim_server(SERVER);
         let deadline = Instant::now() + Duration::from_secs(30);
         while !healthy(w.port) {
             assert!(

@@ -407,6 +407,29 @@ impl World {
         )
     }
 
+    /// A simulated vLLM of the test's own on this world's port (for attach mode), started and
+    /// listening; the caller ends it.
+    pub fn start_sim_server(&self, extra: &str) -> std::process::Child {
+        let serve = shlex::split(&self.sim_serve("0.2", extra)).unwrap();
+        let child = Command::new(&serve[0])
+            .args(&serve[1..])
+            .env("INFERLINT_GPU", self.gpu_env())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the simulated server did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child
+    }
+
     /// The load command: the simulator's `vllm bench serve` against this world's port.
     pub fn sim_bench(&self, extra: &str) -> Vec<String> {
         let mut v: Vec<String> = [bin(), "sim", "bench", "--port", &self.port.to_string()]
