@@ -132,7 +132,7 @@ fn median(xs: &mut [f64]) -> Option<f64> {
     Some(if n % 2 == 1 {
         xs[n / 2]
     } else {
-        (xs[n / 2 - 1] + xs[n / 2]) / 2.0
+        f64::midpoint(xs[n / 2 - 1], xs[n / 2])
     })
 }
 
