@@ -373,3 +373,39 @@ fn t19_warns_on_ngram_speculation_over_random_prompts_and_passes_on_text() {
         Some(false)
     );
 }
+
+/// The CPU build logs no block size; its `cache_config_info` says 128. The report's cache
+/// arithmetic takes the server's own number before vLLM's default of 16.
+#[test]
+fn the_report_computes_with_the_block_size_the_server_exports() {
+    let Some(w) = window("cache-twice", "before", "mid", "first") else {
+        return;
+    };
+    let Some(log) = evidence_text(&format!("{FIELD}/cache-twice/boot.log")) else {
+        return;
+    };
+    assert!(w.after.text.contains("block_size=\"128\""));
+    let inputs = |after: Snapshot| inferlint_report::Inputs {
+        boot_logs: vec![inferlint_report::BootLog {
+            label: "boot.log".into(),
+            text: log.clone(),
+        }],
+        before: Some(w.before.clone()),
+        after: Some(after),
+        bench: Some(w.result.clone()),
+        requested: Some(4),
+        load: Some(w.load.clone()),
+        ..Default::default()
+    };
+    let report = inferlint_report::Report::build(inputs(w.after.clone()));
+    let need = report.cache_need().expect("the cache arithmetic");
+    assert_eq!(need.block, 128, "{need:?}");
+    // 300 prompt + 16 output tokens: 3 blocks of 128 each.
+    assert_eq!(need.per_request_alloc, 384, "{need:?}");
+    // Mutation: the label says 16, and the arithmetic follows it.
+    let sixteen = edited(&w.after, ",block_size=\"128\"", ",block_size=\"16\"");
+    let need = inferlint_report::Report::build(inputs(sixteen))
+        .cache_need()
+        .unwrap();
+    assert_eq!((need.block, need.per_request_alloc), (16, 320));
+}

@@ -68,6 +68,8 @@ pub struct Context<'a> {
     pub bench: Option<&'a BenchResult>,
     pub requested: Option<u64>,
     pub series: Option<&'a Series>,
+    /// The block size the server's own cache config exports (vLLM's `cache_config_info`).
+    pub cache_block: Option<u64>,
 }
 
 /// The KV cache against the load: how many tokens the requests need together.
@@ -153,11 +155,14 @@ impl<'a> Context<'a> {
         })
     }
 
-    /// The allocation unit: the page size, else the attention block, else vLLM's 16.
+    /// The allocation unit: the page size, else the attention block, else the block size the
+    /// server's cache config exports, and only without any of these vLLM's default of 16 (the
+    /// CPU build's blocks are 128 tokens: a default would understate the need eightfold).
     fn block(&self) -> Option<u64> {
         let f = self.facts;
         f.and_then(|f| f.page_size)
             .or_else(|| f.and_then(|f| f.attention_block_size))
+            .or(self.cache_block)
             .or((self.engine == Engine::Vllm).then_some(16))
             .filter(|b| *b > 0)
     }
@@ -649,6 +654,7 @@ mod tests {
                 bench: None,
                 requested: Some(32),
                 series: None,
+                cache_block: None,
             })
             .join(" ")
         };

@@ -228,7 +228,18 @@ impl Report {
             bench: self.inputs.bench.as_ref(),
             requested: self.inputs.requested,
             series: self.inputs.series.as_ref(),
+            cache_block: self.cache_block(),
         }
+    }
+
+    /// `block_size` of the after (else the before) snapshot's cache config, where the engine
+    /// exports one.
+    fn cache_block(&self) -> Option<u64> {
+        let info = self.engine.metrics().cache_info?;
+        [self.inputs.after.as_ref(), self.inputs.before.as_ref()]
+            .into_iter()
+            .flatten()
+            .find_map(|s| s.metrics.info_label(info, "block_size")?.parse().ok())
     }
 
     pub fn engine(&self) -> Engine {
