@@ -78,14 +78,18 @@ pub fn check_at(
     if rows == 0 {
         lo = 0;
     }
-    let fullest = series
+    // One pass for the fullest sample and the most requests that ran.
+    let (fullest, ran) = series
         .busy()
         .filter_map(|s| Some((s.kv_usage?, s.running?)))
-        .fold(None, |best: Option<(f64, f64)>, cur| match best {
-            Some(b) if b.0 >= cur.0 => Some(b),
-            _ => Some(cur),
-        })
-        .and_then(|(u, r)| predicted_ceiling(u, r, usable_blocks).ok());
+        .fold((None, 0.0_f64), |(best, ran): (Option<(f64, f64)>, f64), cur| {
+            let best = match best {
+                Some(b) if b.0 >= cur.0 => Some(b),
+                _ => Some(cur),
+            };
+            (best, ran.max(cur.1))
+        });
+    let fullest = fullest.and_then(|(u, r)| predicted_ceiling(u, r, usable_blocks).ok());
     let pool = match engine {
         Engine::Sglang => "the fullest memory pool (KV cache or request state)",
         Engine::Vllm | Engine::Trtllm => "the cache",
@@ -112,10 +116,6 @@ pub fn check_at(
     }
     // A ceiling that moved only far above what ran limited nothing: it could bind only where
     // its lowest value was reached or asked for (docs/design/tripwires.md#t9).
-    let ran = series
-        .busy()
-        .filter_map(|s| s.running)
-        .fold(0.0_f64, f64::max);
     let could_bind = (ran >= lo as f64) || requested.is_some_and(|n| n >= lo);
     let r = if lo == hi {
         CheckResult::pass(Tripwire::T9, msg)
