@@ -82,13 +82,16 @@ pub fn check_at(
     let (fullest, ran) = series
         .busy()
         .filter_map(|s| Some((s.kv_usage?, s.running?)))
-        .fold((None, 0.0_f64), |(best, ran): (Option<(f64, f64)>, f64), cur| {
-            let best = match best {
-                Some(b) if b.0 >= cur.0 => Some(b),
-                _ => Some(cur),
-            };
-            (best, ran.max(cur.1))
-        });
+        .fold(
+            (None, 0.0_f64),
+            |(best, ran): (Option<(f64, f64)>, f64), cur| {
+                let best = match best {
+                    Some(b) if b.0 >= cur.0 => Some(b),
+                    _ => Some(cur),
+                };
+                (best, ran.max(cur.1))
+            },
+        );
     let fullest = fullest.and_then(|(u, r)| predicted_ceiling(u, r, usable_blocks).ok());
     let pool = match engine {
         Engine::Sglang => "the fullest memory pool (KV cache or request state)",
