@@ -45,7 +45,16 @@ fn the_engine_is_renamed_like_setproctitle_does() {
 fn tensor_parallel_workers_are_children_of_the_engine() {
     let sim = Sim::builder().args(&["--tp", "2"]).gpu().start();
     let engine = sim.engine_pid().unwrap();
-    assert!(eventually(Duration::from_secs(5), || sim.processes().len() == 4));
+    // A worker exists before it renames itself (as setproctitle does, after its fork): wait for
+    // both names, not only for the processes.
+    assert!(eventually(Duration::from_secs(5), || {
+        let ps = sim.processes();
+        ps.len() == 4
+            && ps
+                .iter()
+                .filter(|&&p| ppid(p) == Some(engine))
+                .all(|&p| comm(p).starts_with("VLLM::Worker"))
+    }));
     let mut workers: Vec<(String, String)> = sim
         .processes()
         .into_iter()
