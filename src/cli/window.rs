@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 
 use crate::cli::inputs::{choose_engine, load_snapshot, print_verdicts, Input};
-use inferlint_core::checks::{counters, t16, t17, t18, t19};
+use inferlint_core::checks::{self, counters};
 use inferlint_core::load::{self, LoadIntent};
 
 #[derive(clap::Args, Debug)]
@@ -61,23 +61,16 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     } else {
         load::intent(&args.load)
     };
-    let server = Some((&before, &after));
-    let mut results = vec![
-        t16::check(
-            &before,
-            &after,
-            &intent,
-            t16::Untimed {
-                requests: untimed,
-                completed: bench.as_ref().and_then(|b| b.completed),
-            },
-            engine,
-        ),
-        t17::check(bench.as_ref(), server, engine),
-        t18::check(&intent, bench.as_ref(), server, engine),
-    ];
-    if t19::active(&before, &after, None, engine) == Some(true) {
-        results.push(t19::check(&before, &after, &intent, None, engine));
-    }
+    let results = checks::window_all(&checks::Facts {
+        before: Some(&before),
+        after: Some(&after),
+        series: None,
+        boot: None,
+        requested: None,
+        bench: bench.as_ref(),
+        untimed_requests: untimed,
+        load: Some(&intent),
+        engine,
+    });
     print_verdicts(&results, args.verdict.json, args.verdict.strict)
 }

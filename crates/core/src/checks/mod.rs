@@ -83,6 +83,16 @@ pub fn run_all(f: &Facts<'_>) -> Vec<CheckResult> {
     if let (Some(r), Some(b), Some(a)) = (f.bench, f.before, f.after) {
         out.push(t15::check(r, b, a, f.untimed_requests, engine));
     }
+    out.extend(window_all(f));
+    out
+}
+
+/// The window's checks (docs/design/tripwires.md#what-the-load-asked-for), as `run_all` and
+/// `inferlint window` print them: T16 (both snapshots), T17 (a result file, or a failure the
+/// snapshots show), T18 (a load of a known client), T19 (speculative decoding in the run).
+pub fn window_all(f: &Facts<'_>) -> Vec<CheckResult> {
+    let engine = f.engine;
+    let mut out = Vec::new();
     let unknown_load = LoadIntent::unknown();
     let load = f.load.unwrap_or(&unknown_load);
     let server = f.before.zip(f.after);
