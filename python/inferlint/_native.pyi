@@ -127,6 +127,16 @@ def check_speculation_transfers(
     load: str | Sequence[str] | None = None,
     facts: str | None = None,
 ) -> Checked: ...
+def check_warmup_outside_window(
+    bench: Any = None, observed: str | None = None
+) -> Checked: ...
+def check_client_kept_pace(
+    load: str | Sequence[str] | None = None,
+    bench: Any = None,
+    series: Recording | None = None,
+    requested: int | None = None,
+    observed: str | None = None,
+) -> Checked: ...
 def with_timer_comparison(result: str) -> Checked: ...
 def precise_rate(
     before: ParsedSnapshot, after: ParsedSnapshot, counter: str | None = None

@@ -39,6 +39,12 @@ class BenchResult:
     # per request, with --save-detailed: the first error's text and every output length
     first_error: str | None = None
     output_lens: tuple[float, ...] = ()
+    # per request, with --save-detailed: TTFTs (s), send times (s), prompt lengths
+    ttfts: tuple[float, ...] = ()
+    start_times: tuple[float, ...] = ()
+    input_lens: tuple[float, ...] = ()
+    # the rate asked for, requests per second; None for "inf"
+    request_rate: float | None = None
 
 
 _INTS = ("completed", "failed", "input_tokens", "output_tokens", "max_concurrency", "num_prompts")
@@ -49,7 +55,8 @@ def _from_json(doc: str) -> BenchResult:
     for k in _INTS:
         if kw[k] is not None:
             kw[k] = int(kw[k])
-    kw["output_lens"] = tuple(kw.get("output_lens") or ())
+    for k in ("output_lens", "ttfts", "start_times", "input_lens"):
+        kw[k] = tuple(kw.get(k) or ())
     return BenchResult(**kw)
 
 

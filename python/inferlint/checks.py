@@ -7,7 +7,8 @@ these functions hand it the readers' values and wrap what it decides.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from . import _native
 from .benchresult import BenchResult
@@ -31,6 +32,8 @@ __all__ = [
     "check_requests_finished",
     "check_same_pool",
     "check_speculation_transfers",
+    "check_warmup_outside_window",
+    "check_client_kept_pace",
     "concurrency_ceiling",
     "does_not_apply",
     "precise_rate",
@@ -304,4 +307,41 @@ def check_speculation_transfers(
     """
     return _result(
         _native.check_speculation_transfers(_parsed(before), _parsed(after), load, _facts(facts))
+    )
+
+
+def _observed(observed: Mapping[str, Any] | None) -> str | None:
+    return None if observed is None else json.dumps(dict(observed))
+
+
+def check_warmup_outside_window(
+    bench: BenchResult | None = None,
+    observed: Mapping[str, Any] | None = None,
+) -> CheckResult:
+    """T20. Did the first requests of the measured window pay for the server's warm-up?
+
+    The first wave's median TTFT against the rest's, from the result file's per-request
+    ``ttfts`` (``--save-detailed``): a warning beyond 3x and beyond what sharing one prefill
+    explains. ``observed`` is a run's ``during_load`` (``run.json``): warm-up work the server
+    logged while the load ran fails.
+    """
+    return _result(_native.check_warmup_outside_window(bench, _observed(observed)))
+
+
+def check_client_kept_pace(
+    load: str | Sequence[str] | None = None,
+    bench: BenchResult | None = None,
+    series: Series | None = None,
+    requested: int | None = None,
+    observed: Mapping[str, Any] | None = None,
+) -> CheckResult:
+    """T21. Did the client keep up with what it asked of the server?
+
+    The rate sent (the result's ``start_times``) against ``--request-rate`` on a client whose
+    schedule is exact, and the client's CPU from a run's ``during_load`` (``observed``)
+    against the server's room in ``series`` for ``requested`` requests at once.
+    """
+    rec = None if series is None else _recording(series)
+    return _result(
+        _native.check_client_kept_pace(load, bench, rec, requested, _observed(observed))
     )

@@ -70,6 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         bench: bench.as_ref(),
         untimed_requests: untimed,
         load: Some(&intent),
+        observed: None,
         engine,
     });
     print_verdicts(&results, args.verdict.json, args.verdict.strict)

@@ -23,6 +23,10 @@ pub struct Stat {
     pub session: i32,
     /// Clock ticks since boot: with the pid, an identity that a recycled pid never repeats.
     pub starttime: u64,
+    /// Fields 14–15: the process's own user and system time (not its reaped children's, which
+    /// a reader summing a tree would count twice), in clock ticks (`sysconf(_SC_CLK_TCK)` a
+    /// second).
+    pub cpu_ticks: u64,
     /// Field 52, the wait status of a zombie (Linux 3.5+; None when the line stops earlier):
     /// how a process ended while its parent has not reaped it yet.
     pub exit_code: Option<i32>,
@@ -48,6 +52,8 @@ pub fn parse_stat(text: &str) -> Option<Stat> {
         session: num(3) as i32,
         // Field 22 of stat; index 19 after the state (field 3).
         starttime: num(19).max(0) as u64,
+        // Fields 14–15 (utime, stime): indexes 11–12.
+        cpu_ticks: (11..=12).map(|i| num(i).max(0) as u64).sum(),
         // Field 52; index 49 after the state.
         exit_code: rest.get(49).and_then(|s| s.parse().ok()),
     })
@@ -309,6 +315,12 @@ mod tests {
         assert_eq!(s.comm, "VLLM::EngineCore");
         assert_eq!((s.state, s.ppid, s.pgrp, s.session), ('S', 200, 200, 200));
         assert_eq!(s.starttime, 12345);
+        // utime 11, stime 5 (fields 14-15); cutime 3, cstime 1 are the children's.
+        let s = parse_stat(
+            "201 (python3) S 200 200 200 0 -1 4194560 1 0 0 0 11 5 3 1 20 0 1 0 12345 0 0",
+        )
+        .unwrap();
+        assert_eq!(s.cpu_ticks, 16);
         let s = parse_stat("7 (a) b) (c) R 1 7 7").unwrap();
         assert_eq!(s.comm, "a) b) (c");
         assert_eq!((s.state, s.ppid, s.pgrp, s.starttime), ('R', 1, 7, 0));

@@ -36,6 +36,17 @@ pub struct BenchResult {
     /// The per-request output lengths (`--save-detailed`), failed requests included as 0;
     /// empty when the file has none.
     pub output_lens: Vec<f64>,
+    /// The per-request TTFTs in seconds (`--save-detailed`; a failed request's is 0), in the
+    /// order of `start_times` where the file has those.
+    pub ttfts: Vec<f64>,
+    /// When each request was sent, seconds on the client's clock (`--save-detailed`, vLLM
+    /// 0.15+); empty when the file has none.
+    pub start_times: Vec<f64>,
+    /// The per-request prompt lengths in tokens (`--save-detailed`).
+    pub input_lens: Vec<f64>,
+    /// The request rate asked for, requests per second; None for `"inf"` (all at once) or
+    /// when the file does not say.
+    pub request_rate: Option<f64>,
     /// The file it was read from.
     pub path: String,
 }
@@ -73,11 +84,11 @@ impl BenchResult {
                         .find(|s| !s.trim().is_empty())
                 })
                 .map(str::to_string),
-            output_lens: obj
-                .get("output_lens")
-                .and_then(Value::as_array)
-                .map(|l| l.iter().filter_map(Value::as_f64).collect())
-                .unwrap_or_default(),
+            output_lens: numbers(obj, "output_lens"),
+            ttfts: numbers(obj, "ttfts"),
+            start_times: numbers(obj, "start_times"),
+            input_lens: numbers(obj, "input_lens"),
+            request_rate: num("request_rate").filter(|r| r.is_finite() && *r > 0.0),
             path: path.to_string(),
         }
     }
@@ -93,6 +104,15 @@ impl BenchResult {
     pub fn has_counts(&self) -> bool {
         self.completed.is_some() && self.total_output_tokens.is_some()
     }
+}
+
+/// A per-request list of numbers; its entries that are not numbers are left out, so a list
+/// whose length differs from the request count is read as not per-request by its users.
+fn numbers(obj: &Map<String, Value>, key: &str) -> Vec<f64> {
+    obj.get(key)
+        .and_then(Value::as_array)
+        .map(|l| l.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default()
 }
 
 /// Loads a result file (a JSON document, or JSON lines: the last line is the latest run).

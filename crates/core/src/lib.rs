@@ -23,6 +23,7 @@ pub mod evidence;
 pub mod fmt;
 pub mod gpu;
 pub mod load;
+pub mod observed;
 pub mod output;
 pub mod prom;
 pub mod result;

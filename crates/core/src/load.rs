@@ -107,6 +107,11 @@ pub struct LoadIntent {
     pub seed: Option<u64>,
     /// Requests per second asked for; None for "as fast as possible" (`inf`) or unsaid.
     pub request_rate: Option<f64>,
+    /// The client sends on a schedule whose whole length is requests / rate, so a send span
+    /// longer than that is the client falling behind, not chance: `vllm bench serve` rescales
+    /// its random gaps to that length unless it ramps up (../shared/spec/engines.md), and a
+    /// constant rate spaces them evenly.
+    pub exact_schedule: bool,
 }
 
 impl LoadIntent {
@@ -120,6 +125,7 @@ impl LoadIntent {
             output_len: None,
             seed: None,
             request_rate: None,
+            exact_schedule: false,
         }
     }
 
@@ -223,6 +229,9 @@ fn bench_intent(argv: &[String], tool: LoadTool) -> LoadIntent {
         prompts,
         ignore_eos,
         output_len,
+        exact_schedule: request_rate.is_some()
+            && tool == LoadTool::VllmBench
+            && !has_flag(argv, "--ramp-up-strategy"),
         request_rate,
         ..LoadIntent::unknown()
     }
@@ -289,6 +298,7 @@ fn guidellm_intent(argv: &[String]) -> LoadIntent {
             .then(|| number::<f64>(argv, &["--rate"]))
             .flatten()
             .filter(|r| r.is_finite() && *r > 0.0),
+        exact_schedule: profile.starts_with("constant"),
         ..LoadIntent::unknown()
     }
 }

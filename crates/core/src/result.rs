@@ -30,10 +30,12 @@ pub enum Tripwire {
     T17,
     T18,
     T19,
+    T20,
+    T21,
 }
 
 impl Tripwire {
-    pub const ALL: [Tripwire; 19] = [
+    pub const ALL: [Tripwire; 21] = [
         Tripwire::T1,
         Tripwire::T2,
         Tripwire::T3,
@@ -53,6 +55,8 @@ impl Tripwire {
         Tripwire::T17,
         Tripwire::T18,
         Tripwire::T19,
+        Tripwire::T20,
+        Tripwire::T21,
     ];
 
     /// The number after the `T`.
@@ -322,8 +326,8 @@ mod tests {
     fn parses_codes() {
         assert_eq!("t15".parse::<Tripwire>(), Ok(Tripwire::T15));
         assert_eq!("T1".parse::<Tripwire>(), Ok(Tripwire::T1));
-        assert_eq!("T19".parse::<Tripwire>(), Ok(Tripwire::T19));
-        assert!("T20".parse::<Tripwire>().is_err());
+        assert_eq!("T21".parse::<Tripwire>(), Ok(Tripwire::T21));
+        assert!("T22".parse::<Tripwire>().is_err());
         assert!("T0".parse::<Tripwire>().is_err());
         assert!("T".parse::<Tripwire>().is_err());
         assert!("8".parse::<Tripwire>().is_err());

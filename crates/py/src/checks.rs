@@ -6,8 +6,8 @@ use pyo3::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::core::{
-    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t4_t11, t5, t6, t8, t9,
-    BenchResult, BootFacts, CheckResult, Engine, LoadIntent, Series, Snapshot,
+    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t20, t21, t4_t11, t5, t6, t8,
+    t9, BenchResult, BootFacts, CheckResult, Engine, LoadIntent, LoadObserved, Series, Snapshot,
 };
 use crate::facts::{engine_arg, facts_from_json};
 use crate::series::PySeries;
@@ -69,6 +69,10 @@ pub fn bench_of(obj: &Bound<'_, PyAny>) -> PyResult<BenchResult> {
         mean_tpot_ms: f("mean_tpot_ms")?,
         first_error: obj.getattr("first_error")?.extract()?,
         output_lens: obj.getattr("output_lens")?.extract()?,
+        ttfts: obj.getattr("ttfts")?.extract()?,
+        start_times: obj.getattr("start_times")?.extract()?,
+        input_lens: obj.getattr("input_lens")?.extract()?,
+        request_rate: obj.getattr("request_rate")?.extract()?,
         path: obj.getattr("path")?.extract()?,
     })
 }
@@ -336,5 +340,49 @@ pub fn check_speculation_transfers(
         &intent,
         f.as_ref(),
         engine,
+    )))
+}
+
+/// `run.json`'s `during_load` object (what a run saw of its load), given as JSON.
+fn observed_arg(doc: Option<&str>) -> PyResult<Option<LoadObserved>> {
+    doc.map(|d| {
+        serde_json::from_str(d).map_err(|e| {
+            PyValueError::new_err(format!("not a run's during_load: {e}"))
+        })
+    })
+    .transpose()
+}
+
+#[pyfunction]
+#[pyo3(signature = (bench=None, observed=None))]
+pub fn check_warmup_outside_window(
+    bench: Option<&Bound<'_, PyAny>>,
+    observed: Option<&str>,
+) -> PyResult<Checked> {
+    let b = bench.filter(|b| !b.is_none()).map(bench_of).transpose()?;
+    let o = observed_arg(observed)?;
+    let warmup = o.as_ref().and_then(|o| o.warmup_work.as_deref());
+    Ok(out(t20::check(b.as_ref(), warmup)))
+}
+
+#[pyfunction]
+#[pyo3(signature = (load=None, bench=None, series=None, requested=None, observed=None))]
+pub fn check_client_kept_pace(
+    load: Option<&Bound<'_, PyAny>>,
+    bench: Option<&Bound<'_, PyAny>>,
+    series: Option<&PySeries>,
+    requested: Option<u64>,
+    observed: Option<&str>,
+) -> PyResult<Checked> {
+    let intent = intent_arg(load)?;
+    let b = bench.filter(|b| !b.is_none()).map(bench_of).transpose()?;
+    let o = observed_arg(observed)?;
+    let cpu = o.as_ref().and_then(|o| o.client_cpu.as_ref());
+    Ok(out(t21::check(
+        &intent,
+        b.as_ref(),
+        series.map(|s| &s.inner),
+        requested,
+        cpu,
     )))
 }

@@ -124,6 +124,10 @@ fn bench_fields(b: BenchResult) -> String {
         "mean_tpot_ms": b.mean_tpot_ms,
         "first_error": b.first_error,
         "output_lens": b.output_lens,
+        "ttfts": b.ttfts,
+        "start_times": b.start_times,
+        "input_lens": b.input_lens,
+        "request_rate": b.request_rate,
     })
     .to_string()
 }

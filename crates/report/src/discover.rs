@@ -214,6 +214,7 @@ impl RunFiles {
             engine,
             untimed_requests: untimed,
             load: self.folder.as_deref().and_then(recorded_load),
+            observed: self.folder.as_deref().and_then(recorded_observation),
             run_folder: self.folder.as_ref().map(|f| f.display().to_string()),
             ..Inputs::default()
         })
@@ -228,6 +229,15 @@ fn recorded_load(folder: &Path) -> Option<inferlint_core::load::LoadIntent> {
     let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
     let command = doc.get("load_command")?.as_str()?;
     Some(inferlint_core::load::intent_of_command(command))
+}
+
+/// What the run of a run folder saw of its load (`during_load` in `run.json`); None without a
+/// readable one. A value that does not read is left out, as a missing one: the checks it feeds
+/// say they cannot tell.
+fn recorded_observation(folder: &Path) -> Option<inferlint_core::observed::LoadObserved> {
+    let text = std::fs::read_to_string(folder.join("run.json")).ok()?;
+    let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
+    serde_json::from_value(doc.get("during_load")?.clone()).ok()
 }
 
 /// Why a run folder's run checks cannot all be made: the files its load should have left that

@@ -71,6 +71,8 @@ pub struct Inputs {
     pub untimed_requests: u64,
     /// What the load command asked for (T16, T18), when the command is known.
     pub load: Option<inferlint_core::load::LoadIntent>,
+    /// What the run saw of its load (T20, T21), from run.json's `during_load`.
+    pub observed: Option<inferlint_core::observed::LoadObserved>,
     /// Where the full recording lives, for the note under each chart's data table.
     pub run_folder: Option<String>,
     /// The footer's time stamp; None means now.
@@ -167,6 +169,7 @@ impl Report {
             bench: inputs.bench.as_ref(),
             untimed_requests: inputs.untimed_requests,
             load: inputs.load.as_ref(),
+            observed: inputs.observed.as_ref(),
             engine,
         });
         // T15 is the caller's: `run` and `report` check the result file with the load tool's

@@ -59,6 +59,7 @@ impl Watcher {
                     });
                 }
                 BootEventKind::FailureCleared => out.push(LogEvent::FailureCleared),
+                BootEventKind::WarmupWork { line } => out.push(LogEvent::WarmupWork(line)),
             }
         }
         let last = self.analyzer.last_line();

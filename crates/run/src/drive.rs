@@ -12,8 +12,10 @@ use tokio::time::Instant;
 use crate::record::{record_observed, RecordEvent, RecordOptions, RecordSummary};
 use crate::scrape::Scraper;
 use inferlint_core::engine::Engine;
+use inferlint_core::observed::LoadObserved;
 use inferlint_core::series::SeriesSample;
 
+use super::client_cpu::CpuMeter;
 use super::deaths::DeathWatch;
 use super::interrupt::{Interrupt, Level};
 use super::live::{elapsed, Sink};
@@ -47,6 +49,8 @@ pub struct LoadOutcome {
     /// Scrapes of the recording that failed while the load ran, and the last one's error.
     pub scrape_failures: usize,
     pub last_scrape_error: Option<String>,
+    /// The server's warm-up lines and the client's CPU while the load ran (T20, T21).
+    pub observed: LoadObserved,
 }
 
 /// The recorder, running until told to stop.
@@ -161,6 +165,7 @@ impl LoadOutcome {
             interrupted: false,
             scrape_failures: 0,
             last_scrape_error: None,
+            observed: LoadObserved::default(),
         }
     }
 }
@@ -172,6 +177,8 @@ struct Running<'a> {
     proc: Proc,
     monitor: Monitor,
     outcome: LoadOutcome,
+    /// The load tree's CPU at each sample of the recording.
+    cpu: CpuMeter,
     t0: Instant,
     /// Whether the load's output is still open.
     lines_open: bool,
@@ -214,8 +221,13 @@ impl<'a> Running<'a> {
             server_events: spec.server_events.take(),
             broken: spec.deaths.map(|d| d.broken_watch()),
         };
+        // Warm-up lines are known only where the server's log is read.
+        if watched.server_events.is_some() {
+            outcome.observed.warmup_work = Some(Vec::new());
+        }
         let load = Running {
             monitor: Monitor::new(spec.engine, spec.requested),
+            cpu: CpuMeter::new(proc.pid),
             spec,
             proc,
             outcome,
@@ -303,7 +315,11 @@ impl<'a> Running<'a> {
     fn recorded(&mut self, ev: Option<Event>) {
         let at = self.t0.elapsed();
         let update = match ev {
-            Some(Event::Sample(s)) => self.monitor.sample(&s, at),
+            Some(Event::Sample(s)) => {
+                self.cpu
+                    .reading(&self.proc.members(), Instant::now(), s.is_busy());
+                self.monitor.sample(&s, at)
+            }
             Some(Event::Failed(e)) => {
                 self.outcome.scrape_failures += 1;
                 let update = self.monitor.scrape_failed(&e, at);
@@ -320,14 +336,28 @@ impl<'a> Running<'a> {
         }
     }
 
-    /// A line of the server's log: a failure while serving is alerted.
-    fn server_logged(&self, ev: LogEvent) {
-        if let LogEvent::Failure { summary, .. } = ev {
-            self.spec.sink.alert(&format!(
+    /// A line of the server's log: a failure while serving is alerted, and so is the first
+    /// warm-up line (T20), which is kept with the others.
+    fn server_logged(&mut self, ev: LogEvent) {
+        match ev {
+            LogEvent::Failure { summary, .. } => self.spec.sink.alert(&format!(
                 "{} into the load: the server logged {}",
                 elapsed(self.t0.elapsed()),
                 self.spec.secrets.scrub(&summary)
-            ));
+            )),
+            LogEvent::WarmupWork(line) => {
+                let line = self.spec.secrets.scrub(&line);
+                let work = self.outcome.observed.warmup_work.get_or_insert_with(Vec::new);
+                if work.is_empty() {
+                    self.spec.sink.alert(&format!(
+                        "{} into the load: the server is warming up (\"{}\"): the measured window includes it (T20)",
+                        elapsed(self.t0.elapsed()),
+                        inferlint_core::fmt::shorten(&line, 100)
+                    ));
+                }
+                work.push(line);
+            }
+            _ => {}
         }
     }
 
@@ -401,6 +431,7 @@ impl<'a> Running<'a> {
         let _ = tokio::time::timeout(Duration::from_secs(15), self.proc.done()).await;
         self.outcome.exit = self.proc.exited();
         self.outcome.seconds = self.t0.elapsed().as_secs_f64();
+        self.outcome.observed.client_cpu = self.cpu.result();
         self.outcome
     }
 }

@@ -18,6 +18,7 @@
 #![forbid(unsafe_code)]
 
 pub mod boot;
+pub mod client_cpu;
 pub mod deaths;
 pub mod drive;
 pub mod folder;

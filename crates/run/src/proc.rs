@@ -188,14 +188,30 @@ impl Proc {
             .collect()
     }
 
-    /// `(pid, process group, command line)` of the tree's live, non-zombie members.
-    fn census(&self) -> Vec<(i32, i32, String)> {
+    /// The identity and command line of the tree's live, non-zombie members (the shepherd
+    /// left out).
+    pub fn members(&self) -> Vec<(inferlint_supervisor::ProcId, String)> {
+        self.tree()
+            .census()
+            .into_iter()
+            .filter(|m| !m.info.is_zombie())
+            .map(|m| (m.info.id(), m.info.cmdline()))
+            .collect()
+    }
+
+    fn tree(&self) -> Tree {
         let mut tree = Tree::new(ProcScanner::system());
         tree.marker = Some(self.sup.marker());
         tree.pgid = Some(self.pgid);
         tree.cgroup = self.sup.info().cgroup.as_ref().map(Cgroup::at);
         tree.protect.insert(self.sup.shepherd_pid());
-        tree.census()
+        tree
+    }
+
+    /// `(pid, process group, command line)` of the tree's live, non-zombie members.
+    fn census(&self) -> Vec<(i32, i32, String)> {
+        self.tree()
+            .census()
             .into_iter()
             .filter(|m| !m.info.is_zombie())
             .map(|m| (m.info.pid, m.info.pgrp, m.info.cmdline()))

@@ -40,6 +40,8 @@ pub enum LogEvent {
     FailureCleared,
     /// A boot fact as it appeared, keyed by what it is (`version`, `pool`, `block`, …).
     Fact(&'static str, String),
+    /// Warm-up work after the ready line (a graph compiled, CUDA graphs captured): its line.
+    WarmupWork(String),
 }
 
 /// Streams the server's lines through the analyzer and sends what they say. Runs until the
@@ -133,7 +135,7 @@ pub async fn wait_ready(
                     sink.status(&show(&facts, &last_line));
                 }
                 Some(LogEvent::Line(l)) => last_line = l,
-                Some(LogEvent::FailureCleared) => {}
+                Some(LogEvent::FailureCleared | LogEvent::WarmupWork(_)) => {}
                 None => events_open = false,
             },
             e = &mut exit => return Readiness::Exited(e),

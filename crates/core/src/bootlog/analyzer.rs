@@ -49,6 +49,10 @@ pub enum BootEventKind {
     FailureFound { failure: Failure },
     /// The failure reported earlier no longer holds.
     FailureCleared,
+    /// After the ready line, a line of work vLLM and SGLang do to warm up (compiling a graph,
+    /// capturing CUDA graphs): a request paid for it (docs/design/tripwires.md#t20). The
+    /// line's message, prefixes stripped.
+    WarmupWork { line: String },
 }
 
 /// The incremental boot-log analyzer.
@@ -278,6 +282,14 @@ impl Analyzer {
                 kind: BootEventKind::Ready,
             });
         }
+        if self.st.f.ready && found.any(WARMUP_WORK) {
+            events.push(BootEvent {
+                lineno,
+                kind: BootEventKind::WarmupWork {
+                    line: first_chars(strip_other_stamps(msg).trim(), 300).to_string(),
+                },
+            });
+        }
         // A line with no phrase can match no rule, end no ignored block and be no context.
         if !found.is_empty() {
             match self.classifier.feed(lineno, strip_other_stamps(msg), found) {
@@ -342,6 +354,16 @@ impl Analyzer {
         }
     }
 }
+
+/// The phrases of warm-up work: a graph compiled (vLLM's torch.compile lines) or CUDA graphs
+/// captured (vLLM's and SGLang's end-of-capture lines), ../shared/spec/engines.md.
+const WARMUP_WORK: &[Phrase] = &[
+    Phrase::CompilingGraph,
+    Phrase::TorchCompile,
+    Phrase::GraphCaptured,
+    Phrase::GraphEnd,
+    Phrase::GraphEndLower,
+];
 
 fn contains_word(hay: &str, word: &str) -> bool {
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';

@@ -1,4 +1,4 @@
-//! The entries of the tripwires that judge the load's window as a whole (T16–T19): what the
+//! The entries of the tripwires that judge the load's window as a whole (T16–T21): what the
 //! server's counters and the load's own command and result say about the requests it measured.
 
 use super::Entry;
@@ -72,5 +72,41 @@ pub(super) const T19: Entry = Entry {
           tokens measures a rate no real workload has, so its throughput and latency, better or \
           worse, do not transfer to real text.",
     command: "inferlint window before.json after.json -- vllm bench serve ...",
+    notes: &[],
+};
+
+pub(super) const T20: Entry = Entry {
+    tripwire: Tripwire::T20,
+    slug: "warm-up-in-window",
+    name: "Warm-up inside the measured window",
+    what: "The first requests of the measured window paid for the server's warm-up: the server \
+           logged warm-up work while the load ran (vLLM's \"Compiling a graph for ...\", \
+           \"torch.compile takes ...\", a CUDA graph capture), or the first requests' time to \
+           first token, from the load tool's per-request ttfts (--save-detailed), is several \
+           times the rest's, more than sharing one prefill explains. A first load right after \
+           boot, without --num-warmups, measures compilation, graph capture and cold caches.",
+    why: "The mean and the tail of time to first token then include a cost the server pays once: \
+          a first run's mean TTFT has been reported at 361.76 ms with the second much lower, and \
+          cold against warm p99 TTFT at 33,592 against 30,294 ms. Two runs with the same \
+          settings disagree depending on which ran first.",
+    command: "inferlint window before.json after.json --bench-result bench.json -- vllm bench serve ...",
+    notes: &[],
+};
+
+pub(super) const T21: Entry = Entry {
+    tripwire: Tripwire::T21,
+    slug: "client-pace",
+    name: "The client set the pace",
+    what: "The load's own client could not send what it asked for: it sent fewer requests per \
+           second than --request-rate (vllm bench serve spreads its requests over exactly \
+           requests / rate seconds, so a longer send span is the client falling behind), or \
+           one of its processes used nearly a whole core, or the tree nearly all of its \
+           cgroup's CPU quota, while the server ran fewer requests than asked with none \
+           waiting.",
+    why: "The result then describes the client, not the server: a concurrency or rate that was \
+          never offered, and latencies that include the client's own delays. At high \
+          concurrency one Python process cannot keep a fast server busy, and the result still \
+          says \"concurrency 256\".",
+    command: "inferlint window before.json after.json --bench-result bench.json -- vllm bench serve --request-rate 100 ...",
     notes: &[],
 };

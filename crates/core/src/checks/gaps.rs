@@ -20,7 +20,7 @@ pub struct Gaps {
 }
 
 /// The run checks in the order they are printed.
-pub const ORDER: [Tripwire; 10] = [
+pub const ORDER: [Tripwire; 12] = [
     Tripwire::T1,
     Tripwire::T10,
     Tripwire::T14,
@@ -31,6 +31,8 @@ pub const ORDER: [Tripwire; 10] = [
     Tripwire::T17,
     Tripwire::T18,
     Tripwire::T19,
+    Tripwire::T20,
+    Tripwire::T21,
 ];
 
 /// `results` with an UNKNOWN (or T14's N/A) in place of every run check the gaps left out, in

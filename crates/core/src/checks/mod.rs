@@ -14,6 +14,8 @@ pub mod t16;
 pub mod t17;
 pub mod t18;
 pub mod t19;
+pub mod t20;
+pub mod t21;
 pub mod t8;
 pub mod t9;
 // Boot logs.
@@ -29,6 +31,7 @@ use crate::bench::BenchResult;
 use crate::bootlog::BootFacts;
 use crate::engine::Engine;
 use crate::load::LoadIntent;
+use crate::observed::LoadObserved;
 use crate::result::CheckResult;
 use crate::series::Series;
 use crate::snapshot::Snapshot;
@@ -51,6 +54,9 @@ pub struct Facts<'a> {
     pub untimed_requests: u64,
     /// What the load command asked for; None where the command is not known.
     pub load: Option<&'a LoadIntent>,
+    /// What `run` saw of the load while it ran (the server's warm-up lines, the client's CPU);
+    /// None where no run watched it.
+    pub observed: Option<&'a LoadObserved>,
     pub engine: Engine,
 }
 
@@ -89,7 +95,9 @@ pub fn run_all(f: &Facts<'_>) -> Vec<CheckResult> {
 
 /// The window's checks (docs/design/tripwires.md#what-the-load-asked-for), as `run_all` and
 /// `inferlint window` print them: T16 (both snapshots), T17 (a result file, or a failure the
-/// snapshots show), T18 (a load of a known client), T19 (speculative decoding in the run).
+/// snapshots show), T18 (a load of a known client), T19 (speculative decoding in the run), T20
+/// (per-request TTFTs, or warm-up work the server logged during the load) and T21 (a rate sent
+/// on an exact schedule, or the client's CPU measured).
 pub fn window_all(f: &Facts<'_>) -> Vec<CheckResult> {
     let engine = f.engine;
     let mut out = Vec::new();
@@ -119,6 +127,21 @@ pub fn window_all(f: &Facts<'_>) -> Vec<CheckResult> {
     if let Some((b, a)) = server {
         if t19::active(b, a, f.boot, engine) == Some(true) {
             out.push(t19::check(b, a, load, f.boot, engine));
+        }
+    }
+    // T20 and T21 are printed where they have something to judge, as T19 is: without
+    // per-request TTFTs, warm-up lines, send times or the client's CPU neither can tell, and a
+    // "can't tell" on every run that lacks --save-detailed would hide the ones that matter.
+    let warmup = f.observed.and_then(|o| o.warmup_work.as_deref());
+    let t20 = t20::check(f.bench, warmup);
+    if t20.status != crate::result::Status::Unknown {
+        out.push(t20);
+    }
+    let cpu = f.observed.and_then(|o| o.client_cpu.as_ref());
+    if t21::due(load, cpu) {
+        let t21 = t21::check(load, f.bench, f.series, f.requested, cpu);
+        if t21.status != crate::result::Status::Unknown {
+            out.push(t21);
         }
     }
     out

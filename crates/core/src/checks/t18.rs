@@ -123,7 +123,8 @@ fn reasons(before: &Snapshot, after: &Snapshot, engine: Engine) -> Result<(f64, 
     }
 }
 
-fn median(xs: &mut [f64]) -> Option<f64> {
+/// The median of `xs` (sorted in place); None when empty.
+pub(crate) fn median(xs: &mut [f64]) -> Option<f64> {
     if xs.is_empty() {
         return None;
     }

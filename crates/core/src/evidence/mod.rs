@@ -53,6 +53,8 @@ pub enum Evidence {
     T17(T17Evidence),
     T18(T18Evidence),
     T19(T19Evidence),
+    T20(T20Evidence),
+    T21(T21Evidence),
     /// Evidence read from a file that none of the structs above holds exactly, kept as read.
     Unread(Map<String, Value>),
 }
@@ -85,6 +87,8 @@ impl Serialize for Evidence {
             Evidence::T17(e) => e.serialize(s),
             Evidence::T18(e) => e.serialize(s),
             Evidence::T19(e) => e.serialize(s),
+            Evidence::T20(e) => e.serialize(s),
+            Evidence::T21(e) => e.serialize(s),
             Evidence::Unread(m) => m.serialize(s),
         }
     }
@@ -135,6 +139,8 @@ impl Evidence {
             Tripwire::T17 => typed(&map).map(Evidence::T17),
             Tripwire::T18 => typed(&map).map(Evidence::T18),
             Tripwire::T19 => typed(&map).map(Evidence::T19),
+            Tripwire::T20 => typed(&map).map(Evidence::T20),
+            Tripwire::T21 => typed(&map).map(Evidence::T21),
         };
         // Only a struct that writes back exactly what was read replaces the map: a key it does
         // not know, or a value of another type, would otherwise be lost or changed.
@@ -234,6 +240,18 @@ impl Evidence {
             _ => None,
         }
     }
+    pub fn t20(&self) -> Option<&T20Evidence> {
+        match self {
+            Evidence::T20(e) => Some(e),
+            _ => None,
+        }
+    }
+    pub fn t21(&self) -> Option<&T21Evidence> {
+        match self {
+            Evidence::T21(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 fn typed<T: DeserializeOwned>(map: &Map<String, Value>) -> Option<T> {
@@ -269,6 +287,8 @@ into_evidence!(
     T17(T17Evidence),
     T18(T18Evidence),
     T19(T19Evidence),
+    T20(T20Evidence),
+    T21(T21Evidence),
 );
 
 /// One engine's verdict inside a data-parallel server's result (docs/tripwires.md,

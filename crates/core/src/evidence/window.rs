@@ -1,4 +1,4 @@
-//! The evidence of the checks on the load's window as a whole (T16–T18). Field names are JSON
+//! The evidence of the checks on the load's window as a whole (T16–T21). Field names are JSON
 //! keys (docs/tripwires.md names them).
 
 use indexmap::IndexMap;
@@ -121,4 +121,62 @@ pub struct T19Evidence {
     pub dataset: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompts: Option<String>,
+}
+
+/// T20 warm-up-in-window: the first requests of the measured window against the rest, and the
+/// warm-up work the server logged while the load ran.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct T20Evidence {
+    /// Requests with a TTFT (successful ones), and how many of them open the window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_requests: Option<u64>,
+    /// Median TTFTs, seconds: of the first requests, of the rest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_median_ttft_s: Option<JsonF64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rest_median_ttft_s: Option<JsonF64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ratio: Option<JsonF64>,
+    /// How many times the rest's TTFT the first requests may take for sharing one prefill:
+    /// their prompt tokens over a typical prompt's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub batching_allowance: Option<JsonF64>,
+    /// Warm-up lines the server logged during the load; None when its log was not watched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup_lines: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_warmup_line: Option<String>,
+}
+
+/// T21 client-pace: whether the client kept up with what it asked of the server.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct T21Evidence {
+    /// The rate asked for and the rate the client sent at (requests over the send span).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asked_rate: Option<JsonF64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent_rate: Option<JsonF64>,
+    /// The busiest client process's share of a core, and the tree's share of its CPU limit,
+    /// while the server was busy.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hottest_core_share: Option<JsonF64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hottest: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_cores: Option<JsonF64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_share: Option<JsonF64>,
+    /// Busy samples, and those on which the server ran fewer requests than asked with none
+    /// waiting (room the client did not use).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_samples: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub room_samples: Option<u64>,
+    /// Who held the run back: `client`, `server`, or absent when neither is shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound_by: Option<String>,
 }

@@ -96,6 +96,8 @@ impl Run {
         self.record_deaths();
         self.sink.clear_status();
         self.timings.load_s = outcome.seconds;
+        self.load.observed = outcome.observed.clone();
+        self.record.during_load = Some(outcome.observed.clone());
         // Whatever happened to the load: the after snapshot, then the recorder's end.
         self.load.after = self.snapshot_to(folder::AFTER, "after").await;
         if let Err(e) = recorder.stop().await {
@@ -176,6 +178,7 @@ impl Run {
             bench: self.load.bench.as_ref(),
             untimed_requests: self.load.untimed,
             load: Some(&inferlint_core::load::intent(&self.inputs.load)),
+            observed: Some(&self.load.observed),
             engine: self.engine(),
         });
         let results = checks::gaps::complete(

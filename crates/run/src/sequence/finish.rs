@@ -258,6 +258,7 @@ impl Run {
             engine: Some(self.engine()),
             untimed_requests: self.load.untimed,
             load: Some(inferlint_core::load::intent(&self.inputs.load)),
+            observed: Some(self.load.observed.clone()),
             run_folder: Some(self.out.display().to_string()),
             generated_at: None,
             missing: self.load.gaps.clone(),

@@ -142,6 +142,8 @@ struct Load {
     requested: Option<u64>,
     untimed: u64,
     exit: Option<i32>,
+    /// What the run saw of the load while it ran (T20, T21).
+    observed: inferlint_core::observed::LoadObserved,
 }
 
 /// What the run concludes.

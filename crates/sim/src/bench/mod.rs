@@ -122,6 +122,27 @@ fn prompt_text(rng: &mut rand::rngs::StdRng, n: u32) -> String {
         .join(" ")
 }
 
+/// When each request is sent, seconds after the first could be: Poisson gaps, rescaled as
+/// `vllm bench serve` rescales them so that the last one falls at exactly requests / rate
+/// (vllm/benchmarks/serve.py `get_request`, 0.32); all at 0 for an infinite rate.
+fn schedule(rng: &mut rand::rngs::StdRng, n: usize, rate: f64) -> Vec<f64> {
+    if !rate.is_finite() || n == 0 {
+        return vec![0.0; n];
+    }
+    let mut at = 0.0_f64;
+    let mut times: Vec<f64> = (0..n)
+        .map(|_| {
+            at += -rng.random::<f64>().max(1e-12).ln() / rate;
+            at
+        })
+        .collect();
+    let scale = n as f64 / rate / at;
+    for t in &mut times {
+        *t *= scale;
+    }
+    times
+}
+
 /// `inferlint sim bench`: returns the exit status.
 pub fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -281,17 +302,13 @@ async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
     let sem = a
         .max_concurrency
         .map(|c| Arc::new(tokio::sync::Semaphore::new(c.max(1))));
+    let send_at = schedule(&mut rng, requests.len(), rate);
     let t0 = Instant::now();
     let mut tasks = Vec::with_capacity(requests.len());
-    let mut next_at = 0.0_f64;
     for (i, (p, pl, ol)) in requests.into_iter().enumerate() {
-        if rate.is_finite() {
-            let gap: f64 = -rng.random::<f64>().max(1e-12).ln() / rate;
-            next_at += gap;
-            let wait = next_at - t0.elapsed().as_secs_f64();
-            if wait > 0.0 {
-                tokio::time::sleep(Duration::from_secs_f64(wait)).await;
-            }
+        let wait = send_at[i] - t0.elapsed().as_secs_f64();
+        if wait > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(wait)).await;
         }
         let target = target.clone();
         let overwrite_prompt_len = a.vllm_version == BenchRelease::V033;
