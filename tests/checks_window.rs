@@ -1,10 +1,12 @@
-//! The window's tripwires (T16 cached prompts, T17 failed requests, T18 short outputs) on the
+//! The window's tripwires (T16 cached prompts, T17 failed requests, T18 short outputs, T19
+//! speculation on random prompts, T20 warm-up, T21 the client's pace) on the
 //! recordings of the real vLLM 0.32 CPU build (tests/fixtures/vllm-0.32-cpu/field/) and on the
 //! clean GPU runs, both verdicts of each, and a one-number mutation that flips each verdict
 //! (docs/design/evidence.md#mutations).
 
 use inferlint_core::bench::{self, BenchResult};
-use inferlint_core::checks::{t16, t17, t18, t19};
+use inferlint_core::bootlog::analyzer::{Analyzer, BootEventKind};
+use inferlint_core::checks::{t16, t17, t18, t19, t20, t21};
 use inferlint_core::load::{intent_of_command, LoadIntent};
 use inferlint_core::snapshot::Snapshot;
 use inferlint_core::testkit::{evidence, evidence_text};
@@ -408,4 +410,100 @@ fn the_report_computes_with_the_block_size_the_server_exports() {
         .cache_need()
         .unwrap();
     assert_eq!((need.block, need.per_request_alloc), (16, 320));
+}
+
+/// The warm-up lines an analyzer reports after the ready line of `log` with `extra` appended.
+fn warmup_lines(log: &str, extra: &[&str]) -> Vec<String> {
+    let mut a = Analyzer::new(None);
+    let mut out = Vec::new();
+    for line in log.lines().chain(extra.iter().copied()) {
+        for ev in a.feed_line(line) {
+            if let BootEventKind::WarmupWork { line } = ev.kind {
+                out.push(line);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn t20_passes_on_the_compiled_cpu_build_and_fails_on_a_compile_line_while_serving() {
+    let Some(cold) = result(&format!("{FIELD}/warmup/cold.json")) else {
+        return;
+    };
+    let Some(log) = evidence_text(&format!("{FIELD}/warmup/boot.log")) else {
+        return;
+    };
+    let Some(gpu_log) = evidence_text("vllm-0.28/boot_pool_level_hi.log") else {
+        return;
+    };
+    // The CPU build compiled during boot: nothing after the ready line is warm-up work, and the
+    // first wave was not slower than the rest (batching dominates its TTFTs).
+    let seen = warmup_lines(&log, &[]);
+    assert_eq!(seen, Vec::<String>::new());
+    let r = t20::check(Some(&cold), Some(&seen));
+    assert_eq!(r.status, Status::Pass, "{}", r.message);
+    assert_eq!(
+        r.message,
+        "the first 4 requests' median TTFT 7.2 s is 0.73× the rest's 10.0 s, and the server logged no warm-up work while the load ran"
+    );
+    // A GPU log's compile lines before its ready line are boot, not the load's.
+    assert_eq!(warmup_lines(&gpu_log, &[]), Vec::<String>::new());
+    // Mutation: one real compile line of the GPU log, printed after ready, fails.
+    let compile = gpu_log
+        .lines()
+        .find(|l| l.contains("Compiling a graph for compile range"))
+        .unwrap();
+    let seen = warmup_lines(&log, &[compile]);
+    assert_eq!(
+        seen,
+        vec!["Compiling a graph for compile range (1, 2048) takes 36.17 s".to_string()]
+    );
+    let r = t20::check(Some(&cold), Some(&seen));
+    assert_eq!(r.status, Status::Fail, "{}", r.message);
+    assert!(r.message.starts_with("the server did warm-up work while the load ran (1 line, first: \"Compiling a graph for compile range (1, 2048) takes 36.17 s\"): requests of the measured window waited for it; the first 4 requests' median TTFT"), "{}", r.message);
+    // Two requests of the first wave at 120 s (a median of four moves only with two) put it
+    // past both the ratio and the batching allowance of four 100-token prompts: a warning.
+    let text = evidence_text(&format!("{FIELD}/warmup/cold.json")).unwrap();
+    let slow = BenchResult::from_text(
+        &text.replacen("7.237785574999634", "120.0", 1).replacen("7.237615125999582", "120.0", 1),
+        "cold.json",
+    )
+    .unwrap();
+    let w = t20::check(Some(&slow), None);
+    assert_eq!(w.status, Status::Warn, "{}", w.message);
+}
+
+#[test]
+fn t21_fails_on_the_throttled_client_and_passes_on_the_control() {
+    let case = |name: &str| {
+        Some((
+            result(&format!("{FIELD}/client-paced/{name}.json"))?,
+            command(&format!("{FIELD}/client-paced/{name}.cmd.txt"))?,
+        ))
+    };
+    let (Some((paced, load)), Some((control, control_load))) = (case("paced"), case("unthrottled"))
+    else {
+        return;
+    };
+    assert!(load.exact_schedule && load.request_rate == Some(100.0), "{load:?}");
+    let r = t21::check(&load, Some(&paced), None, None, None);
+    assert_eq!(r.status, Status::Fail, "{}", r.message);
+    assert_eq!(
+        r.message,
+        "the client sent 94.95 requests/s of the 100.00 asked (5.05% short): the load measured is not the one asked for"
+    );
+    assert_eq!(r.evidence_json()["bound_by"], "client");
+    let ok = t21::check(&control_load, Some(&control), None, None, None);
+    assert_eq!(ok.status, Status::Pass, "{}", ok.message);
+    assert_eq!(ok.message, "the client kept up: sent 101.57 requests/s of the 100.00 asked");
+    // Mutation: the same sends against an asked rate of 94 (one number of the command) pass.
+    let text = evidence_text(&format!("{FIELD}/client-paced/paced.cmd.txt")).unwrap();
+    let slower = intent_of_command(text.trim().replacen("--request-rate 100", "--request-rate 94", 1).as_str());
+    assert_eq!(t21::check(&slower, Some(&paced), None, None, None).status, Status::Pass);
+    // And under a concurrency cap a late start is the server's pace: the rate is not judged.
+    let capped = intent_of_command("vllm bench serve --request-rate 100 --max-concurrency 4");
+    let mut with_cap = paced.clone();
+    with_cap.max_concurrency = Some(4.0);
+    assert_eq!(t21::check(&capped, Some(&with_cap), None, None, None).status, Status::Unknown);
 }

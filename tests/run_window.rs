@@ -245,3 +245,83 @@ fn outputs_that_stop_at_end_of_sequence_warn_t18() {
     );
     assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
 }
+
+#[test]
+fn a_first_batch_that_compiles_fails_t20_live_and_in_the_report() {
+    let _t = turn();
+    let w = World::new();
+    // A process of someone else's, running through the run: it must survive it.
+    let mut bystander = Command::new("sleep").arg("120").spawn().unwrap();
+    let serve = w.sim_serve(
+        "0.2",
+        "--num-gpu-blocks-override 98 --block-size 16 --max-model-len 256 --tokens-per-s 100 --cold-start-secs 1.5",
+    );
+    let load = w.sim_bench(
+        "--max-concurrency 4 --num-prompts 12 --random-input-len 20 --random-output-len 20 --save-detailed",
+    );
+    let out = w.out();
+    let r = run_in(&w, &out, &["--serve", &serve], &load);
+    assert_eq!(r.code, 1, "{}", r.stdout);
+    let t20 = message_of(&r.results, "T20").unwrap_or_default();
+    assert_eq!(status_of(&r.results, "T20").as_deref(), Some("fail"), "{}", r.stdout);
+    assert!(
+        t20.starts_with("the server did warm-up work while the load ran (1 line, first: \"Compiling a graph for compile range (1, 8192) takes 1.5"),
+        "{t20}"
+    );
+    // The live alert, while the load ran.
+    assert!(r.stdout.contains("into the load: the server is warming up (\"Compiling a graph"), "{}", r.stdout);
+    // run.json keeps what the run saw, and the report decides on it again.
+    let record = json_file(&out.join("run.json"));
+    let work = record["during_load"]["warmup_work"].as_array().unwrap();
+    assert_eq!(work.len(), 1, "{record}");
+    assert!(record["during_load"]["client_cpu"]["busy_s"].as_f64().unwrap() > 0.0, "{record}");
+    let back = report_json(&out);
+    assert_eq!(status_of(&back, "T20").as_deref(), Some("fail"), "{back}");
+    // The client, a Rust process, kept up.
+    assert_eq!(status_of(&r.results, "T21").as_deref(), Some("pass"), "{}", r.stdout);
+    // Under --enforce-eager nothing compiles: no warm-up line, and no FAIL.
+    let eager = w.sim_serve(
+        "0.2",
+        "--num-gpu-blocks-override 98 --block-size 16 --max-model-len 256 --tokens-per-s 100 --cold-start-secs 1.5 --enforce-eager",
+    );
+    let again = w.dir.path().join("again");
+    let r = run_in(&w, &again, &["--serve", &eager], &load);
+    assert_ne!(status_of(&r.results, "T20").as_deref(), Some("fail"), "{}", r.stdout);
+    assert!(!r.stdout.contains("warming up"), "{}", r.stdout);
+    assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
+    assert!(bystander.try_wait().unwrap().is_none(), "the bystander died");
+    let _ = bystander.kill();
+    let _ = bystander.wait();
+}
+
+#[test]
+fn a_client_that_burns_a_core_is_named_by_t21() {
+    let _t = turn();
+    let w = World::new();
+    let serve = w.sim_serve(
+        "0.2",
+        "--num-gpu-blocks-override 98 --block-size 16 --max-model-len 256 --tokens-per-s 20",
+    );
+    // The load's own tree holds a process that spins through the load (bounded by timeout).
+    let bench = w
+        .sim_bench("--max-concurrency 4 --num-prompts 8 --random-input-len 20 --random-output-len 40")
+        .iter()
+        .map(|a| shlex::try_quote(a).unwrap().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let load = vec![
+        "sh".to_string(),
+        "-c".to_string(),
+        format!("timeout 60 sh -c 'while :; do :; done' & {bench}"),
+    ];
+    let out = w.out();
+    let r = run_in(&w, &out, &["--serve", &serve], &load);
+    let t21 = message_of(&r.results, "T21").unwrap_or_default();
+    assert_eq!(status_of(&r.results, "T21").as_deref(), Some("warn"), "{}", r.stdout);
+    assert!(t21.contains("of a core while the server was busy"), "{t21}");
+    let record = json_file(&out.join("run.json"));
+    let cpu = &record["during_load"]["client_cpu"];
+    assert!(cpu["hottest"].as_str().unwrap_or_default().contains("while"), "{record}");
+    // The spinner was the load's: it is gone with it.
+    assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
+}

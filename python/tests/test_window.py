@@ -116,3 +116,41 @@ def test_ngram_speculation_on_random_prompts_warns_t19(evidence: Path) -> None:
     t19 = [x for x in json.loads(out.stdout) if x["tripwire"] == "T19"]
     assert [(x["status"], x["message"]) for x in t19][0][1].startswith("speculative decoding accepted 0 of 59")
     assert t19[0]["status"] == "warn"
+
+
+def by_code(results: list[dict[str, object]], code: str) -> dict[str, object]:
+    return next(x for x in results if x["tripwire"] == code)
+
+
+def test_the_first_wave_passes_t20_and_a_compile_line_while_serving_fails(evidence: Path) -> None:
+    bench = benchresult.load(evidence / FIELD / "warmup/cold.json")
+    assert len(bench.ttfts) == 8 and len(bench.start_times) == 8
+    r = checks.check_warmup_outside_window(bench)
+    c = by_code(cli(evidence, "warmup/before.prom", "warmup/mid.prom", "warmup/cold.json", "warmup/cold.cmd.txt"), "T20")
+    assert (r.tripwire, r.status.value, r.message) == (c["tripwire"], c["status"], c["message"])
+    assert r.status == Status.PASS, r.message
+    # Mutation: one compile line in what a run saw during the load fails.
+    seen = {"warmup_work": ["Compiling a graph for compile range (1, 2048) takes 36.17 s"]}
+    assert checks.check_warmup_outside_window(bench, observed=seen).status == Status.FAIL
+
+
+def test_the_throttled_client_fails_t21_as_the_cli_says(evidence: Path) -> None:
+    for name, status in [("paced", Status.FAIL), ("unthrottled", Status.PASS)]:
+        bench = benchresult.load(evidence / FIELD / f"client-paced/{name}.json")
+        load = command(evidence, f"client-paced/{name}.cmd.txt")
+        r = checks.check_client_kept_pace(load, bench)
+        assert r.status == status, r.message
+        before = "before.prom" if name == "paced" else "unthrottled-before.prom"
+        after = "after.prom" if name == "paced" else "unthrottled-after.prom"
+        c = by_code(
+            cli(evidence, f"client-paced/{before}", f"client-paced/{after}", f"client-paced/{name}.json", f"client-paced/{name}.cmd.txt"),
+            "T21",
+        )
+        assert (r.tripwire, r.status.value, r.message) == (c["tripwire"], c["status"], c["message"])
+    # Mutation: the rate asked for 94 requests/s instead of 100 is kept.
+    paced = benchresult.load(evidence / FIELD / "client-paced/paced.json")
+    load = command(evidence, "client-paced/paced.cmd.txt").replace("--request-rate 100", "--request-rate 94")
+    assert checks.check_client_kept_pace(load, paced).status == Status.PASS
+    # A run's measured CPU: a saturated client warns.
+    cpu = {"client_cpu": {"busy_s": 10.0, "tree_cpu_s": 9.7, "hottest_cpu_s": 9.7, "hottest": "python3"}}
+    assert checks.check_client_kept_pace(None, None, observed=cpu).status == Status.WARN
