@@ -466,7 +466,9 @@ fn t20_passes_on_the_compiled_cpu_build_and_fails_on_a_compile_line_while_servin
     // past both the ratio and the batching allowance of four 100-token prompts: a warning.
     let text = evidence_text(&format!("{FIELD}/warmup/cold.json")).unwrap();
     let slow = BenchResult::from_text(
-        &text.replacen("7.237785574999634", "120.0", 1).replacen("7.237615125999582", "120.0", 1),
+        &text
+            .replacen("7.237785574999634", "120.0", 1)
+            .replacen("7.237615125999582", "120.0", 1),
         "cold.json",
     )
     .unwrap();
@@ -486,7 +488,10 @@ fn t21_fails_on_the_throttled_client_and_passes_on_the_control() {
     else {
         return;
     };
-    assert!(load.exact_schedule && load.request_rate == Some(100.0), "{load:?}");
+    assert!(
+        load.exact_schedule && load.request_rate == Some(100.0),
+        "{load:?}"
+    );
     let r = t21::check(&load, Some(&paced), None, None, None);
     assert_eq!(r.status, Status::Fail, "{}", r.message);
     assert_eq!(
@@ -496,14 +501,27 @@ fn t21_fails_on_the_throttled_client_and_passes_on_the_control() {
     assert_eq!(r.evidence_json()["bound_by"], "client");
     let ok = t21::check(&control_load, Some(&control), None, None, None);
     assert_eq!(ok.status, Status::Pass, "{}", ok.message);
-    assert_eq!(ok.message, "the client kept up: sent 101.57 requests/s of the 100.00 asked");
+    assert_eq!(
+        ok.message,
+        "the client kept up: sent 101.57 requests/s of the 100.00 asked"
+    );
     // Mutation: the same sends against an asked rate of 94 (one number of the command) pass.
     let text = evidence_text(&format!("{FIELD}/client-paced/paced.cmd.txt")).unwrap();
-    let slower = intent_of_command(text.trim().replacen("--request-rate 100", "--request-rate 94", 1).as_str());
-    assert_eq!(t21::check(&slower, Some(&paced), None, None, None).status, Status::Pass);
+    let slower = intent_of_command(
+        text.trim()
+            .replacen("--request-rate 100", "--request-rate 94", 1)
+            .as_str(),
+    );
+    assert_eq!(
+        t21::check(&slower, Some(&paced), None, None, None).status,
+        Status::Pass
+    );
     // And under a concurrency cap a late start is the server's pace: the rate is not judged.
     let capped = intent_of_command("vllm bench serve --request-rate 100 --max-concurrency 4");
     let mut with_cap = paced.clone();
     with_cap.max_concurrency = Some(4.0);
-    assert_eq!(t21::check(&capped, Some(&with_cap), None, None, None).status, Status::Unknown);
+    assert_eq!(
+        t21::check(&capped, Some(&with_cap), None, None, None).status,
+        Status::Unknown
+    );
 }

@@ -6,8 +6,8 @@ use pyo3::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::core::{
-    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t20, t21, t4_t11, t5, t6, t8,
-    t9, BenchResult, BootFacts, CheckResult, Engine, LoadIntent, LoadObserved, Series, Snapshot,
+    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t20, t21, t4_t11, t5, t6, t8, t9,
+    BenchResult, BootFacts, CheckResult, Engine, LoadIntent, LoadObserved, Series, Snapshot,
 };
 use crate::facts::{engine_arg, facts_from_json};
 use crate::series::PySeries;
@@ -346,9 +346,8 @@ pub fn check_speculation_transfers(
 /// `run.json`'s `during_load` object (what a run saw of its load), given as JSON.
 fn observed_arg(doc: Option<&str>) -> PyResult<Option<LoadObserved>> {
     doc.map(|d| {
-        serde_json::from_str(d).map_err(|e| {
-            PyValueError::new_err(format!("not a run's during_load: {e}"))
-        })
+        serde_json::from_str(d)
+            .map_err(|e| PyValueError::new_err(format!("not a run's during_load: {e}")))
     })
     .transpose()
 }

@@ -87,8 +87,7 @@ impl CpuMeter {
         let hottest = self.procs.values().max_by_key(|t| t.busy_ticks);
         Some(ClientCpu {
             busy_s: self.busy_s,
-            tree_cpu_s: self.procs.values().map(|t| t.busy_ticks).sum::<u64>() as f64
-                * self.tick_s,
+            tree_cpu_s: self.procs.values().map(|t| t.busy_ticks).sum::<u64>() as f64 * self.tick_s,
             hottest_cpu_s: hottest.map_or(0.0, |t| t.busy_ticks as f64 * self.tick_s),
             hottest: hottest.map(|t| t.command.clone()),
             limit_cores: self.limit_cores,
@@ -232,8 +231,14 @@ mod tests {
     fn the_v1_cpu_hierarchy_is_found_by_its_controller() {
         let info = "30 25 0:26 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n\
                     31 25 0:27 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n";
-        assert_eq!(mount_of(info, false).as_deref(), Some("/sys/fs/cgroup/cpu,cpuacct"));
-        assert_eq!(mount_of(info, true).as_deref(), Some("/sys/fs/cgroup/unified"));
+        assert_eq!(
+            mount_of(info, false).as_deref(),
+            Some("/sys/fs/cgroup/cpu,cpuacct")
+        );
+        assert_eq!(
+            mount_of(info, true).as_deref(),
+            Some("/sys/fs/cgroup/unified")
+        );
     }
 
     #[test]
@@ -243,7 +248,10 @@ mod tests {
         fs::create_dir_all(&leaf).unwrap();
         fs::write(root.path().join("a/cpu.max"), "50000 100000\n").unwrap();
         fs::write(leaf.join("cpu.max"), "max 100000\n").unwrap();
-        let info = format!("30 25 0:26 / {} rw - cgroup2 cgroup2 rw\n", root.path().display());
+        let info = format!(
+            "30 25 0:26 / {} rw - cgroup2 cgroup2 rw\n",
+            root.path().display()
+        );
         assert_eq!(quota_cores("0::/a/b\n", &info), Some(0.5));
         assert_eq!(quota_cores("0::/\n", &info), None);
     }

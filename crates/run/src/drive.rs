@@ -215,15 +215,23 @@ impl<'a> Running<'a> {
                 return Err(Box::new(outcome));
             }
         };
-        let watched = Watched {
+        let mut watched = Watched {
             exit: proc.exit_watch(),
             server_exit: spec.server_exit.clone(),
             server_events: spec.server_events.take(),
             broken: spec.deaths.map(|d| d.broken_watch()),
         };
-        // Warm-up lines are known only where the server's log is read.
-        if watched.server_events.is_some() {
+        // Warm-up lines are known only where the server's log is read. What the server logged
+        // before the load (the probe's requests) is still queued: its warm-up lines are not the
+        // load's, its failures are alerted as before.
+        let mut earlier = Vec::new();
+        if let Some(rx) = watched.server_events.as_deref_mut() {
             outcome.observed.warmup_work = Some(Vec::new());
+            while let Ok(ev) = rx.try_recv() {
+                if !matches!(ev, LogEvent::WarmupWork(_)) {
+                    earlier.push(ev);
+                }
+            }
         }
         let load = Running {
             monitor: Monitor::new(spec.engine, spec.requested),
@@ -235,6 +243,10 @@ impl<'a> Running<'a> {
             lines_open: true,
             stopping: None,
         };
+        let mut load = load;
+        for ev in earlier {
+            load.server_logged(ev);
+        }
         Ok((load, watched))
     }
 
@@ -347,7 +359,11 @@ impl<'a> Running<'a> {
             )),
             LogEvent::WarmupWork(line) => {
                 let line = self.spec.secrets.scrub(&line);
-                let work = self.outcome.observed.warmup_work.get_or_insert_with(Vec::new);
+                let work = self
+                    .outcome
+                    .observed
+                    .warmup_work
+                    .get_or_insert_with(Vec::new);
                 if work.is_empty() {
                     self.spec.sink.alert(&format!(
                         "{} into the load: the server is warming up (\"{}\"): the measured window includes it (T20)",

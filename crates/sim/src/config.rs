@@ -268,9 +268,8 @@ pub struct ServeArgs {
     /// No prefix cache: every prompt token is computed (vLLM's `--no-enable-prefix-caching`).
     #[arg(long)]
     pub no_enable_prefix_caching: bool,
-    /// The first batch of two or more requests compiles a shape the boot did not, for this
-    /// many seconds, and logs vLLM's "Compiling a graph for compile range" line (none under
-    /// --enforce-eager).
+    /// A batch of a size not run before (by powers of two) compiles for this many seconds first
+    /// and logs vLLM's "Compiling a graph for compile range" line (none under --enforce-eager).
     #[arg(long)]
     pub cold_start_secs: Option<f64>,
     /// `/metrics` misbehaves this way (after the first `--metrics-fault-after` answers).
@@ -327,7 +326,7 @@ pub struct ServeConfig {
     pub escape: Option<Escape>,
     pub gpu_mib: u64,
     pub eos_after: Option<u32>,
-    /// Seconds the first batch after ready waits for a compile (`--cold-start-secs`).
+    /// Seconds a batch of a new size waits for a compile (`--cold-start-secs`).
     #[serde(default)]
     pub cold_start_secs: Option<f64>,
     /// Prompts' leading blocks seen before are served from the prefix cache (vLLM's default).
@@ -366,7 +365,9 @@ impl ServeConfig {
                 a.boot_secs
             ));
         }
-        if a.cold_start_secs.is_some_and(|s| !(s >= 0.0 && s.is_finite())) {
+        if a.cold_start_secs
+            .is_some_and(|s| !(s >= 0.0 && s.is_finite()))
+        {
             return Err("--cold-start-secs must be 0 or more".into());
         }
         if a.max_num_seqs == 0 || a.max_model_len == 0 || a.max_num_batched_tokens == 0 {

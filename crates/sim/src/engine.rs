@@ -232,7 +232,8 @@ fn boot_lines(log: &Logger, cfg: &ServeConfig) -> anyhow::Result<()> {
 
 /// The cold start the first batch pays; none under --enforce-eager, which compiles nothing.
 fn cfg_cold(cfg: &ServeConfig) -> Option<f64> {
-    cfg.cold_start_secs.filter(|s| *s > 0.0 && !cfg.enforce_eager)
+    cfg.cold_start_secs
+        .filter(|s| *s > 0.0 && !cfg.enforce_eager)
 }
 
 fn finish_boot_lines(log: &Logger, cfg: &ServeConfig, elapsed: f64) {
@@ -303,8 +304,10 @@ struct Engine {
     preemption_log: Option<std::fs::File>,
     /// Host memory held for `--host-memory-grow-mib`.
     hoard: Vec<Vec<u8>>,
-    /// `--cold-start-secs` not yet paid: the first batch compiles before it runs.
+    /// `--cold-start-secs`: what a batch of a new size pays before it runs.
     cold: Option<f64>,
+    /// The batch sizes compiled so far, by power of two (bit k: sizes up to 2^k).
+    compiled: u64,
 }
 
 impl Engine {
@@ -334,27 +337,39 @@ impl Engine {
             preemption_log,
             hoard: Vec::new(),
             cold,
+            compiled: 0,
         }
     }
 
-    /// The first batch of two or more requests pays a warm-up (`--cold-start-secs`): a shape
-    /// the boot's one-request warm-up did not compile. vLLM logs the line
-    /// ../shared/spec/engines.md gives (`backends.py`); the engine does nothing else meanwhile,
-    /// as a compiling engine does not. A single probe request does not pay it, so the load's
-    /// first wave does.
+    /// A batch of a size the engine has not run before (by powers of two) compiles first
+    /// (`--cold-start-secs`): vLLM compiles per shape and captures CUDA graphs per batch size.
+    /// It logs the line ../shared/spec/engines.md gives (`backends.py`) when done, and does
+    /// nothing else meanwhile, as a compiling engine does not. So `run`'s probe (1, then 8 at
+    /// once) pays for sizes up to 8, and a load of more at once pays in its own window.
     fn pay_cold_start(&mut self) {
-        if let Some(secs) = self.cold.take() {
-            let t0 = mono_now();
-            sleep_s(secs);
-            self.log.info(
-                "backends.py:393",
-                &format!(
-                    "Compiling a graph for compile range (1, {}) takes {:.2} s",
-                    self.cfg.max_num_batched_tokens,
-                    mono_now() - t0
-                ),
-            );
+        let Some(secs) = self.cold else {
+            return;
+        };
+        let n = self.sched.num_running() + self.sched.num_waiting();
+        let batch = n.min(self.cfg.max_num_seqs as usize);
+        if batch == 0 {
+            return;
         }
+        let bit = 1u64 << batch.next_power_of_two().trailing_zeros().min(63);
+        if self.compiled & bit != 0 {
+            return;
+        }
+        self.compiled |= bit;
+        let t0 = mono_now();
+        sleep_s(secs);
+        self.log.info(
+            "backends.py:393",
+            &format!(
+                "Compiling a graph for compile range (1, {}) takes {:.2} s",
+                batch.next_power_of_two(),
+                mono_now() - t0
+            ),
+        );
     }
 
     /// The busy loop. Returns Some(exit status) when the engine ends by itself, None when a
@@ -402,9 +417,12 @@ impl Engine {
                     next_step = mono_now();
                 }
             }
-            if self.cold.is_some() && self.sched.num_running() + self.sched.num_waiting() >= 2 {
+            if self.cold.is_some() && self.sched.has_work() {
+                let before = self.compiled;
                 self.pay_cold_start();
-                next_step = mono_now();
+                if self.compiled != before {
+                    next_step = mono_now();
+                }
             }
             if self.sched.has_work() {
                 let now = mono_now();

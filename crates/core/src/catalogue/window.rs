@@ -89,7 +89,8 @@ pub(super) const T20: Entry = Entry {
           a first run's mean TTFT has been reported at 361.76 ms with the second much lower, and \
           cold against warm p99 TTFT at 33,592 against 30,294 ms. Two runs with the same \
           settings disagree depending on which ran first.",
-    command: "inferlint window before.json after.json --bench-result bench.json -- vllm bench serve ...",
+    command:
+        "inferlint window before.json after.json --bench-result bench.json -- vllm bench serve ...",
     notes: &[],
 };
 

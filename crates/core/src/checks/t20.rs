@@ -184,7 +184,12 @@ mod tests {
         let b = bench(&[9.0, 9.0, 0.5, 0.5, 0.6, 0.5, 0.5, 0.5], 2.0);
         let r = check(Some(&b), None);
         assert_eq!(r.status, Status::Warn, "{}", r.message);
-        assert!(r.message.starts_with("the first 2 requests' median TTFT 9.0 s is 18× the rest's 500 ms"), "{}", r.message);
+        assert!(
+            r.message
+                .starts_with("the first 2 requests' median TTFT 9.0 s is 18× the rest's 500 ms"),
+            "{}",
+            r.message
+        );
     }
 
     #[test]
@@ -193,7 +198,9 @@ mod tests {
         let b = bench(&[2.0, 2.0, 2.0, 2.0, 0.5, 0.5, 0.6, 0.5], 4.0);
         let r = check(Some(&b), Some(&[]));
         assert_eq!(r.status, Status::Pass, "{}", r.message);
-        assert!(r.message.ends_with("and the server logged no warm-up work while the load ran"));
+        assert!(r
+            .message
+            .ends_with("and the server logged no warm-up work while the load ran"));
     }
 
     #[test]
@@ -201,7 +208,11 @@ mod tests {
         let lines = vec!["Compiling a graph for compile range (1, 2048) takes 11.07 s".to_string()];
         let r = check(None, Some(&lines));
         assert_eq!(r.status, Status::Fail);
-        assert!(r.message.contains("(1 line, first: \"Compiling a graph"), "{}", r.message);
+        assert!(
+            r.message.contains("(1 line, first: \"Compiling a graph"),
+            "{}",
+            r.message
+        );
     }
 
     #[test]
@@ -209,7 +220,11 @@ mod tests {
         let b = bench(&[9.0, 0.0, 0.0, 0.5, 0.5, 0.5, 0.5, 0.5], 1.0);
         let r = check(Some(&b), None);
         assert_eq!(r.status, Status::Unknown);
-        assert!(r.message.contains("fewer than 8 requests succeeded"), "{}", r.message);
+        assert!(
+            r.message.contains("fewer than 8 requests succeeded"),
+            "{}",
+            r.message
+        );
         let none = check(Some(&BenchResult::default()), None);
         assert!(none.message.contains("--save-detailed"), "{}", none.message);
     }

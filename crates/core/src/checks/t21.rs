@@ -151,7 +151,11 @@ fn saturation(c: &ClientCpu, ev: &mut T21Evidence) -> Option<String> {
 
 /// Busy samples on which the server had room (fewer running than asked, none waiting), and all
 /// busy samples; None without a concurrency asked for or busy samples with both gauges.
-fn room(series: Option<&Series>, requested: Option<u64>, ev: &mut T21Evidence) -> Option<(u64, u64)> {
+fn room(
+    series: Option<&Series>,
+    requested: Option<u64>,
+    ev: &mut T21Evidence,
+) -> Option<(u64, u64)> {
     let n = requested? as f64;
     let mut busy = 0u64;
     let mut with_room = 0u64;
@@ -230,7 +234,12 @@ mod tests {
     fn a_client_behind_its_schedule_fails_and_one_on_it_passes() {
         let r = check(&paced(100.0), Some(&sends(64, 0.70)), None, None, None);
         assert_eq!(r.status, Status::Fail, "{}", r.message);
-        assert!(r.message.starts_with("the client sent 91.43 requests/s of the 100.00 asked (8.57% short)"), "{}", r.message);
+        assert!(
+            r.message
+                .starts_with("the client sent 91.43 requests/s of the 100.00 asked (8.57% short)"),
+            "{}",
+            r.message
+        );
         let ok = check(&paced(100.0), Some(&sends(64, 0.63)), None, None, None);
         assert_eq!(ok.status, Status::Pass, "{}", ok.message);
     }
@@ -255,7 +264,11 @@ mod tests {
         };
         let r = check(&LoadIntent::unknown(), None, None, None, Some(&c));
         assert_eq!(r.status, Status::Warn);
-        assert!(r.message.contains("95% of its CPU limit of 0.1 cores"), "{}", r.message);
+        assert!(
+            r.message.contains("95% of its CPU limit of 0.1 cores"),
+            "{}",
+            r.message
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The sentences of "what limited this run" that say the figures are not what they seem: prompts
 //! served from the prefix cache (T16), requests that did not finish (T17), outputs shorter than
-//! asked (T18). They come first: each changes what every other figure on the page describes.
+//! asked (T18), warm-up inside the window (T20), a client that set the pace (T21). They come
+//! first: each changes what every other figure on the page describes.
 
 use inferlint_core::fmt::{pct, thousands_f};
 use inferlint_core::result::{Status, Tripwire};
@@ -9,10 +10,16 @@ use super::{Context, Insight, Tone};
 
 /// The window's sentences, in tripwire order; only for the findings (a pass says nothing here).
 pub fn sentences(ctx: &Context<'_>) -> Vec<Insight> {
-    [cached(ctx), failed(ctx), short(ctx)]
-        .into_iter()
-        .flatten()
-        .collect()
+    [
+        cached(ctx),
+        failed(ctx),
+        short(ctx),
+        warm_up(ctx),
+        client_paced(ctx),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn finding(ctx: &Context<'_>, t: Tripwire) -> bool {
@@ -94,4 +101,58 @@ fn short(ctx: &Context<'_>) -> Option<Insight> {
             if early == 1.0 { "" } else { "s" }
         ),
     ))
+}
+
+fn warm_up(ctx: &Context<'_>) -> Option<Insight> {
+    if !finding(ctx, Tripwire::T20) {
+        return None;
+    }
+    let e = ctx.result(Tripwire::T20)?.evidence.t20()?;
+    let what = match (&e.first_warmup_line, e.ratio) {
+        (Some(line), _) => format!("The server logged \"{line}\" while the load ran"),
+        (None, Some(r)) => format!(
+            "The first {} requests took {:.1}× the median time to first token of the rest",
+            e.first_requests.unwrap_or(1),
+            r.0
+        ),
+        (None, None) => return None,
+    };
+    Some(Insight::new(
+        "warm-up",
+        Tone::Limit,
+        "Warm-up was measured",
+        format!("{what}: the mean and tail of time to first token include a cost the server pays once. Add --num-warmups N to the load, or run a warm-up load first."),
+    ))
+}
+
+fn client_paced(ctx: &Context<'_>) -> Option<Insight> {
+    if !finding(ctx, Tripwire::T21) {
+        return None;
+    }
+    let r = ctx.result(Tripwire::T21)?;
+    let e = r.evidence.t21()?;
+    let (title, advice) = if e.bound_by.as_deref() == Some("client") {
+        (
+            "The client set the pace",
+            "the figures describe what the client could send, not what the server can serve. Run the client on a core of its own (or more client processes), or ask for less.",
+        )
+    } else {
+        (
+            "The client was at its limit",
+            "the client's own timings (TTFT, ITL) include the time it took to get to them. Give it a core of its own.",
+        )
+    };
+    Some(Insight::new(
+        "client-pace",
+        Tone::Limit,
+        title,
+        format!("{}: {advice}", upper_first(&r.message)),
+    ))
+}
+
+fn upper_first(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
 }
