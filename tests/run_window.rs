@@ -307,7 +307,7 @@ fn a_first_batch_that_compiles_fails_t20_live_and_in_the_report() {
     );
     let back = report_json(&out);
     assert_eq!(status_of(&back, "T20").as_deref(), Some("fail"), "{back}");
-    // First in "what limited this run", on the terminal and on the page.
+    // In "what limited this run", on the terminal and on the page.
     assert!(
         r.stdout
             .contains("- Warm-up was measured. The server logged \"Compiling a graph"),
