@@ -55,3 +55,28 @@ fn demo_tells_the_whole_story_in_under_a_minute() {
     assert!(out.join("report.html").exists());
     assert!(stdout.contains("That was the demo."));
 }
+
+#[test]
+fn the_window_demo_shows_warm_up_and_short_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo");
+    let o = inferlint(
+        &["demo", "--window", "-o", out.to_str().unwrap()],
+        &[("INFERLINT_GPU", "nvml")],
+        Duration::from_secs(150),
+    );
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", text(&o.stderr));
+    let r = json_file(&out.join("results.json"));
+    // The load's 16 at once is a batch size the probe never ran: it compiled during the load.
+    assert_eq!(status_of(&r, "T20").as_deref(), Some("fail"), "{stdout}");
+    assert!(
+        stdout.contains("into the load: the server is warming up (\"Compiling a graph"),
+        "{stdout}"
+    );
+    // The model ended every answer at 60 tokens of the 200 asked.
+    assert_eq!(status_of(&r, "T18").as_deref(), Some("warn"), "{stdout}");
+    let t18 = message_of(&r, "T18").unwrap();
+    assert!(t18.contains("48 of 48"), "{t18}");
+    assert!(stdout.contains("inferlint explain T18 T20"), "{stdout}");
+}

@@ -16,7 +16,9 @@ mod sim_support;
 
 use std::time::{Duration, Instant};
 
-use run_support::{json_file, message_of, names, run_with_limit, status_of, statuses, text, World};
+use run_support::{
+    clean_exit_code, json_file, message_of, names, run_with_limit, status_of, statuses, text, World,
+};
 use serde_json::Value;
 
 /// A pool of 97 usable blocks and a load of 12 requests, 3 at a time (about 3 s): on a healthy
@@ -195,7 +197,7 @@ fn healthy_baseline() {
     let w = World::new();
     let r = w.run_supervised("", &[], BOUND);
     r.report_line("none");
-    assert_eq!(r.code, 0, "{}", r.all());
+    assert_eq!(r.code, clean_exit_code(&r.results), "{}", r.all());
     assert_ended_cleanly(&w, &r, BOUND, &LOAD_FILES);
     assert!(r.files.contains(&"after.snapshot.json".to_string()));
     for t in RUN_CHECKS {
@@ -389,8 +391,18 @@ fn a_50_mb_metrics_body() {
         "{}",
         r.all()
     );
+    let after = std::fs::metadata(w.out().join("after.snapshot.json")).unwrap();
+    assert!(after.len() > 50_000_000, "{}", after.len());
     // Never "the server never ran more than 0 (or 1)": a handful of slow readings cannot
-    // judge the load, and the run says so.
+    // judge the load, and the run says so. A machine fast enough to parse 50 MB several
+    // times a second records the load well; then the three are decided, and right.
+    if r.status("T8").as_deref() == Some("pass") {
+        assert_eq!(r.message("T8"), "reached 3 running (requested 3)");
+        for t in ["T14", "T9"] {
+            assert_eq!(r.status(t).as_deref(), Some("pass"), "{t}\n{}", r.all());
+        }
+        return;
+    }
     for t in ["T14", "T9", "T8"] {
         assert_eq!(r.status(t).as_deref(), Some("unknown"), "{t}\n{}", r.all());
         assert!(
@@ -401,8 +413,6 @@ fn a_50_mb_metrics_body() {
             r.all()
         );
     }
-    let after = std::fs::metadata(w.out().join("after.snapshot.json")).unwrap();
-    assert!(after.len() > 50_000_000, "{}", after.len());
 }
 
 /// The connection closes in the middle of the answer: "the answer broke off", every run check

@@ -13,7 +13,9 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use run_support::{bin, json_file, message_of, names, run_with_limit, status_of, text, World};
+use run_support::{
+    bin, clean_exit_code, json_file, message_of, names, run_with_limit, status_of, text, World,
+};
 use serde_json::Value;
 
 static TURN: Mutex<()> = Mutex::new(());
@@ -91,8 +93,9 @@ fn healthy_run() {
         "--max-concurrency 3 --num-prompts 15 --random-input-len 40 --random-output-len 80 --random-range-ratio 0.5 --ignore-eos",
     );
     let (code, stdout, stderr) = w.run(&serve, &["--junit", junit.to_str().unwrap()], &load);
-    assert_eq!(code, 0, "{stdout}\n{stderr}");
     let out = w.out();
+    let expected = clean_exit_code(&json_file(&out.join("results.json")));
+    assert_eq!(code, expected, "{stdout}\n{stderr}");
     assert_folder_complete(&out);
     let results = w.results();
     for t in [

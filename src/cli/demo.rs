@@ -3,6 +3,8 @@
 //! catch: 32 requests asked for while about 10 run, preemptions that vLLM never logs, the
 //! concurrency ceiling falling as outputs grow, 784-token KV blocks, the reserved null block,
 //! and an engine process that escaped its server's process group, found by the teardown.
+//! `--window` tells the window's story instead: a first load on a server that compiles for each
+//! new batch size (T20) and whose model stops at end-of-sequence before the length asked (T18).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -17,6 +19,10 @@ loads it with `inferlint sim bench` (vllm bench serve's flags: 32 concurrent req
 prompt and 2,000 output tokens), checks the tripwires and writes the run folder and its report.
 Its simulated GPU lives in a temporary folder; nothing touches a real GPU.
 
+`--window` runs a simulated vLLM 0.33 with a small model instead, whose first batch of 16
+compiles a graph while the load runs (T20) and whose model ends each answer after 60 tokens
+where the load asked for 200 without --ignore-eos (T18).
+
 Exit status: 0 when the demo ran (its failed tripwires are the point), 130 if interrupted,
 1 if it could not run.")]
 pub struct Args {
@@ -26,22 +32,44 @@ pub struct Args {
     /// Without a terminal, print the server's state every this many seconds
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub status_every: f64,
+    /// The window's story: warm-up measured and outputs shorter than asked (T20, T18)
+    #[arg(long)]
+    pub window: bool,
 }
 
 /// The simulated model: a hybrid attention/Mamba model, as vLLM serves it with 784-token blocks.
 pub const MODEL: &str = "Qwen/Qwen3-Next-80B-A3B-Instruct";
 
+/// The window story's model: a small dense model, as the real vLLM lane serves.
+pub const WINDOW_MODEL: &str = "Qwen/Qwen3-0.6B";
+
 /// The server command and the load command of the demo, for a port.
-pub fn commands(exe: &str, port: u16) -> (String, Vec<String>) {
+pub fn commands(exe: &str, port: u16, window: bool) -> (String, Vec<String>) {
     let q = shlex::try_quote(exe).map_or_else(|_| exe.to_string(), |q| q.into_owned());
-    let serve = format!(
-        "{q} sim serve {MODEL} --port {port} --hybrid --num-gpu-blocks-override 43 --max-model-len 8192 \
-         --tokens-per-s 1000 --boot-secs 2 --orphan-engine --escape setsid --engine-ignores-sigterm"
-    );
-    let load = format!(
-        "sim bench --port {port} --model {MODEL} --max-concurrency 32 --num-prompts 40 \
-         --random-input-len 2400 --random-output-len 2000 --ignore-eos"
-    );
+    let (serve, load) = if window {
+        (
+            format!(
+                "{q} sim serve {WINDOW_MODEL} --port {port} --vllm-version 0.33 --num-gpu-blocks-override 400 \
+                 --block-size 16 --max-model-len 1024 --tokens-per-s 400 --boot-secs 1 --cold-start-secs 2 \
+                 --eos-after 60"
+            ),
+            format!(
+                "sim bench --port {port} --model {WINDOW_MODEL} --max-concurrency 16 --num-prompts 48 \
+                 --random-input-len 200 --random-output-len 200 --save-detailed"
+            ),
+        )
+    } else {
+        (
+            format!(
+                "{q} sim serve {MODEL} --port {port} --hybrid --num-gpu-blocks-override 43 --max-model-len 8192 \
+                 --tokens-per-s 1000 --boot-secs 2 --orphan-engine --escape setsid --engine-ignores-sigterm"
+            ),
+            format!(
+                "sim bench --port {port} --model {MODEL} --max-concurrency 32 --num-prompts 40 \
+                 --random-input-len 2400 --random-output-len 2000 --ignore-eos"
+            ),
+        )
+    };
     let mut argv = vec![exe.to_string()];
     argv.extend(load.split_whitespace().map(String::from));
     (serve, argv)
@@ -57,7 +85,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let exe = std::env::current_exe()?;
     let exe = exe.to_string_lossy().into_owned();
     let port = free_port()?;
-    let (serve, load) = commands(&exe, port);
+    let (serve, load) = commands(&exe, port, args.window);
     let gpu_dir = std::env::temp_dir().join(format!("inferlint-demo-gpu-{}", std::process::id()));
     std::fs::create_dir_all(&gpu_dir)?;
     // SAFETY (of set_var): no other thread runs yet; the runtime starts after this. The server,
@@ -82,7 +110,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // must be found and killed by the teardown, not waited for.
     inputs.stop_grace = Duration::from_secs(3);
     inputs.ready_timeout = Duration::from_secs(60);
-    inputs.title = Some("inferlint demo: simulated vLLM 0.28, hybrid model, 32 requested".into());
+    inputs.title = Some(if args.window {
+        "inferlint demo --window: simulated vLLM 0.33, a first load after boot".into()
+    } else {
+        "inferlint demo: simulated vLLM 0.28, hybrid model, 32 requested".into()
+    });
     let every = Duration::from_secs_f64(args.status_every.max(0.1));
     let outcome = super::run::execute(inputs, every);
     let _ = std::fs::remove_dir_all(&gpu_dir);
@@ -95,6 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return Ok(1);
     }
     println!();
-    println!("That was the demo. Open the report above in a browser; 'inferlint explain T1 T8 T9' says what each finding means.");
+    let explain = if args.window { "T18 T20" } else { "T1 T8 T9" };
+    println!("That was the demo. Open the report above in a browser; 'inferlint explain {explain}' says what each finding means.");
     Ok(0)
 }

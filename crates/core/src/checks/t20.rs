@@ -6,7 +6,7 @@
 use crate::bench::BenchResult;
 use crate::checks::t18::median;
 use crate::evidence::{JsonF64, T20Evidence};
-use crate::fmt::{g_prec, millis, shorten};
+use crate::fmt::{g_prec, millis, shorten, thousands_f};
 use crate::result::{CheckResult, Tripwire};
 
 /// Fewer requests with a TTFT than this, and the first ones cannot be told from the rest.
@@ -101,9 +101,19 @@ impl First {
         format!(
             "{who} {} is {}× the rest's {}",
             millis(self.first_median * 1000.0),
-            g_prec(self.ratio(), 2),
+            times(self.ratio()),
             millis(self.rest_median * 1000.0)
         )
+    }
+}
+
+/// A ratio in two significant digits below 100 (2, 3.1, 18), whole above (980, 1,200): never
+/// in exponent form, which a ticket's reader cannot read at a glance.
+fn times(r: f64) -> String {
+    if r >= 100.0 {
+        thousands_f(r, 0)
+    } else {
+        g_prec(r, 2)
     }
 }
 
@@ -187,6 +197,17 @@ mod tests {
         assert!(
             r.message
                 .starts_with("the first 2 requests' median TTFT 9.0 s is 18× the rest's 500 ms"),
+            "{}",
+            r.message
+        );
+    }
+
+    #[test]
+    fn a_large_ratio_is_written_whole() {
+        let b = bench(&[4.0, 4.0, 0.004, 0.004, 0.004, 0.004, 0.004, 0.004], 2.0);
+        let r = check(Some(&b), None);
+        assert!(
+            r.message.contains("is 1,000× the rest's 4 ms"),
             "{}",
             r.message
         );
