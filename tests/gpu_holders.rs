@@ -302,6 +302,16 @@ fn sleeping_holder(dir: &Path, mib: u64, card: u32) -> std::process::Child {
         .spawn()
         .unwrap();
     let pid = child.id();
+    // Just after exec the kernel has named the process but not yet laid out its arguments
+    // (its cmdline reads empty): wait for them, as a holder found later would have them.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c.is_empty()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "sleep never showed its arguments"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let start: u64 = stat
         .rsplit_once(')')

@@ -185,3 +185,50 @@ fn vllm_xray_run_with_a_result_file() {
     assert!(html.contains("the load tool measured 336.3 over its 95.2 s"));
     assert!(html.contains("Time to first token, median"));
 }
+
+/// The real data-parallel scrapes (`vllm-0.32-cpu/dp2`, two engines of 6 blocks each): the
+/// server has no single usage gauge, so the usage chart draws each engine's, and its caption
+/// says the engines have a cache each. Before, the chart was empty on every DP run.
+#[test]
+fn a_data_parallel_run_draws_each_engines_cache() {
+    use inferlint_core::series::{Series, SeriesWriter};
+    use inferlint_core::snapshot::Snapshot;
+    let names = ["idle", "load1", "load2", "load3", "after"];
+    let texts: Option<Vec<String>> = names
+        .iter()
+        .map(|n| inferlint_core::testkit::evidence_text(&format!("vllm-0.32-cpu/dp2/{n}.prom")))
+        .collect();
+    let Some(texts) = texts else { return };
+    let snap = |t: &str| Snapshot::from_text(t, "dp2.prom").unwrap();
+    let mut w = SeriesWriter::new(Vec::new(), "http://127.0.0.1:8011", 0.25);
+    for (i, t) in texts.iter().enumerate() {
+        w.write_metrics(
+            &snap(t).metrics,
+            None,
+            1000.0 + i as f64 * 0.25,
+            Some(i as i64 * 250_000_000),
+        )
+        .unwrap();
+    }
+    let text = String::from_utf8(w.into_inner()).unwrap();
+    let series = Series::from_text(&text, "dp2.series.jsonl").unwrap();
+    let inputs = inferlint_report::Inputs {
+        before: Some(snap(&texts[0])),
+        after: Some(snap(&texts[4])),
+        series: Some(series),
+        requested: Some(8),
+        generated_at: Some("2026-12-03 07:00 UTC".into()),
+        ..Default::default()
+    };
+    let html = build(inputs).render_page();
+    let kv = figure(&html, "fig-kv").expect("the usage chart is drawn");
+    assert!(kv.contains("Engine 0") && kv.contains("Engine 1"), "{kv}");
+    assert!(
+        kv.contains("the 2 data-parallel engines have a cache each"),
+        "{kv}"
+    );
+    // Each engine's line carries its own readings (0.8 of each pool under load).
+    assert!(kv.contains("80%") || kv.contains("80.0"), "{kv}");
+    check_balanced(&html).unwrap();
+    assert_offline(&html);
+}

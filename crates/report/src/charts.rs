@@ -10,6 +10,8 @@ use inferlint_core::engine::Engine;
 use inferlint_core::fmt::{g, thousands_f};
 use inferlint_core::series::{Series, SeriesSample};
 
+mod per_engine;
+
 use super::svg::{Bar, BarChart, ChartError, Drawn, Event, Line, LineKind, RefLine, TimeChart};
 use super::Report;
 
@@ -203,6 +205,9 @@ fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
         .samples
         .iter()
         .map(|s| {
+            if !s.per_engine().is_empty() {
+                return per_engine::fit_in_cache(s, blocks);
+            }
             let (u, r) = (s.kv_usage?, s.running?);
             if u < inferlint_core::checks::t9::SATURATION || r <= 0.0 {
                 return None;
@@ -255,7 +260,13 @@ fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
         "Requests the server was running, and requests waiting in its queue, at each \
                        reading."
             .to_string();
-    if has_ceiling {
+    if has_ceiling && series.samples.iter().any(|s| !s.per_engine().is_empty()) {
+        caption.push_str(
+            " The step line is how many requests of the size they had then fit in the \
+             engines' caches, summed over the data-parallel engines (on readings with every \
+             engine's cache at least 90% full).",
+        );
+    } else if has_ceiling {
         caption.push_str(
             " The step line is how many requests of the size they had then fit in the cache \
              (on readings with the cache at least 90% full).",
@@ -313,9 +324,9 @@ fn capitalize(s: &str) -> String {
 
 fn kv(report: &Report, series: &Series) -> Result<Figure, ChartError> {
     let t = seconds(series);
-    let chart = TimeChart {
-        t: t.clone(),
-        lines: vec![Line {
+    let engines = per_engine::engine_ids(series);
+    let lines = if engines.is_empty() {
+        vec![Line {
             name: "KV cache in use".into(),
             class: "s1",
             kind: LineKind::Area,
@@ -324,7 +335,13 @@ fn kv(report: &Report, series: &Series) -> Result<Figure, ChartError> {
                 .iter()
                 .map(|s| s.kv_usage.map(|u| u * 100.0))
                 .collect(),
-        }],
+        }]
+    } else {
+        per_engine::usage_lines(series, &engines)
+    };
+    let chart = TimeChart {
+        t: t.clone(),
+        lines,
         refs: Vec::new(),
         events: counter_steps(series, &t),
         event_words: event_words(report.engine()),
@@ -334,14 +351,22 @@ fn kv(report: &Report, series: &Series) -> Result<Figure, ChartError> {
         label: "KV cache in use over time".into(),
     };
     let drawn = chart.render()?;
-    let mut caption = "The share of the KV cache in use at each reading.".to_string();
+    let mut caption = match engines.len() {
+        0 => "The share of the KV cache in use at each reading.".to_string(),
+        n if n == chart.lines.len() => format!(
+            "The share of each engine's KV cache in use at each reading: the {n} data-parallel engines have a cache each."
+        ),
+        n => format!(
+            "The share of the KV cache in use at each reading in the fullest and the emptiest of the {n} data-parallel engines, which have a cache each."
+        ),
+    };
     if let Some(b) = report.usable_blocks() {
         caption.push_str(&format!(
             " The gauge moves in steps of 1/{b}: one block is held back (T14)."
         ));
     }
     caption.push_str(lag(report));
-    let mut legend = vec![key("s1", "KV cache in use")];
+    let mut legend: Vec<Key> = chart.lines.iter().map(|l| key(l.class, &l.name)).collect();
     if chart.events.iter().any(|e| e.count > 0.0) {
         legend.push(Key {
             class: "ev",
