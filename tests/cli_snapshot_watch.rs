@@ -306,7 +306,60 @@ fn snapshot_and_watch_never_use_the_environments_proxy() {
     assert!(!Series::load(&series).unwrap().samples.is_empty());
 }
 
-// ---- watch ----
+/// A proxy asked for (`--proxy`, or `INFERLINT_PROXY`) is used: every request of snapshot goes
+/// through it and none straight to the server. The "proxy" answers as the server would.
+#[test]
+fn a_proxy_asked_for_carries_every_request() {
+    let Some(body) = vllm_text() else { return };
+    let server = Mock::start(Behaviour {
+        metrics: Some(body.clone()),
+        ..Behaviour::default()
+    });
+    let proxy = Mock::start(Behaviour {
+        metrics: Some(body),
+        ..Behaviour::default()
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("s.snapshot.json");
+    let by_flag = [
+        "snapshot",
+        &server.url,
+        "-o",
+        path_str(&snap),
+        "--proxy",
+        &proxy.url,
+    ];
+    let o = Command::new(BIN)
+        .args(by_flag)
+        .env_remove("INFERLINT_PROXY")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let o = Command::new(BIN)
+        .args(["snapshot", &server.url, "-o", path_str(&snap)])
+        .env("INFERLINT_PROXY", &proxy.url)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(proxy.state.requests.load(Ordering::SeqCst), 2);
+    assert_eq!(server.state.requests.load(Ordering::SeqCst), 0);
+    // A proxy that is no URL is refused before any request, naming the option.
+    let o = inferlint(&[
+        "snapshot",
+        &server.url,
+        "-o",
+        path_str(&snap),
+        "--proxy",
+        "::",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o.stderr).starts_with("inferlint: --proxy ::: not a proxy URL"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
 // ---- watch ----
 
 fn series_lines(p: &Path) -> usize {

@@ -362,6 +362,37 @@ impl VerdictOptions {
     }
 }
 
+/// How the commands that talk to a server reach it (docs/reference.md#reaching-the-server):
+/// directly, whatever `http_proxy` says, unless a proxy is asked for.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct HttpOptions {
+    /// Reach the server through this proxy (default: directly; the environment's http_proxy is
+    /// never used for it). Also INFERLINT_PROXY.
+    #[arg(long, value_name = "URL")]
+    pub proxy: Option<String>,
+    /// Trust the CA certificates in this PEM file for an https:// server (a private CA). Also
+    /// INFERLINT_CACERT.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<std::path::PathBuf>,
+    /// Accept any certificate from an https:// server. Also INFERLINT_INSECURE=1.
+    #[arg(long)]
+    pub insecure: bool,
+}
+
+impl HttpOptions {
+    /// Makes these options (over the environment's) the process's HTTP policy.
+    pub fn apply(&self) -> anyhow::Result<()> {
+        let policy = inferlint_run::http::HttpPolicy {
+            proxy: self.proxy.clone(),
+            cacert: self.cacert.clone(),
+            insecure: self.insecure,
+        }
+        .or_env();
+        inferlint_run::http::set_policy(policy)?;
+        Ok(())
+    }
+}
+
 /// Builds the tokio runtime the async commands run on.
 pub fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread()

@@ -25,9 +25,12 @@ pub struct Args {
     /// A warning makes the exit status 1
     #[arg(long)]
     pub strict: bool,
+    #[command(flatten)]
+    pub http: super::HttpOptions,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    args.http.apply()?;
     if args.concurrency == 0 {
         anyhow::bail!("--concurrency must be at least 1");
     }

@@ -78,6 +78,8 @@ pub struct Args {
     /// Without a terminal, print the server's state every this many seconds
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub status_every: f64,
+    #[command(flatten)]
+    pub http: super::HttpOptions,
     /// The load command (everything after --)
     #[arg(last = true, value_name = "LOAD COMMAND")]
     pub load: Vec<String>,
@@ -196,6 +198,7 @@ pub fn print_closing(sink: &dyn Sink, outcome: &Outcome) {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    args.http.apply()?;
     let every = secs(args.status_every, "--status-every")?.max(Duration::from_millis(100));
     let inputs = inputs(&args)?;
     let strict = inputs.strict;

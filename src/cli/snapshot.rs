@@ -16,9 +16,12 @@ pub struct Args {
     /// The engine the server runs (vllm, sglang, trtllm); a server running another is refused.
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<String>,
+    #[command(flatten)]
+    pub http: super::HttpOptions,
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    args.http.apply()?;
     let named = engine::named_engine(args.engine.as_deref())?;
     let (base, path) = split_metrics_url(&args.url);
     let scraped =

@@ -27,6 +27,8 @@ pub struct Args {
     /// The engine the server runs (vllm, sglang, trtllm); a server running another is refused.
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<String>,
+    #[command(flatten)]
+    pub http: super::HttpOptions,
 }
 
 fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
@@ -37,6 +39,7 @@ fn seconds(flag: &str, s: f64) -> anyhow::Result<Duration> {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
+    args.http.apply()?;
     let named = engine::named_engine(args.engine.as_deref())?;
     let interval = seconds("--interval", args.interval)?;
     let duration = args

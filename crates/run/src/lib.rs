@@ -9,7 +9,8 @@
 //! [`gate`] (the GPU before and after), [`folder`] and [`redact`] (the run folder), and
 //! [`sequence`] (the steps in order). Below them, what a run reads from the machine and the
 //! server: [`gpu`] (NVML, nvidia-smi, the simulated GPU), [`procs`] (`/proc`, server processes,
-//! teardown), [`probe`] (T7's requests), [`scrape`] and [`record`] (live metrics).
+//! teardown), [`probe`] (T7's requests), [`scrape`] and [`record`] (live metrics), all through [`http`]
+//! (the one HTTP policy for the server under test).
 #![expect(
     missing_docs,
     reason = "173 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
@@ -25,6 +26,7 @@ pub mod folder;
 pub mod foreign;
 pub mod gate;
 pub mod gpu;
+pub mod http;
 pub mod interrupt;
 pub mod listener;
 pub mod live;

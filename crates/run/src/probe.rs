@@ -75,13 +75,7 @@ fn http_reason(status: reqwest::StatusCode) -> String {
 fn client() -> reqwest::Client {
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
     CLIENT
-        .get_or_init(|| {
-            reqwest::Client::builder()
-                .no_proxy()
-                .pool_max_idle_per_host(0)
-                .build()
-                .unwrap_or_else(|_| reqwest::Client::new())
-        })
+        .get_or_init(|| crate::http::client(|b| b.pool_max_idle_per_host(0)))
         .clone()
 }
 

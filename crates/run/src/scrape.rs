@@ -111,13 +111,7 @@ impl Scraper {
     }
 
     pub fn with_clock(clock: Arc<dyn Clock + Send + Sync>) -> Scraper {
-        // The server under test is reached directly: a cluster's `http_proxy` sends loopback
-        // requests to the proxy, which cannot reach them (the probe does the same).
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .connect_timeout(SCRAPE_TIMEOUT)
-            .build()
-            .expect("the HTTP client builds with default settings");
+        let client = crate::http::client(|b| b.connect_timeout(SCRAPE_TIMEOUT));
         Scraper {
             client,
             clock,

@@ -166,7 +166,7 @@ async fn poll_health(url: String, at: Instant) -> bool {
 /// The version a live server reports: `GET /version` (vLLM, TensorRT-LLM), then
 /// `GET /get_server_info` (SGLang), field `version`.
 pub async fn server_version(url: &str, api_key: Option<&str>) -> Option<String> {
-    let client = reqwest::Client::builder().no_proxy().build().ok()?;
+    let client = crate::http::client(|b| b);
     for path in ["/version", "/get_server_info"] {
         let mut req = client
             .get(format!("{}{path}", url.trim_end_matches('/')))

@@ -7,7 +7,9 @@ use inferlint_core::engine::Engine;
 
 /// The base URL a `--serve` command will answer at: its `--host` (default `127.0.0.1`; a
 /// wildcard address is reached through `127.0.0.1`; IPv6 bracketed) and `--port`, else the
-/// engine's default port. The engine is the one named, else the one the command starts, else vLLM.
+/// engine's default port; `https` when the command gives the server a certificate
+/// (`--ssl-certfile`, vLLM's and SGLang's). The engine is the one named, else the one the
+/// command starts, else vLLM.
 pub fn server_url(serve_argv: &[String], named: Option<Engine>) -> String {
     let engine = named
         .or_else(|| command_engine(serve_argv))
@@ -21,7 +23,12 @@ pub fn server_url(serve_argv: &[String], named: Option<Engine>) -> String {
     let port = flag_value(serve_argv, "--port")
         .and_then(|p| p.trim().parse::<u16>().ok())
         .unwrap_or_else(|| engine.default_port());
-    format!("http://{host}:{port}")
+    let scheme = if has_flag(serve_argv, "--ssl-certfile") {
+        "https"
+    } else {
+        "http"
+    };
+    format!("{scheme}://{host}:{port}")
 }
 
 #[cfg(test)]
@@ -53,6 +60,21 @@ mod tests {
         assert_eq!(
             url("vllm serve m --host 10.0.0.5", None),
             "http://10.0.0.5:8000"
+        );
+    }
+
+    #[test]
+    fn a_server_given_a_certificate_is_reached_over_https() {
+        assert_eq!(
+            url(
+                "vllm serve m --ssl-keyfile k.pem --ssl-certfile c.pem --port 8443",
+                None
+            ),
+            "https://127.0.0.1:8443"
+        );
+        assert_eq!(
+            url("vllm serve m --ssl-certfile=c.pem", None),
+            "https://127.0.0.1:8000"
         );
     }
 
