@@ -13,7 +13,7 @@ from typing import Any
 from . import _native
 from .benchresult import BenchResult
 from .bootlog import BootFacts, _to_json
-from .engines import Engine
+from .engines import Engine, from_names
 from .result import CheckResult, Status
 from .series import Series, _recording
 from .telemetry import Snapshot, _parsed
@@ -36,10 +36,19 @@ __all__ = [
     "check_client_kept_pace",
     "concurrency_ceiling",
     "does_not_apply",
+    "engine_of",
     "precise_rate",
     "running_cap",
     "with_timer_comparison",
 ]
+
+
+def engine_of(*snapshots: Snapshot) -> Engine:
+    """The engine that served these snapshots, from their metric names (vLLM if unknown)."""
+    names: set[str] = set()
+    for s in snapshots:
+        names |= s.metrics.names()
+    return from_names(names)
 
 
 def _result(r: tuple[str, str, str, str]) -> CheckResult:

@@ -56,6 +56,8 @@ def test_the_second_seeded_load_fails_t16_as_the_cli_says(evidence: Path) -> Non
             checks.check_prompts_fresh(b, a, load, completed=bench.completed),
             checks.check_requests_finished(bench, b, a),
             checks.check_outputs_full_length(load, bench, b, a),
+            # The result has per-request TTFTs (--save-detailed): `window` decides T20 too.
+            checks.check_warmup_outside_window(bench),
         ]
         assert rs[0].status == status, rs[0].message
         cli_rs = cli(

@@ -48,7 +48,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use inferlint_core::engine::NamedEngine;
-use inferlint_core::result::{CheckResult, Status};
+use inferlint_core::result::CheckResult;
 
 pub use interrupt::{Interrupt, Level};
 pub use live::{Collect, Sink, Terminal};
@@ -180,22 +180,31 @@ impl Outcome {
     /// 130 if interrupted; 1 if there was a problem, the load exited non-zero, or any FAIL
     /// (or WARN under `strict`); 2 if any UNKNOWN; else 0.
     pub fn exit_code(&self, strict: bool) -> i32 {
-        if self.interrupted {
-            return 130;
-        }
-        let has = |s: Status| self.results.iter().any(|r| r.status == s);
-        let load_failed = self.load_exit.is_some_and(|c| c != 0);
-        if self.problem.is_some()
-            || load_failed
-            || has(Status::Fail)
-            || (strict && has(Status::Warn))
-        {
-            1
-        } else if has(Status::Unknown) {
-            2
-        } else {
-            0
-        }
+        run_exit_code(
+            &self.results,
+            strict,
+            self.interrupted,
+            self.problem.is_some(),
+            self.load_exit,
+        )
+    }
+}
+
+/// A run's exit status (docs/reference.md#exit-status): 130 if interrupted; 1 if there was a
+/// problem or the load exited non-zero; else the results' own status.
+pub fn run_exit_code(
+    results: &[CheckResult],
+    strict: bool,
+    interrupted: bool,
+    problem: bool,
+    load_exit: Option<i32>,
+) -> i32 {
+    if interrupted {
+        130
+    } else if problem || load_exit.is_some_and(|c| c != 0) {
+        1
+    } else {
+        inferlint_core::output::exit_code(results, strict)
     }
 }
 

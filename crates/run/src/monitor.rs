@@ -13,8 +13,8 @@ use inferlint_core::series::{EngineGauges, SeriesSample};
 
 use super::live::elapsed;
 
-/// A sample is saturated (the cache is what limits it) from this KV use on, as in T9.
-const SATURATED: f64 = 0.9;
+/// A sample is saturated (the cache is what limits it) from this KV use on: T9's own.
+const SATURATED: f64 = inferlint_core::checks::t9::SATURATION;
 /// Consecutive failed scrapes before the server is said to have stopped answering.
 const FAILED_SCRAPES_ALERT: usize = 3;
 /// The window generated tokens/s is measured over.

@@ -20,8 +20,11 @@ pub struct Unparsed {
     pub line: String,
 }
 
-/// Boot facts of one log. Field names are the JSON keys of `boot-facts --json`.
+/// Boot facts of one log. Field names are the JSON keys of `boot-facts --json`. A key a
+/// document lacks takes its default: facts saved by 0.3.1 (no `lines_cut`, `lines_lossy`, …)
+/// and facts built field by field in Python read back.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct BootFacts {
     /// From the log's own markers, else the engine the user named (a hint).
     pub engine: Option<Engine>,
@@ -101,4 +104,21 @@ pub struct BootFacts {
     /// (docs/design/bootlog.md#the-failure-classifier), if any.
     #[serde(default)]
     pub failure: Option<Failure>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn facts_saved_without_the_newer_keys_read_back() {
+        // 0.3.1's BootFacts as a dict: no lines_cut, lines_lossy or unparsed_more.
+        let doc = r#"{"engine": "vllm", "vllm_version": "0.28.0", "attention_block_size": 784,
+                      "kv_pool_tokens": 32928, "ready": true, "lines": 120,
+                      "processes": {"EngineCore": [4711]}, "unparsed": [], "conflicts": {}}"#;
+        let f: BootFacts = serde_json::from_str(doc).unwrap();
+        assert_eq!(f.vllm_version.as_deref(), Some("0.28.0"));
+        assert_eq!(f.kv_pool_tokens, Some(32928));
+        assert_eq!((f.lines_cut, f.lines_lossy, f.lines), (0, 0, 120));
+    }
 }
