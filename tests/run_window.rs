@@ -392,3 +392,50 @@ fn a_client_that_burns_a_core_is_named_by_t21() {
     // The spinner was the load's: it is gone with it.
     assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
 }
+
+/// The simulated n-gram drafter (`--speculative-config`, faithful to the recorded
+/// `field/spec-ngram` run): on the random dataset it drafts now and then and nothing is
+/// accepted, so T19 warns, live and in the report; the same server without speculation has no
+/// T19 line.
+#[test]
+fn ngram_speculation_on_random_prompts_warns_t19() {
+    let _t = turn();
+    let w = World::new();
+    let spec = r#"{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1}"#;
+    let base =
+        "--num-gpu-blocks-override 98 --block-size 16 --max-model-len 512 --tokens-per-s 200";
+    let serve = w.sim_serve(
+        "0.2",
+        &format!(
+            "{base} --speculative-config {}",
+            shlex::try_quote(spec).unwrap()
+        ),
+    );
+    let load = w.sim_bench(
+        "--max-concurrency 4 --num-prompts 8 --random-input-len 100 --random-output-len 64 --ignore-eos",
+    );
+    let out = w.out();
+    let r = run_in(&w, &out, &["--serve", &serve], &load);
+    let t19 = message_of(&r.results, "T19").unwrap_or_default();
+    assert_eq!(
+        status_of(&r.results, "T19").as_deref(),
+        Some("warn"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        t19.starts_with("speculative decoding (ngram) accepted 0 of "),
+        "{t19}"
+    );
+    assert!(
+        t19.contains("on the random dataset's random tokens"),
+        "{t19}"
+    );
+    let back = report_json(&out);
+    assert_eq!(status_of(&back, "T19").as_deref(), Some("warn"), "{back}");
+    let plain = w.sim_serve("0.2", base);
+    let again = w.dir.path().join("again");
+    let r = run_in(&w, &again, &["--serve", &plain], &load);
+    assert_eq!(status_of(&r.results, "T19"), None, "{}", r.stdout);
+    assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
+}

@@ -496,3 +496,57 @@ fn the_ceiling_falls_as_outputs_grow_with_784_token_blocks() {
     assert!(series.samples.last().unwrap().preemptions.unwrap() > 0.0);
     assert_eq!(series.peak_running(), Some(10.0));
 }
+
+/// The n-gram drafter's families against the real speculative server's scrape
+/// (`vllm-0.32-cpu/field/spec-ngram/after.prom`): the same names, types, HELP texts and labels,
+/// registered first among vLLM's, one `position` child per draft token; a server without
+/// `--speculative-config` has none of them. A periodic prompt's drafts are accepted.
+#[test]
+fn speculative_families_match_the_recorded_scrape() {
+    let path = inferlint_core::evidence_or_skip!("vllm-0.32-cpu/field/spec-ngram/after.prom");
+    let reference = std::fs::read_to_string(path).unwrap();
+    let spec = r#"{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1}"#;
+    let sim = Sim::start(&["--speculative-config", spec]);
+    let body = format!(
+        r#"{{"prompt": "{}", "max_tokens": 32, "ignore_eos": true}}"#,
+        ["a b c d e f g"; 10].join(" ")
+    );
+    assert_eq!(post(&sim.url("/v1/completions"), &body, &[]).0, 200);
+    let (text, m) = metrics(&sim);
+    let only = |t: &str| -> Vec<(String, String)> {
+        types(t)
+            .into_iter()
+            .filter(|(n, _)| n.starts_with("vllm:spec_decode"))
+            .collect()
+    };
+    assert_eq!(only(&text), only(&reference));
+    let spec_helps = |t: &str| -> Vec<(String, String)> {
+        helps(t)
+            .into_iter()
+            .filter(|(n, _)| n.starts_with("vllm:spec_decode"))
+            .collect()
+    };
+    assert_eq!(spec_helps(&text), spec_helps(&reference));
+    let first_vllm = |t: &str| types(t).into_iter().find(|(n, _)| n.starts_with("vllm:"));
+    assert_eq!(first_vllm(&text), first_vllm(&reference));
+    let reference_m = Metrics::parse(&reference).unwrap();
+    let signatures = |m: &Metrics| -> BTreeSet<String> {
+        vllm_signatures(m)
+            .into_iter()
+            .filter(|s| s.starts_with("vllm:spec_decode"))
+            .collect()
+    };
+    assert_eq!(signatures(&m), signatures(&reference_m));
+    let total = |name: &str| m.total(name).unwrap();
+    let (drafted, accepted) = (
+        total("vllm:spec_decode_num_draft_tokens_total"),
+        total("vllm:spec_decode_num_accepted_tokens_total"),
+    );
+    assert!(
+        accepted > 0.6 * drafted && accepted < 32.0,
+        "{drafted} drafted, {accepted} accepted"
+    );
+    let plain = Sim::start(&[]);
+    let (text, _) = metrics(&plain);
+    assert!(!text.contains("spec_decode"));
+}

@@ -7,7 +7,7 @@ use inferlint_core::engine;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Tripwire codes or names (T1, t14, silent-preemption); default: all nineteen.
+    /// Tripwire codes or names (T1, t14, silent-preemption); default: all twenty-one.
     #[arg(value_name = "IDS")]
     pub ids: Vec<String>,
     /// Show only this engine's notes (vllm, sglang, trtllm; default: INFERLINT_ENGINE, else all).

@@ -195,7 +195,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         e
     };
     if !args.proc_root.is_dir() {
-        let r = super::teardown::needs_linux("Checking that the GPU is free")
+        let r = inferlint_core::checks::t2::needs_linux("Checking that the GPU is free")
             .with_evidence(evidence(None));
         print(&mut out, &[r]);
         return Ok(2);

@@ -5,7 +5,6 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use inferlint_core::checks::t2;
-use inferlint_core::result::{CheckResult, Tripwire};
 use inferlint_run::gpu::{self, ClearOptions, GpuSource};
 use inferlint_run::procs::{self, RealSystem, TeardownError, TeardownOptions};
 
@@ -37,15 +36,7 @@ pub struct Args {
     pub proc_root: PathBuf,
 }
 
-/// T2's UNKNOWN where there is no /proc.
-pub fn needs_linux(what: &str) -> CheckResult {
-    CheckResult::unknown(
-        Tripwire::T2,
-        format!(
-            "{what} needs Linux: it finds the server's processes in /proc. Run it where the server runs."
-        ),
-    )
-}
+use inferlint_core::checks::t2::needs_linux;
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
     let named = inferlint_core::engine::named_engine(args.engine.as_deref())?;

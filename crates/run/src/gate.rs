@@ -76,27 +76,7 @@ fn options(timeout: Duration, readable: bool, baseline: Option<u64>) -> WaitOpti
 /// processes lives, else N/A.
 fn t2(j: &Judged, prefix: &str, scope: &GpuScope) -> CheckResult {
     let clear = &j.clear;
-    let r = if clear.gpu_unreadable {
-        let alive = clear.readings.last().map_or(0, |r| r.n_live);
-        if alive > 0 {
-            CheckResult::fail(Tripwire::T2, format!("{prefix}{}", clear.reason))
-        } else if j.neighbours.is_empty() {
-            CheckResult::not_applicable(
-                Tripwire::T2,
-                "no NVIDIA GPU here, so no GPU memory to free; no inference server process is alive",
-            )
-        } else {
-            CheckResult::not_applicable(
-                Tripwire::T2,
-                format!(
-                    "no NVIDIA GPU here, so no GPU memory to free; no server process of this run is alive ({} not started by it left alone)",
-                    j.neighbours.len()
-                ),
-            )
-        }
-    } else {
-        t2::result(clear, prefix)
-    };
+    let r = t2::run_result(clear, prefix, j.neighbours.len());
     let mut e = inferlint_core::evidence::T2Evidence {
         readings: Some(clear.readings_json()),
         ..Default::default()
@@ -263,10 +243,7 @@ pub async fn after_stop(
                 judged: Some(j),
             }
         }
-        Ok(None) => Judgement::only(CheckResult::unknown(
-            Tripwire::T2,
-            "Checking that the GPU is free needs Linux: it finds the server's processes in /proc. Run it where the server runs.",
-        )),
+        Ok(None) => Judgement::only(t2::needs_linux("Checking that the GPU is free")),
         Ok(Some(Err(e))) => Judgement::only(CheckResult::unknown(Tripwire::T2, e.to_string())),
         Err(e) => Judgement::only(CheckResult::unknown(
             Tripwire::T2,

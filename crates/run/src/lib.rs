@@ -190,7 +190,7 @@ impl Outcome {
     }
 }
 
-/// A run's exit status (docs/reference.md#exit-status): 130 if interrupted; 1 if there was a
+/// A run's exit status (docs/design/run.md#exit-code): 130 if interrupted; 1 if there was a
 /// problem or the load exited non-zero; else the results' own status.
 pub fn run_exit_code(
     results: &[CheckResult],

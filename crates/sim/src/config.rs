@@ -272,6 +272,10 @@ pub struct ServeArgs {
     /// and logs vLLM's "Compiling a graph for compile range" line (none under --enforce-eager).
     #[arg(long)]
     pub cold_start_secs: Option<f64>,
+    /// Speculative decoding with vLLM's n-gram drafter, as vLLM's JSON (`{"method": "ngram",
+    /// "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1}`).
+    #[arg(long, value_name = "JSON")]
+    pub speculative_config: Option<String>,
     /// `/metrics` misbehaves this way (after the first `--metrics-fault-after` answers).
     #[arg(long, value_enum)]
     pub metrics_fault: Option<MetricsFault>,
@@ -334,6 +338,9 @@ pub struct ServeConfig {
     pub prefix_caching: bool,
     /// The block size the user asked for (shown in `non-default args`).
     pub user_block_size: Option<u32>,
+    /// The n-gram drafter, when speculative decoding is on.
+    #[serde(default)]
+    pub spec: Option<crate::spec::SpecConfig>,
     pub metrics_fault: Option<MetricsFault>,
     pub metrics_fault_after: u32,
     pub metrics_huge_mb: u32,
@@ -442,6 +449,11 @@ impl ServeConfig {
             cold_start_secs: a.cold_start_secs,
             prefix_caching: !a.no_enable_prefix_caching,
             user_block_size: if a.hybrid { None } else { a.block_size },
+            spec: a
+                .speculative_config
+                .as_deref()
+                .map(crate::spec::SpecConfig::parse)
+                .transpose()?,
             metrics_fault: a.metrics_fault,
             metrics_fault_after: a.metrics_fault_after,
             metrics_huge_mb: a.metrics_huge_mb,

@@ -189,13 +189,17 @@ fn boot_lines(log: &Logger, cfg: &ServeConfig) -> anyhow::Result<()> {
     let s = sites(cfg.release);
     let share = cfg.boot_secs * 0.8 / 8.0;
     log.info(s.engine_config, &format!(
-        "Initializing a V1 LLM engine (v{}) with config: model='{m}', speculative_config=None, tokenizer='{m}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, tokenizer_revision=None, trust_remote_code=False, dtype=torch.bfloat16, max_seq_len={}, download_dir=None, load_format=auto, tensor_parallel_size={}, pipeline_parallel_size=1, data_parallel_size=1, disable_custom_all_reduce=False, quantization=None, enforce_eager={}, kv_cache_dtype=auto, device_config=cuda, seed=0, served_model_name={}, enable_prefix_caching=True, enable_chunked_prefill=True",
+        "Initializing a V1 LLM engine (v{}) with config: model='{m}', speculative_config={spec}, tokenizer='{m}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, tokenizer_revision=None, trust_remote_code=False, dtype=torch.bfloat16, max_seq_len={}, download_dir=None, load_format=auto, tensor_parallel_size={}, pipeline_parallel_size=1, data_parallel_size=1, disable_custom_all_reduce=False, quantization=None, enforce_eager={}, kv_cache_dtype=auto, device_config=cuda, seed=0, served_model_name={}, enable_prefix_caching=True, enable_chunked_prefill=True",
         cfg.release.version(),
         cfg.max_model_len,
         cfg.tp,
         if cfg.enforce_eager { "True" } else { "False" },
         cfg.served_names.join(","),
-        m = cfg.model
+        m = cfg.model,
+        spec = cfg
+            .spec
+            .as_ref()
+            .map_or_else(|| "None".to_string(), crate::spec::SpecConfig::engine_repr)
     ));
     sleep_s(share);
     let load = match cfg.release {

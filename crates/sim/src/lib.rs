@@ -25,7 +25,7 @@
 //! scheduler), [`engine`] (the engine and worker processes), [`api`] (the API server: HTTP,
 //! metrics, shutdown), [`proto`] (their channel), [`metrics`] and [`expo`] (the exposition),
 //! [`logline`] and [`failures`] (the log lines), [`gpu`] (the simulated GPU), [`os`] (process
-//! titles and /proc), [`bench`] (the load client).
+//! titles and /proc), [`spec`] (the n-gram drafter's counters), [`bench`] (the load client).
 #![expect(
     missing_docs,
     reason = "233 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
@@ -46,4 +46,5 @@ pub mod metrics;
 pub mod os;
 pub mod proto;
 pub mod sched;
+pub mod spec;
 pub mod worker;

@@ -25,6 +25,36 @@ pub fn result(clear: &ClearResult, prefix: &str) -> CheckResult {
     }
 }
 
+/// T2 of a run, which owns its processes: as [`result`] where a GPU was read; where none
+/// could be (no NVIDIA GPU here), FAIL while a process of the run's lives, else N/A, saying
+/// how many server processes not started by the run were left alone.
+pub fn run_result(clear: &ClearResult, prefix: &str, left_alone: usize) -> CheckResult {
+    if !clear.gpu_unreadable {
+        return result(clear, prefix);
+    }
+    if clear.readings.last().is_some_and(|r| r.n_live > 0) {
+        return CheckResult::fail(Tripwire::T2, format!("{prefix}{}", clear.reason));
+    }
+    let alone = match left_alone {
+        0 => "no inference server process is alive".to_string(),
+        n => format!("no server process of this run is alive ({n} not started by it left alone)"),
+    };
+    CheckResult::not_applicable(
+        Tripwire::T2,
+        format!("no NVIDIA GPU here, so no GPU memory to free; {alone}"),
+    )
+}
+
+/// T2 where there is no /proc: `what` (the command or step) cannot find the server's processes.
+pub fn needs_linux(what: &str) -> CheckResult {
+    CheckResult::unknown(
+        Tripwire::T2,
+        format!(
+            "{what} needs Linux: it finds the server's processes in /proc. Run it where the server runs."
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +102,26 @@ mod tests {
         assert!(alive
             .message
             .starts_with("server processes are still alive"));
+    }
+
+    #[test]
+    fn a_run_without_a_gpu_fails_only_while_its_own_processes_live() {
+        let read = run_result(&clear(true, false, 0), "", 3);
+        assert_eq!(read.status, Status::Pass);
+        let own_alive = run_result(&clear(false, true, 1), "p ", 0);
+        assert_eq!(own_alive.status, Status::Fail);
+        assert!(own_alive.message.starts_with("p not clear after 10s"));
+        let gone = run_result(&clear(false, true, 0), "", 0);
+        assert_eq!(
+            (gone.status, gone.message.as_str()),
+            (
+                Status::NotApplicable,
+                "no NVIDIA GPU here, so no GPU memory to free; no inference server process is alive"
+            )
+        );
+        let others = run_result(&clear(false, true, 0), "", 2);
+        assert!(others
+            .message
+            .ends_with("no server process of this run is alive (2 not started by it left alone)"));
     }
 }

@@ -13,6 +13,7 @@ use crate::metrics::{Registry, RequestStats};
 use crate::os::{mono_now, unix_now};
 use crate::proto::{Batch, ToEngine};
 use crate::sched::Finish;
+use crate::spec::{Drafter, SpecCounts};
 
 use super::prefix::PrefixCache;
 
@@ -37,6 +38,8 @@ struct Pending {
     max_tokens: u32,
     first_token: Option<f64>,
     last_token: f64,
+    /// The n-gram drafter of a speculative server.
+    drafter: Option<Drafter>,
 }
 
 /// Counts for the periodic stats line.
@@ -159,6 +162,7 @@ impl Front {
         blocks: &[u64],
         max_tokens: u32,
         ignore_eos: bool,
+        periodic: bool,
     ) -> Result<Submitted, Refused> {
         if self.engine_dead.load(Ordering::SeqCst) || self.stopping.load(Ordering::SeqCst) {
             return Err(Refused::EngineDead);
@@ -194,6 +198,10 @@ impl Front {
                     max_tokens,
                     first_token: None,
                     last_token: 0.0,
+                    drafter: self.cfg.spec.as_ref().map(|_| {
+                        let eos = if ignore_eos { None } else { self.cfg.eos_after };
+                        Drafter::new(periodic, eos.map_or(max_tokens, |e| e.min(max_tokens)))
+                    }),
                 },
             );
         }
@@ -240,10 +248,19 @@ impl Front {
         st.interval[iv].preemptions += b.preemptions;
         st.reg.observe_iteration_tokens(e, &b.iteration_tokens);
         let finishing: HashMap<u64, Finish> = b.finished.iter().map(|f| (f.id, f.reason)).collect();
+        let k = self
+            .cfg
+            .spec
+            .as_ref()
+            .map_or(0, |s| s.num_speculative_tokens);
+        let mut drafted = SpecCounts::default();
         for &(id, n) in &b.tokens {
             let Some(p) = st.pending.get_mut(&id) else {
                 continue;
             };
+            if let Some(d) = p.drafter.as_mut() {
+                d.tokens(n, k, &mut drafted);
+            }
             let mut first = None;
             let itl = match p.first_token {
                 None => {
@@ -271,6 +288,7 @@ impl Front {
             st.reg.tokens(e, n, itl);
             st.interval[iv].generation_tokens += n as u64;
         }
+        st.reg.spec(e, &drafted);
         for f in &b.finished {
             let Some(p) = st.pending.remove(&f.id) else {
                 continue;

@@ -68,6 +68,12 @@ pub fn run_serve(args: ServeArgs) -> anyhow::Result<i32> {
     if cfg.enforce_eager {
         log.info(s.eager, "Cudagraph is disabled under eager mode");
     }
+    if cfg.spec.is_some() {
+        log.warn(
+            "vllm.py:1605",
+            "Async scheduling not supported with ngram-based speculative decoding and will be disabled.",
+        );
+    }
     // vLLM binds its socket before starting the engine and serves once the engine is ready.
     let listener = match std::net::TcpListener::bind((cfg.host.as_str(), cfg.port)) {
         Ok(l) => l,
@@ -145,6 +151,9 @@ fn non_default_args(a: &ServeArgs, cfg: &ServeConfig) -> String {
     }
     if let Some(q) = a.max_num_queued_reqs {
         parts.push(format!("'max_num_queued_reqs': {q}"));
+    }
+    if let Some(s) = &cfg.spec {
+        parts.push(format!("'speculative_config': {}", s.py_dict()));
     }
     format!("{{{}}}", parts.join(", "))
 }

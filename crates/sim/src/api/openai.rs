@@ -83,6 +83,8 @@ pub struct Parsed {
     pub request_id: Option<String>,
     /// The prompt's block hashes, for the prefix cache.
     pub blocks: Vec<u64>,
+    /// The prompt repeats itself with a period (the n-gram drafter's drafts then hold).
+    pub periodic: bool,
 }
 
 fn type_error(field: &str, expected: &str, got: &Value) -> ApiError {
@@ -130,11 +132,11 @@ fn chat_tokens(v: &Value) -> Result<u32, ApiError> {
     Ok(total)
 }
 
-/// The prompt's tokens as the prefix cache sees them: the words of its text (each message's, in
-/// order, for a chat) or its token ids, hashed block by block.
-fn prompt_blocks(ep: Endpoint, body: &Value, block_size: u32) -> Vec<u64> {
+/// The prompt's tokens as the prefix cache and the drafter see them: the words of its text
+/// (each message's, in order, for a chat) or its token ids.
+fn prompt_words(ep: Endpoint, body: &Value) -> Vec<String> {
     let text_words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
-    let words: Vec<String> = match (ep, body.get("prompt"), body.get("messages")) {
+    match (ep, body.get("prompt"), body.get("messages")) {
         (Endpoint::Completions, Some(Value::String(s)), _) => text_words(s),
         (Endpoint::Completions, Some(Value::Array(items)), _) => match items.as_slice() {
             [Value::String(s)] => text_words(s),
@@ -146,8 +148,7 @@ fn prompt_blocks(ep: Endpoint, body: &Value, block_size: u32) -> Vec<u64> {
             .flat_map(text_words)
             .collect(),
         _ => Vec::new(),
-    };
-    super::prefix::block_hashes(&words, block_size)
+    }
 }
 
 fn opt_int(body: &Value, field: &str) -> Result<Option<i64>, ApiError> {
@@ -265,8 +266,10 @@ pub fn parse(
                 .and_then(Value::as_str)
                 .map(str::to_string)
         });
+    let words = prompt_words(ep, &body);
     Ok(Parsed {
-        blocks: prompt_blocks(ep, &body, front.cfg.block_size),
+        blocks: super::prefix::block_hashes(&words, front.cfg.block_size),
+        periodic: front.cfg.spec.is_some() && crate::spec::periodic(&words),
         prompt_tokens: prompt,
         max_tokens: max_tokens as u32,
         stream,
@@ -394,7 +397,13 @@ pub async fn handle(front: Arc<Front>, ep: Endpoint, headers: HeaderMap, raw: By
         created: unix_now() as u64,
         model: front.cfg.model_name().to_string(),
     };
-    let sub = match front.submit(p.prompt_tokens, &p.blocks, p.max_tokens, p.ignore_eos) {
+    let sub = match front.submit(
+        p.prompt_tokens,
+        &p.blocks,
+        p.max_tokens,
+        p.ignore_eos,
+        p.periodic,
+    ) {
         Ok(s) => s,
         Err(Refused::QueueFull { current, max }) => {
             let rid = p

@@ -28,6 +28,9 @@ const HIGHR_BUCKETS: &[f64] = &[
 
 pub(super) const ML: &[&str] = &["model_name", "engine"];
 
+/// The accepted draft tokens by position in the draft, one child per position.
+pub(super) const SPEC_PER_POS: &str = "vllm:spec_decode_num_accepted_tokens_per_pos";
+
 fn f(name: &str, help: &str, kind: Kind, labels: &[&str]) -> Family {
     Family::new(name, help, kind, labels)
 }
@@ -41,6 +44,27 @@ pub fn vllm(cfg: &ServeConfig) -> Vec<Family> {
     let r = cfg.release;
     let tok = buckets_1_2_5(cfg.max_model_len);
     let mut v: Vec<Family> = Vec::new();
+    if cfg.spec.is_some() {
+        // Registered first, on a speculative server only (`field/spec-ngram/after.prom`).
+        for (what, help) in [
+            ("drafts", "Number of spec decoding drafts."),
+            ("draft_tokens", "Number of draft tokens."),
+            ("accepted_tokens", "Number of accepted tokens."),
+        ] {
+            v.push(f(
+                &format!("vllm:spec_decode_num_{what}"),
+                help,
+                Kind::Counter,
+                ML,
+            ));
+        }
+        v.push(f(
+            SPEC_PER_POS,
+            "Accepted tokens per draft position.",
+            Kind::Counter,
+            &["model_name", "engine", "position"],
+        ));
+    }
     if r != Release::V033 {
         for (what, help) in [
             (
@@ -240,7 +264,8 @@ pub fn vllm(cfg: &ServeConfig) -> Vec<Family> {
         &tok,
     ));
 
-    precreate_children(&mut v, r, cfg.model_name(), cfg.dp.max(1));
+    let positions = cfg.spec.as_ref().map_or(0, |s| s.num_speculative_tokens);
+    precreate_children(&mut v, r, cfg.model_name(), cfg.dp.max(1), positions);
     v
 }
 
@@ -255,8 +280,15 @@ const SET_AT_FIRST_STEP: &[&str] = &[
 
 /// Children vLLM creates at registration, so zero series exist before any request: one set
 /// per engine (the `engine` label), interleaved as the recorded data-parallel scrapes show.
-fn precreate_children(families: &mut [Family], release: Release, m: &str, engines: u32) {
+fn precreate_children(
+    families: &mut [Family],
+    release: Release,
+    m: &str,
+    engines: u32,
+    positions: u32,
+) {
     let ids: Vec<String> = (0..engines).map(|e| e.to_string()).collect();
+    let positions: Vec<String> = (0..positions).map(|p| p.to_string()).collect();
     let sleep: &[&str] = match release {
         Release::V033 => &["discard_all", "weights_offloaded", "awake"],
         _ => &["awake", "weights_offloaded", "discard_all"],
@@ -274,6 +306,7 @@ fn precreate_children(families: &mut [Family], release: Release, m: &str, engine
             }
             "vllm:request_success" => vec!["stop", "length", "abort", "error", "repetition"],
             "vllm:admission_rejections" => vec!["max_num_queued_reqs", "max_num_queued_tokens"],
+            SPEC_PER_POS => positions.iter().map(String::as_str).collect(),
             _ => vec![],
         };
         // Each child is stamped when it is created, microseconds apart, as in vLLM.

@@ -137,6 +137,26 @@ impl Registry {
         self.set(e, "vllm:kv_cache_usage_perc", kv_usage);
     }
 
+    /// The n-gram drafter's counts behind engine `e`'s latest tokens.
+    pub fn spec(&mut self, e: usize, c: &crate::spec::SpecCounts) {
+        if c.drafts == 0 {
+            return;
+        }
+        self.add(e, "vllm:spec_decode_num_drafts", c.drafts as f64);
+        self.add(
+            e,
+            "vllm:spec_decode_num_draft_tokens",
+            c.draft_tokens as f64,
+        );
+        self.add(e, "vllm:spec_decode_num_accepted_tokens", c.accepted as f64);
+        let (m, l) = (self.model.clone(), self.label(e));
+        if let Some(f) = self.fam(families::SPEC_PER_POS) {
+            for (pos, n) in c.per_pos.iter().enumerate() {
+                f.child(&[&m, &l, &pos.to_string()], 0.0).value += *n as f64;
+            }
+        }
+    }
+
     pub fn add_preemptions(&mut self, e: usize, n: u64) {
         if n > 0 {
             self.add(e, "vllm:num_preemptions", n as f64);
