@@ -70,6 +70,10 @@ pub fn g(x: f64) -> String {
 }
 
 /// General form with `prec` significant digits, as Python's `format(x, '.{prec}g')`.
+#[allow(
+    clippy::expect_used,
+    reason = "Rust's own exponent form of a finite float always has an `e` and an integer after it"
+)]
 pub fn g_prec(x: f64, prec: usize) -> String {
     if x.is_nan() {
         return "nan".to_string();

@@ -8,6 +8,10 @@ use serde::Serialize;
 use crate::result::{CheckResult, Status};
 
 /// JSON indented by one space per level, as every inferlint JSON file and `--json` output is.
+#[allow(
+    clippy::expect_used,
+    reason = "the library's types serialize to memory without error, and serde_json writes UTF-8"
+)]
 pub fn to_json_string<T: Serialize + ?Sized>(value: &T) -> String {
     let mut buf = Vec::new();
     let fmt = serde_json::ser::PrettyFormatter::with_indent(b" ");

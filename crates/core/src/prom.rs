@@ -65,6 +65,7 @@ pub struct Metrics {
 struct FxHasher(u64);
 
 impl Hasher for FxHasher {
+    #[allow(clippy::expect_used, reason = "chunks_exact(8) yields 8-byte chunks")]
     fn write(&mut self, bytes: &[u8]) {
         const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
         let mut chunks = bytes.chunks_exact(8);

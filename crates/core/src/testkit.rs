@@ -91,6 +91,10 @@ macro_rules! evidence_or_skip {
 }
 
 /// A snapshot of bare `/metrics` text with no clock, for tests of counter checks.
+#[allow(
+    clippy::expect_used,
+    reason = "test support: a test's own text that does not parse is the test's error"
+)]
 pub fn snapshot_from_prom(text: &str) -> crate::snapshot::Snapshot {
     crate::snapshot::Snapshot::from_text(text, "test.prom").expect("metrics text")
 }

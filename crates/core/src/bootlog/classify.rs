@@ -425,10 +425,22 @@ fn exception_line(text: &str) -> Option<(&str, Option<&str>)> {
     Some((class, Some(message.strip_prefix(' ').unwrap_or(message))))
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "a constant pattern; the tests compile it"
+)]
 static PTXAS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"ptxas\b.*?\bfatal\s*:\s*(.+)").expect("valid regex"));
+#[allow(
+    clippy::expect_used,
+    reason = "a constant pattern; the tests compile it"
+)]
 static NVCC: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"nvcc fatal\s*:\s*(.+)").expect("valid regex"));
+#[allow(
+    clippy::expect_used,
+    reason = "a constant pattern; the tests compile it"
+)]
 static FRAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#"File "([^"]+)", line (\d+), in (\S+)"#).expect("valid regex"));
 

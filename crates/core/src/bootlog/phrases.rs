@@ -204,6 +204,10 @@ impl Search {
         Search::anchored(set).unwrap_or_else(|| Search::automaton(set))
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "the phrase tables are constants; the tests build each"
+    )]
     fn automaton(set: &[(Phrase, &'static str)]) -> Search {
         let ac = AhoCorasick::builder()
             .match_kind(MatchKind::Standard)

@@ -9,6 +9,10 @@ use super::phrases::{Found, Phrase as P};
 use super::pyliteral;
 use super::state::State;
 
+#[allow(
+    clippy::expect_used,
+    reason = "this file's patterns are constants; its tests compile each"
+)]
 fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("valid regex")
 }

@@ -28,6 +28,10 @@ fn float(x: Option<f64>) -> Value {
 
 /// One JSON line as Python's `json.dumps` writes it (`", "` and `": "` separators), the form of
 /// every recording made so far.
+#[allow(
+    clippy::expect_used,
+    reason = "a JSON value serializes to memory without error, and serde_json writes UTF-8"
+)]
 pub fn python_json(v: &Value) -> String {
     struct PySeparators;
     impl serde_json::ser::Formatter for PySeparators {
