@@ -260,7 +260,7 @@ fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
         "Requests the server was running, and requests waiting in its queue, at each \
                        reading."
             .to_string();
-    if has_ceiling && series.samples.iter().any(|s| !s.per_engine().is_empty()) {
+    if has_ceiling && !per_engine::engine_ids(series).is_empty() {
         caption.push_str(
             " The step line is how many requests of the size they had then fit in the \
              engines' caches, summed over the data-parallel engines (on readings with every \

@@ -233,7 +233,7 @@ impl<'a> Running<'a> {
                 }
             }
         }
-        let load = Running {
+        let mut load = Running {
             monitor: Monitor::new(spec.engine, spec.requested),
             cpu: CpuMeter::new(proc.pid),
             spec,
@@ -243,7 +243,6 @@ impl<'a> Running<'a> {
             lines_open: true,
             stopping: None,
         };
-        let mut load = load;
         for ev in earlier {
             load.server_logged(ev);
         }
