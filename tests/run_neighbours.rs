@@ -641,3 +641,44 @@ fn two_runs_on_one_node_one_card_each() {
     }
     assert!(a.live_processes().is_empty(), "{:?}", a.live_processes());
 }
+
+/// Another process (this test) takes the run's card while the load runs: once the run's own
+/// tree is verified gone, the stop's T2 ends within a second, not after its 120 s, with a
+/// WARN that names the holder as not started by this run, and the holder lives on.
+#[test]
+fn a_card_taken_during_the_run_by_another_process_ends_the_stop_at_once() {
+    let w = World::new();
+    let serve = w.sim_serve("0.3", HEALTHY);
+    let (mut child, rest) = w.start_until_load(&serve, &[], &short_load(&w, 24));
+    let held = inferlint_sim::gpu::hold(&w.dir.path().join("gpu"), 2048, 0).unwrap();
+    let status = child.wait().unwrap();
+    let stdout = rest.join().unwrap();
+    let me = std::process::id();
+    let warn = format!(
+        "[ T2] WARN  no process of this run is left, but its GPUs are held by 1 process(es) not started by this run: pid {me}"
+    );
+    assert!(stdout.contains(&warn), "{stdout}");
+    assert!(
+        stdout.contains(&format!("on the run's GPUs: pid {me}")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("2048 MiB on GPU 0"), "{stdout}");
+    let t2 = w.stop_t2();
+    assert_eq!(t2["status"], "warn", "{t2}");
+    let readings = t2["evidence"]["readings"].as_array().unwrap().clone();
+    assert_eq!(readings.len(), 2, "{t2}");
+    let last_s = readings[1][0].as_f64().unwrap();
+    assert!(last_s < 1.0, "the stop waited {last_s} s: {t2}");
+    // A WARN exits 0 (1 under --strict), and run.json says the same.
+    let code = run_support::clean_exit_code(&w.results());
+    assert_eq!(status.code(), Some(code), "{stdout}");
+    assert_eq!(w.run_json()["exit_code"], code);
+    // The holder, this test's own process, was left alone (its file is still there).
+    assert!(w
+        .dir
+        .path()
+        .join("gpu")
+        .join(format!("holding-{me}.json"))
+        .exists());
+    drop(held);
+}

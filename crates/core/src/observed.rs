@@ -36,12 +36,23 @@ pub struct ClientCpu {
     /// CPUs its affinity allows, whichever is less; None when neither limits it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit_cores: Option<f64>,
+    /// Seconds the busiest process spent runnable but waiting for a CPU in the busy intervals
+    /// (`/proc/PID/schedstat`); None where the kernel does not keep it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hottest_wait_s: Option<f64>,
 }
 
 impl ClientCpu {
     /// The busiest process's share of one core over the busy intervals.
     pub fn hottest_share(&self) -> Option<f64> {
         (self.busy_s > 0.0).then(|| self.hottest_cpu_s / self.busy_s)
+    }
+
+    /// The busiest process's share of the busy intervals spent running or waiting to run: near
+    /// 1 it wanted a whole core, whether or not an oversubscribed node gave it one.
+    pub fn hottest_demand_share(&self) -> Option<f64> {
+        let wait = self.hottest_wait_s?;
+        (self.busy_s > 0.0).then(|| (self.hottest_cpu_s + wait) / self.busy_s)
     }
 
     /// The tree's share of its CPU limit over the busy intervals (None without a limit).

@@ -5,6 +5,9 @@
 //! and system time: a parent's count of its reaped children would count them twice). An
 //! interval counts when the server was busy at both of its ends. A process's last partial
 //! interval before it exits is lost; at one sample a second that is under a second of CPU.
+//! Beside its CPU time, each process's time runnable but waiting for a CPU (the second field of
+//! `/proc/PID/schedstat`): a client that an oversubscribed node keeps off the CPU wants a whole
+//! core as surely as one that uses it.
 
 use std::collections::HashMap;
 use std::fs;
@@ -18,6 +21,10 @@ use tokio::time::Instant;
 struct Tracked {
     ticks: u64,
     busy_ticks: u64,
+    /// Run-queue wait in ns at the last reading, and over the busy intervals (None once a
+    /// reading lacked it).
+    wait_ns: Option<u64>,
+    busy_wait_ns: Option<u64>,
     command: String,
 }
 
@@ -64,16 +71,24 @@ impl CpuMeter {
             if stat.starttime != id.starttime {
                 continue;
             }
+            let wait = run_queue_wait_ns(self.scanner.root(), id.pid);
             let t = self.procs.entry(*id).or_insert_with(|| Tracked {
                 // A process first seen after the baseline started since: all its time is new.
                 ticks: if first { stat.cpu_ticks } else { 0 },
                 busy_ticks: 0,
+                wait_ns: if first { wait } else { Some(0) },
+                busy_wait_ns: Some(0),
                 command: command.clone(),
             });
             let delta = stat.cpu_ticks.saturating_sub(t.ticks);
             t.ticks = stat.cpu_ticks;
+            let waited = wait
+                .zip(t.wait_ns)
+                .map(|(now, then)| now.saturating_sub(then));
+            t.wait_ns = wait;
             if counts {
                 t.busy_ticks += delta;
+                t.busy_wait_ns = t.busy_wait_ns.zip(waited).map(|(sum, d)| sum + d);
             }
         }
         self.last = Some((at, busy));
@@ -91,8 +106,18 @@ impl CpuMeter {
             hottest_cpu_s: hottest.map_or(0.0, |t| t.busy_ticks as f64 * self.tick_s),
             hottest: hottest.map(|t| t.command.clone()),
             limit_cores: self.limit_cores,
+            hottest_wait_s: hottest
+                .and_then(|t| t.busy_wait_ns)
+                .map(|ns| ns as f64 / 1e9),
         })
     }
+}
+
+/// Nanoseconds `pid` has spent runnable, waiting for a CPU (`/proc/PID/schedstat`: run time,
+/// run-queue wait, time slices); None where the kernel keeps no schedstat.
+fn run_queue_wait_ns(proc_root: &Path, pid: i32) -> Option<u64> {
+    let text = fs::read_to_string(proc_root.join(pid.to_string()).join("schedstat")).ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The CPU `pid` may use, in cores: the lowest CPU quota on its cgroup's path (v2 `cpu.max`,
@@ -281,5 +306,20 @@ mod tests {
         assert!((r.busy_s - 0.3).abs() < 1e-9, "{r:?}");
         assert!(r.hottest_cpu_s > 0.1, "{r:?}");
         assert_eq!(r.hottest.as_deref(), Some("the test"));
+        // This kernel keeps schedstat: the wait is measured, whatever it was.
+        if Path::new("/proc/self/schedstat").exists() {
+            assert!(r.hottest_wait_s.is_some_and(|w| w >= 0.0), "{r:?}");
+        }
+    }
+
+    #[test]
+    fn the_run_queue_wait_is_schedstats_second_field() {
+        let root = tempfile::tempdir().unwrap();
+        fs::create_dir_all(root.path().join("42")).unwrap();
+        fs::write(root.path().join("42/schedstat"), "1918446 734000 12\n").unwrap();
+        assert_eq!(run_queue_wait_ns(root.path(), 42), Some(734_000));
+        assert_eq!(run_queue_wait_ns(root.path(), 43), None);
+        fs::write(root.path().join("42/schedstat"), "1918446\n").unwrap();
+        assert_eq!(run_queue_wait_ns(root.path(), 42), None);
     }
 }

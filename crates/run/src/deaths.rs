@@ -23,7 +23,6 @@ use std::task::Poll;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use inferlint_supervisor::{ExitKind, MemberExit};
-use serde::Serialize;
 use tokio::sync::{mpsc, watch};
 
 use super::live::{elapsed, Sink};
@@ -53,7 +52,7 @@ impl Phase {
 
     pub fn key(self) -> &'static str {
         match self {
-            Phase::Boot => "boot",
+            Phase::Boot => inferlint_core::checks::t7_deaths::BOOT_PHASE,
             Phase::Ready => "ready",
             Phase::Probe => "probe",
             Phase::Load => "load",
@@ -62,52 +61,7 @@ impl Phase {
     }
 }
 
-/// One death, as `run.json` records it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Death {
-    pub pid: i32,
-    /// Its title or program name (`VLLM::EngineCore`, `vllm`).
-    pub name: String,
-    /// `boot`, `ready`, `probe`, `load` or `after_load`.
-    pub phase: &'static str,
-    /// Seconds into that phase.
-    pub at_s: f64,
-    /// How it ended; both null when the kernel could no longer tell.
-    pub exit_code: Option<i32>,
-    pub signal: Option<String>,
-    pub oom_kill: bool,
-    /// It was the server's leader (the `--serve` command).
-    pub leader: bool,
-    /// The server could no longer serve after it.
-    pub server_broken: bool,
-    /// What was printed, without the `! `.
-    pub line: String,
-    /// What T7 and the problem line say: `VLLM::EngineCore (pid 4711) was killed by SIGKILL
-    /// 3.2s into the load`.
-    pub summary: String,
-    /// When the shepherd saw it, in milliseconds since the Unix epoch.
-    #[serde(skip)]
-    pub at_unix_ms: u64,
-}
-
-impl Death {
-    /// After the server was ready: a T7 failure (before it, T12 speaks for the boot).
-    pub fn after_ready(&self) -> bool {
-        self.phase != Phase::Boot.key()
-    }
-}
-
-/// The deaths T7 judges: those after the server was ready and before any interrupt (after
-/// Ctrl-C or `scancel`, whose SIGTERM reaches every process of a Slurm step, the server's end
-/// is the stop's doing, not a failure of the server). `interrupted_ms`: when the first
-/// interrupt came, in milliseconds since the Unix epoch.
-pub fn t7_deaths(deaths: &[Death], interrupted_ms: Option<u64>) -> Vec<Death> {
-    deaths
-        .iter()
-        .filter(|d| d.after_ready() && interrupted_ms.is_none_or(|i| d.at_unix_ms < i))
-        .cloned()
-        .collect()
-}
+pub use inferlint_core::checks::t7_deaths::Death;
 
 /// Whether an end matters, and if so whether the server is broken by it.
 pub fn judge(exit: &MemberExit) -> Option<bool> {
@@ -462,12 +416,18 @@ mod tests {
             Some("VLLM::EngineCore (pid 4711) was killed by SIGKILL 3.2s into the load")
         );
         // T7 judges it, unless the run had been interrupted before it.
-        assert_eq!(t7_deaths(&d, None).len(), 1);
-        assert_eq!(t7_deaths(&d, Some(start + 3201)).len(), 1);
-        assert!(t7_deaths(&d, Some(start + 3200)).is_empty());
+        assert_eq!(inferlint_core::checks::t7_deaths::judged(&d, None).len(), 1);
+        assert_eq!(
+            inferlint_core::checks::t7_deaths::judged(&d, Some(start + 3201)).len(),
+            1
+        );
+        assert!(inferlint_core::checks::t7_deaths::judged(&d, Some(start + 3200)).is_empty());
         let mut boot = d[0].clone();
         boot.phase = Phase::Boot.key();
-        assert!(t7_deaths(&[boot], None).is_empty(), "the boot is T12's");
+        assert!(
+            inferlint_core::checks::t7_deaths::judged(&[boot], None).is_empty(),
+            "the boot is T12's"
+        );
         w.stop();
         tx.send(exit(&["VLLM::Worker_TP0"], false, KILL, false))
             .unwrap();

@@ -59,7 +59,7 @@ impl Judgement {
     }
 }
 
-fn options(timeout: Duration, readable: bool, baseline: Option<u64>) -> WaitOptions {
+fn options(timeout: Duration, readable: bool, baseline: Option<u64>, at_stop: bool) -> WaitOptions {
     WaitOptions {
         max_used_mib: gpu::DEFAULT_MAX_USED_MIB,
         consecutive: 2,
@@ -69,6 +69,7 @@ fn options(timeout: Duration, readable: bool, baseline: Option<u64>) -> WaitOpti
         require_gpu: readable,
         baseline_mib: baseline,
         self_pid: std::process::id() as i32,
+        end_when_others_hold: at_stop,
     }
 }
 
@@ -76,7 +77,12 @@ fn options(timeout: Duration, readable: bool, baseline: Option<u64>) -> WaitOpti
 /// processes lives, else N/A.
 fn t2(j: &Judged, prefix: &str, scope: &GpuScope) -> CheckResult {
     let clear = &j.clear;
-    let r = t2::run_result(clear, prefix, j.neighbours.len());
+    let r = if j.held_by_others {
+        let holders: Vec<String> = j.other_holders.iter().map(|h| h.describe()).collect();
+        t2::held_by_others(&holders)
+    } else {
+        t2::run_result(clear, prefix, j.neighbours.len())
+    };
     let mut e = inferlint_core::evidence::T2Evidence {
         readings: Some(clear.readings_json()),
         ..Default::default()
@@ -115,7 +121,7 @@ pub async fn before_start(timeout: Duration, mode: GpuCheck, scope: &GpuScope) -
             tree_gone: true,
             ..Own::default()
         };
-        let j = neighbours::wait_clear(&mut node, &own, &options(timeout, readable, None));
+        let j = neighbours::wait_clear(&mut node, &own, &options(timeout, readable, None, false));
         (j, readable)
     })
     .await;
@@ -217,7 +223,7 @@ pub async fn after_stop(
         Some(neighbours::wait_clear(
             &mut node,
             &own,
-            &options(timeout, readable, baseline_mib),
+            &options(timeout, readable, baseline_mib, true),
         ))
     })
     .await;
@@ -234,7 +240,7 @@ pub async fn after_stop(
                 e.fast_readings = Some(j.fast);
             }
             let mut lines = left_alone_lines(&j.neighbours);
-            if t2.status == inferlint_core::result::Status::Fail {
+            if t2.status != inferlint_core::result::Status::Pass {
                 lines.extend(holder_lines(&j));
             }
             Judgement {

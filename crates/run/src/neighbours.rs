@@ -159,6 +159,10 @@ pub struct WaitOptions {
     pub baseline_mib: Option<u64>,
     /// inferlint's pid: it and its ancestors are never servers.
     pub self_pid: i32,
+    /// At the stop: end as soon as `consecutive` readings, a settle apart, find the run's
+    /// tree gone and its cards' memory held only by live processes it did not start
+    /// (docs/design/gpus.md#held-by-others). The gate keeps waiting: those may be ending.
+    pub end_when_others_hold: bool,
 }
 
 /// The outcome of a scoped wait.
@@ -175,6 +179,8 @@ pub struct Judged {
     pub own_alive: Vec<i32>,
     /// Whether the clear readings were taken a settle apart (the fast path).
     pub fast: bool,
+    /// The wait ended because only processes the run did not start held its cards.
+    pub held_by_others: bool,
 }
 
 impl Judged {
@@ -202,6 +208,9 @@ struct Seen {
     other_holders: Vec<GpuHolder>,
     own_alive: Vec<i32>,
     no_holder: bool,
+    /// The run's tree is gone and its cards' memory is held only by live processes (or ones
+    /// outside this pid namespace) that are not the run's.
+    only_others: bool,
 }
 
 fn read_once(node: &mut dyn Node, own: &Own, opts: &WaitOptions, elapsed_s: f64) -> Seen {
@@ -260,7 +269,18 @@ fn read_once(node: &mut dyn Node, own: &Own, opts: &WaitOptions, elapsed_s: f64)
             }
         })
         .collect();
+    let only_others = own.tree_gone
+        && own_alive.is_empty()
+        && holders.is_some_and(|h| {
+            !h.is_empty()
+                && h.iter()
+                    .all(|h| !h.visible || alive.contains(&(h.pid as i32)))
+        })
+        && last
+            .as_ref()
+            .is_some_and(|r| r.attributed_within(opts.max_used_mib));
     Seen {
+        only_others,
         reading: Reading {
             elapsed_s,
             used,
@@ -290,6 +310,7 @@ pub fn wait_clear(
     let start = node.now();
     let mut readings = Vec::new();
     let mut run = 0;
+    let mut others_run = 0;
     // Whether the pause before the latest reading was a settle.
     let mut settled = false;
     loop {
@@ -310,7 +331,13 @@ pub fn wait_clear(
             && seen.own_alive.is_empty()
             && (!opts.require_gpu || (seen.no_holder && r.used.is_some_and(|u| u <= fast_limit)));
         run = if clear { run + 1 } else { 0 };
+        others_run = if opts.end_when_others_hold && !clear && seen.only_others {
+            others_run + 1
+        } else {
+            0
+        };
         let done = |clear_result: ClearResult, seen: Seen, fast: bool| Judged {
+            held_by_others: others_run >= opts.consecutive,
             clear: clear_result,
             last: seen.last,
             neighbours: seen.neighbours,
@@ -327,6 +354,18 @@ pub fn wait_clear(
             };
             return Ok(done(c, seen, settled));
         }
+        if others_run >= opts.consecutive {
+            let c = ClearResult {
+                clear: false,
+                reason: format!(
+                    "{} consecutive readings held only by processes not started by this run",
+                    opts.consecutive
+                ),
+                readings,
+                gpu_unreadable: false,
+            };
+            return Ok(done(c, seen, true));
+        }
         if node.now() - start >= opts.timeout_s {
             let c = ClearResult {
                 clear: false,
@@ -336,7 +375,7 @@ pub fn wait_clear(
             };
             return Ok(done(c, seen, false));
         }
-        settled = clear && fast;
+        settled = (clear && fast) || others_run > 0;
         let pause = match opts.settle_s {
             Some(s) if settled => s,
             _ => opts.interval_s,
@@ -358,6 +397,7 @@ pub fn neighbours_now(node: &mut dyn Node, own: &Own, self_pid: i32) -> Vec<Neig
         require_gpu: false,
         baseline_mib: None,
         self_pid,
+        end_when_others_hold: false,
     };
     read_once(node, own, &opts, 0.0).neighbours
 }

@@ -26,6 +26,7 @@ pub mod t6;
 // Processes and the GPU.
 pub mod t2;
 pub mod t7;
+pub mod t7_deaths;
 
 use crate::bench::BenchResult;
 use crate::bootlog::BootFacts;

@@ -45,6 +45,22 @@ pub fn run_result(clear: &ClearResult, prefix: &str, left_alone: usize) -> Check
     )
 }
 
+/// T2 at a run's stop when its own tree is verified gone and the memory on its GPUs is held
+/// only by processes it did not start (`holders`, described): WARN at once, naming them. No
+/// process of the run outlived it, which is T2's question; waiting longer cannot free memory
+/// the run may not signal, and a card shared with another process is worth a warning
+/// (docs/design/gpus.md#held-by-others).
+pub fn held_by_others(holders: &[String]) -> CheckResult {
+    CheckResult::warn(
+        Tripwire::T2,
+        format!(
+            "no process of this run is left, but its GPUs are held by {} process(es) not started by this run: {}",
+            holders.len(),
+            holders.join("; ")
+        ),
+    )
+}
+
 /// T2 where there is no /proc: `what` (the command or step) cannot find the server's processes.
 pub fn needs_linux(what: &str) -> CheckResult {
     CheckResult::unknown(

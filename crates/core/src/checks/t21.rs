@@ -129,6 +129,8 @@ fn saturation(c: &ClientCpu, ev: &mut T21Evidence) -> Option<String> {
     let limit = c.limit_share();
     ev.hottest_core_share = hottest.map(JsonF64);
     ev.hottest = c.hottest.clone();
+    let demand = c.hottest_demand_share();
+    ev.hottest_demand_share = demand.map(JsonF64);
     ev.limit_cores = c.limit_cores.map(JsonF64);
     ev.limit_share = limit.map(JsonF64);
     let who = c
@@ -139,6 +141,15 @@ fn saturation(c: &ClientCpu, ev: &mut T21Evidence) -> Option<String> {
         return Some(format!(
             "its busiest process{who} used {} of a core while the server was busy",
             pct(h.min(1.0), 0)
+        ));
+    }
+    // A client the node's other work keeps off the CPU sets the pace as surely as a busy one.
+    if let Some(d) = demand.filter(|d| *d >= SATURATED) {
+        return Some(format!(
+            "its busiest process{who} was running or waiting for a CPU {} of the time while the \
+             server was busy, but ran only {} of a core: the node's CPUs were oversubscribed",
+            pct(d.min(1.0), 0),
+            pct(hottest.unwrap_or(0.0).min(1.0), 0)
         ));
     }
     let l = limit.filter(|l| *l >= SATURATED)?;
@@ -227,6 +238,7 @@ mod tests {
             hottest_cpu_s: hottest * 10.0,
             hottest: Some("vllm bench serve".into()),
             limit_cores: None,
+            hottest_wait_s: None,
         }
     }
 
@@ -253,6 +265,40 @@ mod tests {
         assert_eq!(ok.status, Status::Pass, "{}", ok.message);
     }
 
+    /// A client that ran 50% of a core and waited for a CPU 45% of the time wanted a whole
+    /// core (95%): it warns; waiting 35% (85%) passes.
+    #[test]
+    fn a_client_kept_off_the_cpu_is_saturation_too() {
+        let starved = |wait: f64| ClientCpu {
+            hottest_wait_s: Some(wait * 10.0),
+            ..cpu(0.5)
+        };
+        let r = check(
+            &LoadIntent::unknown(),
+            None,
+            None,
+            None,
+            Some(&starved(0.45)),
+        );
+        assert_eq!(r.status, Status::Warn, "{}", r.message);
+        assert!(
+            r.message.contains(
+                "was running or waiting for a CPU 95% of the time while the server was busy, but \
+                 ran only 50% of a core: the node's CPUs were oversubscribed"
+            ),
+            "{}",
+            r.message
+        );
+        let ok = check(
+            &LoadIntent::unknown(),
+            None,
+            None,
+            None,
+            Some(&starved(0.35)),
+        );
+        assert_eq!(ok.status, Status::Pass, "{}", ok.message);
+    }
+
     #[test]
     fn a_quota_used_up_is_saturation() {
         let c = ClientCpu {
@@ -261,6 +307,7 @@ mod tests {
             hottest_cpu_s: 0.95,
             hottest: None,
             limit_cores: Some(0.1),
+            hottest_wait_s: None,
         };
         let r = check(&LoadIntent::unknown(), None, None, None, Some(&c));
         assert_eq!(r.status, Status::Warn);

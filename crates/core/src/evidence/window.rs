@@ -166,6 +166,9 @@ pub struct T21Evidence {
     pub hottest_core_share: Option<JsonF64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hottest: Option<String>,
+    /// The busiest process's share of the busy time spent running or waiting for a CPU.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hottest_demand_share: Option<JsonF64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limit_cores: Option<JsonF64>,
     #[serde(skip_serializing_if = "Option::is_none")]

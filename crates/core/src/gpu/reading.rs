@@ -59,6 +59,28 @@ impl ScopeReading {
             .into_iter()
             .max()
     }
+
+    /// Whether the listed holders account for every card's used memory but `slack_mib`: then
+    /// no memory is held by a process the driver no longer lists (a dead one whose memory is
+    /// not given back yet). False when a card or a holder's memory is unknown, or the source
+    /// lists no holders.
+    pub fn attributed_within(&self, slack_mib: u64) -> bool {
+        let Some(holders) = &self.holders else {
+            return false;
+        };
+        if self.gpus.is_empty() || holders.iter().any(|h| h.used_mib.is_none()) {
+            return false;
+        }
+        self.gpus.iter().all(|g| {
+            let held: u64 = holders
+                .iter()
+                .filter(|h| h.gpu == g.index)
+                .filter_map(|h| h.used_mib)
+                .sum();
+            g.memory_used_mib
+                .is_some_and(|used| used <= held.saturating_add(slack_mib))
+        })
+    }
 }
 
 /// A node reading seen through a scope: the scope's cards, the others, and notes.
