@@ -259,3 +259,42 @@ fn untested_versions_get_the_note_on_stderr() {
     );
     serde_json::from_slice::<serde_json::Value>(&o.stdout).expect("stdout is clean JSON");
 }
+
+/// A damaged line of each key phrase is unparsed under 0.3.1's name for it (its public
+/// `Unparsed.field`), which users' scripts match on (docs/design/bootlog.md).
+#[test]
+fn unparsed_lines_are_named_as_0_3_1_named_them() {
+    use inferlint_core::bootlog::parse_text;
+    use inferlint_core::Engine;
+    let cases: &[(Engine, &str, &str)] = &[
+        (Engine::Vllm, "GPU KV cache size: lots tokens", "kv_pool"),
+        (Engine::Vllm, "Model loading took lots GiB memory and 3 seconds", "model_load"),
+        (
+            Engine::Vllm,
+            "Actual usage is lots GiB for consumed memory (weights + non-torch), 2 GiB for peak activation",
+            "memory_split",
+        ),
+        (Engine::Sglang, "KV Cache is allocated. #tokens: lots, K size: 1 GB", "sglang_kv_pool"),
+        (Engine::Sglang, "max_total_num_tokens=lots, chunked_prefill_size=8192", "sglang_limits"),
+        (Engine::Trtllm, "[TRT-LLM] [I] [MemUsageChange] Allocated lots GiB for max tokens in paged KV cache (1).", "trt_kv_pool"),
+    ];
+    for (engine, line, field) in cases {
+        let f = parse_text(&format!("{line}\n"), Some(*engine));
+        let fields: Vec<&str> = f.unparsed.iter().map(|u| u.field.as_str()).collect();
+        assert_eq!(fields, vec![*field], "{line}");
+    }
+}
+
+/// TensorRT-LLM's settings line starts with `model='…'`: the model is among the server's
+/// settings, as 0.3.1 kept it, and is the facts' model.
+#[test]
+fn a_trtllm_boot_keeps_its_model_among_the_settings() {
+    let Some(log) = evidence("trtllm-1.3/qwen3-8b/boot.log") else {
+        return;
+    };
+    let text = std::fs::read_to_string(log).unwrap();
+    let f = inferlint_core::bootlog::parse_text(&text, Some(inferlint_core::Engine::Trtllm));
+    let args = f.server_args.expect("the LLM Args line is read");
+    assert_eq!(args["model"], "/root/models/Qwen3-8B");
+    assert_eq!(f.model.as_deref(), Some("/root/models/Qwen3-8B"));
+}

@@ -57,7 +57,7 @@ pub(crate) fn read(
                     st.f.model_load_s = Some(s);
                 }
             }
-            None => st.unparsed("model_load_gib", lineno, msg),
+            None => st.unparsed("model_load", lineno, msg),
         }
     }
     if found.any(&[P::GraphEnd, P::GraphEndLower]) {
@@ -66,7 +66,7 @@ pub(crate) fn read(
                 st.sglang_graph_sum = Some(st.sglang_graph_sum.unwrap_or(0.0) + gib);
                 st.graphs_seen = true;
             }
-            None => st.unparsed("cudagraph_actual_gib", lineno, msg),
+            None => st.unparsed("sglang_cudagraph_gib", lineno, msg),
         }
     }
     if found.has(P::RunningCapped) {
@@ -80,7 +80,7 @@ pub(crate) fn read(
                 st.f.running_cap = Some(cap);
                 st.f.running_cap_reason = Some(reason);
             }
-            None => st.unparsed("running_cap", lineno, msg),
+            None => st.unparsed("sglang_running_cap_reason", lineno, msg),
         }
     }
     if found.has(P::MaxTotalTokens) {
@@ -88,7 +88,7 @@ pub(crate) fn read(
         let running = RUNNING.captures(msg).and_then(|c| parse_u64(&c[1]));
         match tokens {
             Some(t) => set_pool(st, t, true, lineno, ev),
-            None => st.unparsed("kv_pool_tokens", lineno, msg),
+            None => st.unparsed("sglang_limits", lineno, msg),
         }
         if let Some(r) = running {
             st.note("running_cap", r);
@@ -109,7 +109,7 @@ pub(crate) fn read(
                     });
                 }
             }
-            None => st.unparsed("selected_backends", lineno, msg),
+            None => st.unparsed("sglang_default_backend", lineno, msg),
         }
     }
 }
@@ -130,6 +130,6 @@ fn read_kv(st: &mut State, lineno: usize, msg: &str, ev: &mut Vec<BootEvent>) {
             st.note("available_kv_cache_gib", g);
             st.f.available_kv_cache_gib = Some(g);
         }
-        _ => st.unparsed("kv_pool_tokens", lineno, msg),
+        _ => st.unparsed("sglang_kv_pool", lineno, msg),
     }
 }

@@ -74,7 +74,7 @@ pub(crate) fn read(
                 set_pool(st, tokens, false, lineno, ev);
                 st.f.available_kv_cache_gib = Some(gib);
             }
-            None => st.unparsed("kv_pool_tokens", lineno, msg),
+            None => st.unparsed("trt_kv_pool", lineno, msg),
         }
     }
     if found.has(P::TokensPerBlock) {
@@ -92,7 +92,7 @@ pub(crate) fn read(
                     .and_then(|c| parse_u64(&c[1]))
                     .or(st.f.requested_running);
             }
-            None => st.unparsed("running_cap", lineno, msg),
+            None => st.unparsed("trt_limits", lineno, msg),
         }
     }
     if found.has(P::WeightsLoaded) {
@@ -130,12 +130,16 @@ fn read_llm_args(st: &mut State, lineno: usize, line: &str, ev: &mut Vec<BootEve
         }
     }
     if args.len() == 1 && !line.contains('=') {
-        st.unparsed("server_args", lineno, line);
+        st.unparsed("trt_llm_args", lineno, line);
         return;
     }
     if let Some(c) = MODEL.captures(line) {
         st.note("model", &c[1]);
         st.f.model = Some(c[1].to_string());
+        // The line starts with `model='…'`, which no separator precedes: kept among the
+        // settings as 0.3.1 kept it (`server_args["model"]`).
+        args.entry("model".to_string())
+            .or_insert_with(|| Value::String(c[1].to_string()));
     }
     if let Some(Value::String(b)) = args.get("attn_backend") {
         ev.push(BootEvent {

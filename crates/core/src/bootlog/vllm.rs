@@ -110,7 +110,7 @@ pub(crate) fn read(
     if found.has(P::KvCacheSize) {
         match KV_SIZE.captures(msg).and_then(|c| parse_u64(&c[1])) {
             Some(tokens) => set_pool(st, tokens, true, lineno, ev),
-            None => st.unparsed("kv_pool_tokens", lineno, msg),
+            None => st.unparsed("kv_pool", lineno, msg),
         }
     }
     if found.has(P::MaxConcurrency) {
@@ -124,7 +124,7 @@ pub(crate) fn read(
                 st.f.max_concurrency_request_len = Some(len);
                 st.f.max_concurrency = Some(x);
             }
-            None => st.unparsed("max_concurrency", lineno, msg),
+            None => st.unparsed("kv_pool", lineno, msg),
         }
     }
     read_memory(st, lineno, msg, found);
@@ -203,7 +203,7 @@ fn read_backend(st: &mut State, lineno: usize, msg: &str, found: Found, ev: &mut
     let mut candidates = Vec::new();
     let name = if found.has(P::BackendOutOf) {
         let Some(c) = OUT_OF.captures(msg) else {
-            st.unparsed("selected_backends", lineno, msg);
+            st.unparsed("selected_backend", lineno, msg);
             return;
         };
         match pyliteral::parse_value(c[2].trim_end_matches('.')) {
@@ -214,7 +214,7 @@ fn read_backend(st: &mut State, lineno: usize, msg: &str, found: Found, ev: &mut
                     .collect();
             }
             _ => {
-                st.unparsed("candidate_backends", lineno, msg);
+                st.unparsed("selected_backend", lineno, msg);
                 return;
             }
         }
@@ -285,7 +285,7 @@ fn read_memory(st: &mut State, lineno: usize, msg: &str, found: Found) {
                 st.f.model_load_gib = Some(gib);
                 st.f.model_load_s = Some(s);
             }
-            None => st.unparsed("model_load_gib", lineno, msg),
+            None => st.unparsed("model_load", lineno, msg),
         }
     }
     if found.has(P::EstimatedGraph) {
@@ -327,7 +327,7 @@ fn read_memory(st: &mut State, lineno: usize, msg: &str, found: Found) {
                 st.f.consumed_gib = Some(consumed);
                 st.f.peak_activation_gib = Some(peak);
             }
-            None => st.unparsed("consumed_gib", lineno, msg),
+            None => st.unparsed("memory_split", lineno, msg),
         }
     }
     if found.has(P::TorchCompile) && msg.contains("in total") {
