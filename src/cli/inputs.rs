@@ -36,11 +36,11 @@ pub(crate) fn choose_engine(
     plural: bool,
 ) -> Result<Engine, i32> {
     if let Some(n) = named {
-        if let Some(bad) = inputs
-            .iter()
-            .find(|i| i.engine.is_some_and(|e| e != n.engine))
-        {
-            let actual = bad.engine.expect("found by its engine");
+        if let Some((bad, actual)) = inputs.iter().find_map(|i| {
+            i.engine
+                .filter(|e| *e != n.engine)
+                .map(|actual| (i, actual))
+        }) {
             eprintln!("inferlint: {}", engine::refusal(n, &bad.what, actual));
             return Err(2);
         }

@@ -90,9 +90,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             Ok(2)
         }
         Err(RecordError::WrongEngine { actual, .. }) => {
-            let named = named.expect("a wrong engine needs a named one");
             let what = format!("the server at {}", args.url);
-            eprintln!("inferlint: {}", engine::refusal(&named, &what, actual));
+            match &named {
+                Some(named) => eprintln!("inferlint: {}", engine::refusal(named, &what, actual)),
+                // Only a named engine can be the wrong one; said plainly all the same.
+                None => eprintln!("inferlint: {what} serves {} metrics", actual.name()),
+            }
             Ok(2)
         }
         Err(e) => Err(e.into()),

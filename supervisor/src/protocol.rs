@@ -51,6 +51,10 @@ pub enum Event {
 
 /// Encodes one message as a JSON line.
 pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
+    #[allow(
+        clippy::expect_used,
+        reason = "the messages are plain structs with string keys, serialized to memory"
+    )]
     let mut v = serde_json::to_vec(msg).expect("protocol messages serialize");
     v.push(b'\n');
     v

@@ -73,6 +73,10 @@ impl Embedded {
 /// `\u003e` and `\u0026` (so no `</script>` can end the element early), and the line
 /// separators U+2028/U+2029 as escapes. JSON readers decode them back.
 pub fn json_for_script(value: &impl Serialize) -> String {
+    #[allow(
+        clippy::expect_used,
+        reason = "the page's values are plain structs with string keys, serialized to memory"
+    )]
     let raw = serde_json::to_string(value).expect("serializing to memory cannot fail");
     let mut out = String::with_capacity(raw.len() + 16);
     for ch in raw.chars() {

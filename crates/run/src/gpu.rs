@@ -91,8 +91,10 @@ pub fn run_smi(exe: &Path, args: &[&str], timeout: Duration) -> Result<String, G
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| failed(e.to_string()))?;
-    let mut stdout = child.stdout.take().expect("piped");
-    let mut stderr = child.stderr.take().expect("piped");
+    let (Some(mut stdout), Some(mut stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        let _ = child.kill();
+        return Err(failed("its output pipes could not be opened".to_string()));
+    };
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = stdout.read_to_string(&mut s);

@@ -17,6 +17,9 @@
 )]
 // The process model's unsafe code (pre_exec, raw fds) lives in inferlint-supervisor.
 #![forbid(unsafe_code)]
+// No unwrap or expect on what the inputs hold: bad input is an error naming the file and line,
+// never a panic. Where an invariant makes one safe, the site allows it and says why.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod boot;
 pub mod client_cpu;

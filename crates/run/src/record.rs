@@ -143,14 +143,16 @@ pub async fn record_observed(
         };
         match result {
             Ok(snap) => {
-                if writer.is_none() {
-                    let engine = first_engine(&snap, &opts, base)?;
-                    let mut w =
-                        SeriesWriter::create(out, base, interval.as_secs_f64()).map_err(io)?;
-                    w.write_header(engine).map_err(io)?;
-                    writer = Some(w);
-                }
-                let w = writer.as_mut().expect("created above");
+                let w = match &mut writer {
+                    Some(w) => w,
+                    None => {
+                        let engine = first_engine(&snap, &opts, base)?;
+                        let mut w =
+                            SeriesWriter::create(out, base, interval.as_secs_f64()).map_err(io)?;
+                        w.write_header(engine).map_err(io)?;
+                        writer.insert(w)
+                    }
+                };
                 let engine = w.engine().unwrap_or(Engine::Vllm);
                 let sample =
                     SeriesSample::from_metrics(&snap.metrics, engine, snap.t_wall, snap.t_mono_ns);

@@ -2,7 +2,7 @@
 //! each server serves it (TensorRT-LLM's `/prometheus/metrics` found and remembered per server).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use inferlint_core::clock::{Clock, SystemClock};
@@ -83,7 +83,7 @@ pub fn split_metrics_url(url: &str) -> (String, Option<String>) {
     let url = url.trim_end_matches('/');
     for path in ["/prometheus/metrics", "/metrics"] {
         if let Some(base) = url.strip_suffix(path) {
-            if base.contains("://") && base.len() > base.find("://").unwrap() + 3 {
+            if base.find("://").is_some_and(|at| base.len() > at + 3) {
                 return (base.to_string(), Some(path.to_string()));
             }
         }
@@ -132,12 +132,20 @@ impl Scraper {
         if let Some(path) = metrics_path {
             return self.get(&format!("{base}{path}"), timeout).await;
         }
-        let remembered = self.paths.lock().unwrap().get(base).cloned();
+        let remembered = self
+            .paths
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(base)
+            .cloned();
         if let Some(path) = remembered {
             match self.get(&format!("{base}{path}"), timeout).await {
                 Ok(s) => return Ok(s),
                 Err(_) => {
-                    self.paths.lock().unwrap().remove(base);
+                    self.paths
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .remove(base);
                 }
             }
         }
@@ -148,7 +156,7 @@ impl Scraper {
                     Ok(s) => {
                         self.paths
                             .lock()
-                            .unwrap()
+                            .unwrap_or_else(PoisonError::into_inner)
                             .insert(base.to_string(), path.to_string());
                         Ok(s)
                     }

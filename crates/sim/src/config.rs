@@ -514,6 +514,10 @@ impl ServeConfig {
         1.0 / self.tokens_per_s
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "the config is a plain struct with string keys, serialized to memory"
+    )]
     pub fn to_env(&self) -> String {
         serde_json::to_string(self).expect("config serialises")
     }

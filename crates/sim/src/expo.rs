@@ -23,8 +23,14 @@ pub fn py_repr(x: f64) -> String {
     }
     // Rust's `{:e}` prints the shortest round-trip digits: "1.795961685840465e9".
     let e = format!("{:e}", x.abs());
-    let (mant, exp) = e.split_once('e').expect("LowerExp has an exponent");
-    let exp: i32 = exp.parse().expect("exponent is an integer");
+    #[allow(
+        clippy::expect_used,
+        reason = "Rust's `{:e}` of a finite float always writes `<mantissa>e<integer>`"
+    )]
+    let (mant, exp): (&str, i32) = {
+        let (mant, exp) = e.split_once('e').expect("LowerExp has an exponent");
+        (mant, exp.parse().expect("exponent is an integer"))
+    };
     let digits: String = mant.chars().filter(|c| *c != '.').collect();
     let sign = if x < 0.0 { "-" } else { "" };
     if (-4..16).contains(&exp) {
@@ -160,7 +166,8 @@ impl Family {
             buckets: vec![0; nb],
             created: now_unix,
         });
-        self.children.last_mut().expect("just pushed")
+        let last = self.children.len() - 1;
+        &mut self.children[last]
     }
 
     /// Records one observation in a histogram or summary child.

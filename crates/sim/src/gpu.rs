@@ -114,7 +114,7 @@ pub fn hold(dir: &Path, mib: u64, gpu: u32) -> std::io::Result<HoldGuard> {
     };
     let path = dir.join(format!("holding-{pid}.json"));
     let tmp = dir.join(format!(".holding-{pid}.json.tmp"));
-    std::fs::write(&tmp, serde_json::to_vec(&h).expect("holding serialises"))?;
+    std::fs::write(&tmp, serde_json::to_vec(&h).map_err(std::io::Error::other)?)?;
     std::fs::rename(&tmp, &path)?;
     Ok(HoldGuard { path })
 }

@@ -33,6 +33,9 @@
 // Unsafe code here is limited to what the process model needs (fork, pre_exec, raw fds); each
 // block says why it is sound.
 #![deny(clippy::undocumented_unsafe_blocks)]
+// No unwrap or expect on what the inputs hold: bad input is an error naming the file and line,
+// never a panic. Where an invariant makes one safe, the site allows it and says why.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod api;
 pub mod bench;

@@ -186,8 +186,13 @@ impl Scheduler {
             let r = self.running.remove(i);
             self.free_blocks += r.blocks;
             r
-        } else if let Some(i) = self.waiting.iter().position(|r| r.id == id) {
-            self.waiting.remove(i).expect("index is in range")
+        } else if let Some(r) = self
+            .waiting
+            .iter()
+            .position(|r| r.id == id)
+            .and_then(|i| self.waiting.remove(i))
+        {
+            r
         } else {
             return;
         };
@@ -243,7 +248,9 @@ impl Scheduler {
     }
 
     fn preempt_newest(&mut self, out: &mut Outputs) -> u64 {
-        let mut r = self.running.pop().expect("a running request to preempt");
+        let Some(mut r) = self.running.pop() else {
+            return 0;
+        };
         self.free_blocks += r.blocks;
         r.blocks = 0;
         r.computed = 0;
@@ -304,7 +311,9 @@ impl Scheduler {
                 };
                 let want = (front.num_tokens() - start).min(budget);
                 let need = self.blocks_for(start + want);
-                let mut r = self.waiting.pop_front().expect("front exists");
+                let Some(mut r) = self.waiting.pop_front() else {
+                    break;
+                };
                 r.computed = start;
                 if !Self::grow(&mut self.free_blocks, &mut r, need) {
                     self.waiting.push_front(r);

@@ -155,6 +155,10 @@ pub struct Script {
     pub vars: Vars,
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "the bash grammar is bundled with the tree-sitter version it was built for"
+)]
 fn parser() -> Parser {
     let mut p = Parser::new();
     p.set_language(&tree_sitter_bash::LANGUAGE.into())

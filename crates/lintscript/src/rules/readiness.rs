@@ -21,6 +21,7 @@ pub fn check(s: &Script) -> Vec<Finding> {
 /// A value that differs from one run to the next (so a port or a model name made of it is this
 /// run's own).
 fn unique_source(text: &str) -> bool {
+    #[allow(clippy::expect_used, reason = "a constant pattern, tested")]
     static UNIQUE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(
             r"(?i)SLURM_(ARRAY_)?JOB_ID|SLURM_ARRAY_TASK_ID|SLURM_STEP_ID|SLURM_PROCID|SLURM_LOCALID|RANDOM|BASHPID|\$\$|\$\(|`|uuid|RUN_?ID|EPOCH|mktemp|date",

@@ -45,6 +45,7 @@ pub fn check(s: &Script) -> Vec<Finding> {
         }
     }
     // `let "d = end - start"`, `expr $end - $start`, `echo "$end - $start" | bc`.
+    #[allow(clippy::expect_used, reason = "a constant pattern, tested")]
     static DIFFERENCE: LazyLock<Regex> = LazyLock::new(|| {
         Regex::new(r"\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?\s*-\s*\$?\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
             .expect("valid regex")

@@ -114,7 +114,8 @@ impl Attributor {
                     let status =
                         std::fs::read_to_string(root.join(p.to_string()).join("status")).ok()?;
                     let ns = parse_nspid(&status);
-                    (ns.len() >= 2).then(|| (p as u32, *ns.last().expect("two entries")))
+                    let here = ns.last().filter(|_| ns.len() >= 2)?;
+                    Some((p as u32, *here))
                 })
                 .collect()
         });

@@ -93,13 +93,12 @@ impl Run {
             .take_member_exits()
             .map(|rx| DeathWatch::start(rx, self.sink.clone()));
         let (events, log_task) = server::watch_log(lines, Some(self.engine()));
-        self.server.started = Some(Started {
+        let s = self.server.started.insert(Started {
             proc,
             events,
             log_task,
             failed: false,
         });
-        let s = self.server.started.as_mut().expect("just set");
         let readiness = server::wait_ready(
             &s.proc,
             &mut s.events,
@@ -133,7 +132,10 @@ impl Run {
             Readiness::Failed(summary) => {
                 // A failing server usually exits right after its traceback: give it a moment
                 // to say so itself, then stop it.
-                let s = self.server.started.as_mut().expect("started above");
+                let Some(s) = self.server.started.as_mut() else {
+                    // Started above; a server the run no longer holds is not ready either.
+                    return false;
+                };
                 s.failed = true;
                 let exited = tokio::time::timeout(FAILURE_EXIT_WAIT, s.proc.wait())
                     .await

@@ -95,10 +95,8 @@ fn with_length(body: Body, len: usize) -> Response {
     let mut resp = Response::new(body);
     resp.headers_mut()
         .insert("content-type", HeaderValue::from_static(PROM_CONTENT_TYPE));
-    resp.headers_mut().insert(
-        "content-length",
-        HeaderValue::from_str(&len.to_string()).expect("a number is a header value"),
-    );
+    resp.headers_mut()
+        .insert("content-length", HeaderValue::from(len));
     resp
 }
 

@@ -372,6 +372,10 @@ impl Shape {
     }
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "a 200 status and a constant content type are always a valid response"
+)]
 fn sse_response(body: Body) -> Response {
     Response::builder()
         .status(200)
