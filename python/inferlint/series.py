@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import IO, Any, overload
 
 from . import _native
-from .engines import Engine, by_key, from_names
+from .engines import Engine, by_key
 from .metricnames import VLLM, MetricNames
 from .prom import Metrics
-from .telemetry import Snapshot, scrape
+from .telemetry import Snapshot, _parsed, scrape
 
 __all__ = [
     "SCHEMA",
@@ -173,15 +173,12 @@ def _recording(s: Series) -> _native.Recording:
 def sample_row(
     m: Metrics, t_wall: float, t_mono_ns: int | None, engine: Engine | None = None
 ) -> dict[str, Any]:
-    """One sample, with the series of ``engine`` (by default, the one ``m`` comes from)."""
-    engine = engine or from_names(m.names())
-    row: dict[str, Any] = {"t_wall": round(t_wall, 6), "t_mono_ns": t_mono_ns}
-    for key, series in gauges(engine.metrics).items():
-        v = m.single(series) if key == "kv_usage" else m.total(series)
-        witness = engine.witness(series)
-        if v is None and witness is not None and m.has(witness):
-            v = 0.0  # a counter the engine writes only once it first counts
-        row[key] = v
+    """One sample, with the series of ``engine`` (by default, the one ``m`` comes from), as
+    the recorder writes it (the Rust writer's row: per-engine gauges of a data-parallel server
+    under ``engines``, TensorRT-LLM's ``paused``)."""
+    rows = [(x.name, list(x.labels), x.value) for x in m]
+    line = _native.sample_row(rows, t_wall, t_mono_ns, engine.key if engine else None)
+    row: dict[str, Any] = json.loads(line)
     return row
 
 
@@ -221,12 +218,11 @@ def watch(
     a gap in the series, and a zero would be a false reading of an idle server.
     """
     stop = stop or threading.Event()
-    header: dict[str, Any] = {"schema": SCHEMA, "url": base_url, "interval_s": interval}
-    # The header names the engine, which the first scrape tells; it goes first regardless.
-    wrote_header = False
+    # The rows are the Rust recorder's, as `inferlint watch` writes them; the header, naming
+    # the engine of the first scrape, goes first regardless.
+    recorder = _native.SeriesRecorder(base_url, interval)
     t_end = None if duration is None else time.monotonic() + duration
     n = 0
-    engine: Engine | None = None
     while not stop.is_set() and (t_end is None or time.monotonic() < t_end):
         try:
             snap = scrape_fn(base_url)
@@ -234,17 +230,9 @@ def watch(
             if on_error is not None:
                 on_error(e)
         else:
-            m = snap.metrics
-            if engine is None:  # one server: decided once
-                engine = from_names(m.names())
-                header["engine"] = engine.key
-            if not wrote_header:
-                out.write(json.dumps(header) + "\n")
-                wrote_header = True
-            out.write(json.dumps(sample_row(m, snap.t_wall, snap.t_mono_ns, engine)) + "\n")
+            out.write(recorder.add(_parsed(snap)))
             out.flush()
             n += 1
         sleep(interval)
-    if not wrote_header:  # no scrape succeeded: the file still says what it is
-        out.write(json.dumps(header) + "\n")
+    out.write(recorder.finish())  # no scrape succeeded: the file still says what it is
     return n

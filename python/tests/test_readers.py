@@ -112,6 +112,26 @@ def test_series_watch_writes_a_header_and_rows(evidence: Path) -> None:
     assert series.gauges(engines.TRTLLM.metrics)["paused"] == "trtllm_num_paused_requests"
 
 
+def test_a_data_parallel_recording_from_python_keeps_each_engine(evidence: Path) -> None:
+    """The rows are the Rust recorder's: a DP=2 server's per-engine gauges, summed running,
+    no single usage reading; TensorRT-LLM's rows carry ``paused`` and no ``preemptions``."""
+    text = (evidence / "vllm-0.32-cpu/dp2/load1.prom").read_text(encoding="utf-8")
+    snap = telemetry.Snapshot(url="http://x", text=text, t_wall=1.0, t_mono_ns=1)
+    out = io.StringIO()
+    n = series.watch("http://x", out, scrape_fn=lambda _: snap, sleep=lambda _: None, duration=0.02)
+    lines = out.getvalue().splitlines()
+    rows = [json.loads(x) for x in lines[1:]]
+    assert json.loads(lines[0])["engine"] == "vllm" and n == len(rows) >= 1
+    per = rows[0]["engines"]
+    assert sorted(per) == ["0", "1"]
+    assert rows[0]["running"] == sum(e["running"] for e in per.values())
+    assert rows[0]["kv_usage"] is None
+    assert series.sample_row(snap.metrics, 1.0, 1) == rows[0]
+    trt = telemetry.load(evidence / "trtllm-1.3/qwen3-8b/after.snapshot.json")
+    row = series.sample_row(trt.metrics, 1.0, None)
+    assert "paused" in row and "preemptions" not in row
+
+
 def test_bootlog_facts_of_the_live_boot(evidence: Path) -> None:
     f = bootlog.parse_file(evidence / "vllm-0.28/live/boot.log")
     assert (f.attention_block_size, f.kv_pool_tokens) == (784, 26093)

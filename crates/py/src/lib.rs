@@ -3,6 +3,10 @@
 //! calls here for every parse and every verdict. Blocking work (file reads, HTTP, waits) runs
 //! with the GIL released.
 
+// No unwrap or expect on what the inputs hold: bad input is an error naming the file and line,
+// never a panic. Where an invariant makes one safe, the site allows it and says why.
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
 use pyo3::prelude::*;
 
 mod checks;
@@ -22,6 +26,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::PySnapshot>()?;
     m.add_class::<snapshot::PyScraper>()?;
     m.add_class::<series::PySeries>()?;
+    m.add_class::<series::PyRecorder>()?;
+    m.add_function(wrap_pyfunction!(series::sample_row, m)?)?;
     m.add_class::<report::PyReport>()?;
     m.add_function(wrap_pyfunction!(report::build_report, m)?)?;
     m.add_function(wrap_pyfunction!(load::load_client, m)?)?;

@@ -4,13 +4,19 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::core::{Engine, Series, SeriesHeader, SeriesSample};
+use crate::core::{Engine, Metrics, Series, SeriesHeader, SeriesSample};
 use crate::errors::read_error;
+use crate::snapshot::PySnapshot;
+use inferlint_core::prom::Sample;
+use inferlint_core::series::SeriesWriter;
 
 #[pyclass(frozen, module = "inferlint._native", name = "Recording")]
 pub struct PySeries {
     pub inner: Series,
 }
+
+/// A label set as `(key, value)` pairs sorted by key.
+type Labels = Vec<(String, String)>;
 
 /// One row as 0.3.1's `series.Sample` fields, in their order.
 pub type Row = (
@@ -141,4 +147,93 @@ pub fn series_from_rows(
     );
     inner.skipped_lines = skipped_lines;
     Ok(PySeries { inner })
+}
+
+/// The recorder's rows as `watch` and `run` write them (core's `SeriesWriter`), for Python's
+/// `series.watch`: the header once, naming the engine of the first scrape, then one row per
+/// scrape with its per-engine gauges and its engine's own fields.
+#[pyclass(module = "inferlint._native", name = "SeriesRecorder")]
+pub struct PyRecorder {
+    writer: SeriesWriter<Vec<u8>>,
+}
+
+impl PyRecorder {
+    fn drain(&mut self) -> PyResult<String> {
+        String::from_utf8(self.writer.take_output())
+            .map_err(|e| PyValueError::new_err(format!("the recorder wrote bad text: {e}")))
+    }
+}
+
+#[pymethods]
+impl PyRecorder {
+    #[new]
+    fn new(url: &str, interval_s: f64) -> Self {
+        PyRecorder {
+            writer: SeriesWriter::new(Vec::new(), url, interval_s),
+        }
+    }
+
+    /// The lines one scrape adds: the header first (once), then its row. `engine` decides the
+    /// series where the metric names name no engine.
+    #[pyo3(signature = (snapshot, engine=None))]
+    fn add(&mut self, snapshot: &PySnapshot, engine: Option<&str>) -> PyResult<String> {
+        let hint = engine_arg(engine)?;
+        let s = &snapshot.inner;
+        self.writer
+            .write_metrics(&s.metrics, hint, s.t_wall, s.t_mono_ns)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        self.drain()
+    }
+
+    /// The header, when no scrape succeeded (the file still says what it is), else nothing.
+    fn finish(&mut self) -> PyResult<String> {
+        self.writer
+            .write_header(None)
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        self.drain()
+    }
+
+    /// The engine the header named, once written.
+    #[getter]
+    fn engine(&self) -> Option<&'static str> {
+        self.writer.engine().map(|e| e.key())
+    }
+}
+
+/// One row of `samples` (`(name, labels, value)`) as the recorder writes it, as JSON: the
+/// series of `engine` (by default the one the names come from).
+#[pyfunction]
+#[pyo3(signature = (samples, t_wall, t_mono_ns, engine=None))]
+pub fn sample_row(
+    samples: Vec<(String, Labels, f64)>,
+    t_wall: f64,
+    t_mono_ns: Option<i64>,
+    engine: Option<&str>,
+) -> PyResult<String> {
+    let metrics = Metrics::from_samples(samples.into_iter().map(|(name, labels, value)| Sample {
+        name,
+        labels,
+        value,
+    }));
+    let engine = engine_arg(engine)?
+        .or_else(|| metrics.engine())
+        .unwrap_or(Engine::Vllm);
+    let mut w = SeriesWriter::new(Vec::new(), "", 0.0);
+    w.write_header(Some(engine))
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    w.take_output();
+    w.write_sample(&SeriesSample::from_metrics(
+        &metrics, engine, t_wall, t_mono_ns,
+    ))
+    .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    String::from_utf8(w.into_inner())
+        .map_err(|e| PyValueError::new_err(format!("the recorder wrote bad text: {e}")))
+}
+
+fn engine_arg(engine: Option<&str>) -> PyResult<Option<Engine>> {
+    engine
+        .map(|k| {
+            Engine::parse(k).ok_or_else(|| PyValueError::new_err(format!("not an engine: {k:?}")))
+        })
+        .transpose()
 }

@@ -205,6 +205,15 @@ impl<W: Write> SeriesWriter<W> {
         Ok(self.samples)
     }
 
+    /// What was written so far, leaving the writer empty: a writer into memory hands its lines
+    /// over as they come (the Python recorder writes them to the user's file).
+    pub fn take_output(&mut self) -> W
+    where
+        W: Default,
+    {
+        std::mem::take(&mut self.out)
+    }
+
     /// The writer's output (for tests writing to memory).
     pub fn into_inner(self) -> W {
         self.out
