@@ -65,6 +65,21 @@ class SeriesRecorder:
     @property
     def engine(self) -> str | None: ...
 
+def teardown(
+    list_procs: Callable[[], list[tuple[int, int, list[str], str]]],
+    kill: Callable[[list[int], int], list[int]],
+    read_used: Callable[[], list[int]],
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+    *,
+    grace_s: float,
+    self_pid: int,
+    max_used_mib: int,
+    consecutive: int,
+    interval_s: float,
+    timeout_s: float,
+    engine: str | None = None,
+) -> tuple[list[int], bool, list[tuple[float, int | None, int]], str]: ...
 def sample_row(
     samples: list[tuple[str, list[tuple[str, str]], float]],
     t_wall: float,

@@ -180,30 +180,33 @@ def teardown(
     With ``engine``, only that engine's servers are signalled; the card is still clear
     only when no server of any engine is left.
     """
-    targets = server_processes(list_procs(), self_pid, engine)
+    if consecutive < 1:
+        raise ValueError("consecutive must be >= 1")
+    # The staged stop is the library's (`inferlint teardown`'s), on these hooks.
+    # The first table read is the one the targets are chosen from and returned as.
+    first = list_procs()
+    pending = [first]
 
-    def ours() -> int:
-        return len(server_processes(list_procs(), self_pid, engine))
+    def rows() -> list[tuple[int, int, list[str], str]]:
+        procs = pending.pop() if pending else list_procs()
+        return [_row(p) for p in procs]
 
-    def live() -> int:
-        return len(server_processes(list_procs(), self_pid))
-
-    kill([p.pid for p in targets], signal.SIGTERM)
-    deadline = clock() + grace_s
-    while clock() < deadline and ours():
-        sleep(0.5)
-    survivors = server_processes(list_procs(), self_pid, engine)
-    if survivors:
-        kill([p.pid for p in survivors], _SIGKILL)
-    result = wait_clear(
-        read_used=read_used,
-        live_servers=live,
+    pids, clear, readings, reason = _native.teardown(
+        rows,
+        lambda pids, sig: kill(pids, signal.Signals(sig)),
+        read_used,
+        sleep,
+        clock,
+        grace_s=grace_s,
+        self_pid=os.getpid() if self_pid is None else self_pid,
         max_used_mib=max_used_mib,
         consecutive=consecutive,
         interval_s=interval_s,
         timeout_s=timeout_s,
-        sleep=sleep,
-        clock=clock,
+        engine=engine,
     )
+    by_pid = {p.pid: p for p in first}
+    targets = [by_pid[pid] for pid in pids if pid in by_pid]
+    result = ClearResult(clear=clear, readings=readings, reason=reason)
     return targets, result
 

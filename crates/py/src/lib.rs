@@ -19,6 +19,7 @@ mod report;
 mod series;
 mod snapshot;
 mod system;
+mod teardown;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -28,6 +29,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<series::PySeries>()?;
     m.add_class::<series::PyRecorder>()?;
     m.add_function(wrap_pyfunction!(series::sample_row, m)?)?;
+    m.add_function(wrap_pyfunction!(teardown::teardown, m)?)?;
     m.add_class::<report::PyReport>()?;
     m.add_function(wrap_pyfunction!(report::build_report, m)?)?;
     m.add_function(wrap_pyfunction!(load::load_client, m)?)?;

@@ -97,7 +97,7 @@ pub fn run_smi(py: Python<'_>, exe: &str, args: Vec<String>) -> PyResult<String>
 /// One process as 0.3.1's `Proc` fields: `(pid, ppid, argv, comm)`.
 pub type ProcRow = (i32, i32, Vec<String>, String);
 
-fn proc_info(r: ProcRow) -> procs::ProcInfo {
+pub(crate) fn proc_info(r: ProcRow) -> procs::ProcInfo {
     procs::ProcInfo {
         pid: r.0,
         ppid: r.1,
@@ -159,10 +159,15 @@ pub type ReadingRow = (f64, Option<u64>, usize);
 
 /// The first exception a Python hook raised; the wait goes on to its end, then raises it.
 #[derive(Default)]
-struct FirstError(RefCell<Option<PyErr>>);
+pub(crate) struct FirstError(RefCell<Option<PyErr>>);
 
 impl FirstError {
-    fn keep(&self, e: PyErr) {
+    /// The first error kept, taken out.
+    pub(crate) fn take(&self) -> Option<PyErr> {
+        self.0.borrow_mut().take()
+    }
+
+    pub(crate) fn keep(&self, e: PyErr) {
         let mut slot = self.0.borrow_mut();
         if slot.is_none() {
             *slot = Some(e);

@@ -263,6 +263,11 @@ pub trait System {
     fn processes(&mut self) -> Option<Vec<ProcInfo>>;
     /// Sends `sig` to a target; false when it is gone.
     fn signal(&mut self, target: &Target, sig: Signal) -> bool;
+    /// Sends `sig` to each target, in one call where the machine takes several at once (a
+    /// Python `kill(pids, sig)` hook); whether each was signalled.
+    fn signal_all(&mut self, targets: &[Target], sig: Signal) -> Vec<bool> {
+        targets.iter().map(|t| self.signal(t, sig)).collect()
+    }
     /// The largest used MiB over all GPUs (None: unreadable or no GPU).
     fn gpu_used_mib(&mut self) -> Option<u64>;
     fn now(&self) -> f64;
@@ -396,8 +401,12 @@ pub fn teardown(
             clear: None,
         });
     }
-    for t in &selection.targets {
-        if system.signal(t, Signal::SIGTERM) {
+    for (t, sent) in selection
+        .targets
+        .iter()
+        .zip(system.signal_all(&selection.targets, Signal::SIGTERM))
+    {
+        if sent {
             signals.push((t.pid, Signal::SIGTERM));
         }
     }
@@ -408,8 +417,11 @@ pub fn teardown(
         system.sleep(opts.poll_s.min(left.max(0.0)));
         survivors = remaining(system, &selection.targets);
     }
-    for t in &survivors {
-        if system.signal(t, Signal::SIGKILL) {
+    for (t, sent) in survivors
+        .iter()
+        .zip(system.signal_all(&survivors, Signal::SIGKILL))
+    {
+        if sent {
             signals.push((t.pid, Signal::SIGKILL));
         }
     }
