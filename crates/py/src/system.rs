@@ -175,6 +175,29 @@ impl FirstError {
     }
 }
 
+/// The largest used MiB that Python's `read_used` hook gives. A hook that raises `OSError`,
+/// `SubprocessError` or `ValueError` is an unreadable reading, as in 0.3.1; any other error is
+/// kept for the end.
+pub(crate) fn used_mib(
+    py: Python<'_>,
+    read_used: &Bound<'_, PyAny>,
+    subprocess_error: &Bound<'_, PyAny>,
+    error: &FirstError,
+) -> Option<u64> {
+    match read_used.call0().and_then(|v| v.extract::<Vec<i64>>()) {
+        Ok(vals) => vals.into_iter().max().map(|m| m.max(0) as u64),
+        Err(e) => {
+            let unreadable = e.is_instance_of::<PyOSError>(py)
+                || e.is_instance_of::<PyValueError>(py)
+                || e.is_instance(py, subprocess_error);
+            if !unreadable {
+                error.keep(e);
+            }
+            None
+        }
+    }
+}
+
 /// Python's `sleep` and `clock` hooks as the library's clock.
 struct Hooks<'a, 'py> {
     sleep: Bound<'py, PyAny>,
@@ -237,20 +260,7 @@ pub fn wait_clear(
             0
         }
     };
-    let mut used = || -> Option<u64> {
-        match read_used.call0().and_then(|v| v.extract::<Vec<i64>>()) {
-            Ok(vals) => vals.into_iter().max().map(|m| m.max(0) as u64),
-            Err(e) => {
-                let unreadable = e.is_instance_of::<PyOSError>(py)
-                    || e.is_instance_of::<PyValueError>(py)
-                    || e.is_instance(py, &subprocess_error);
-                if !unreadable {
-                    error.keep(e);
-                }
-                None
-            }
-        }
-    };
+    let mut used = || used_mib(py, &read_used, &subprocess_error, &error);
     let r = gpu::wait_until_clear(&opts, &mut n_live, &mut used, &mut hooks)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     if let Some(e) = error.0.take() {

@@ -3,12 +3,12 @@
 //! clock come from Python's hooks, so the staged stop — SIGTERM, the grace, SIGKILL of the
 //! survivors, the clear readings — is written once.
 
-use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use crate::core::procs::Signal;
 use crate::core::{gpu, procs};
-use crate::system::{proc_info, FirstError, ProcRow, ReadingRow};
+use crate::system::{proc_info, used_mib, FirstError, ProcRow, ReadingRow};
 
 /// Python's hooks as the library's machine. A hook that raises is kept and raised at the end
 /// (the stop goes on); a GPU reading that raises `OSError`, `SubprocessError` or `ValueError`
@@ -63,18 +63,7 @@ impl procs::System for PySystem<'_, '_> {
     }
 
     fn gpu_used_mib(&mut self) -> Option<u64> {
-        match self.read_used.call0().and_then(|v| v.extract::<Vec<i64>>()) {
-            Ok(vals) => vals.into_iter().max().map(|m| m.max(0) as u64),
-            Err(e) => {
-                let unreadable = e.is_instance_of::<PyOSError>(self.py)
-                    || e.is_instance_of::<PyValueError>(self.py)
-                    || e.is_instance(self.py, &self.subprocess_error);
-                if !unreadable {
-                    self.error.keep(e);
-                }
-                None
-            }
-        }
+        used_mib(self.py, &self.read_used, &self.subprocess_error, self.error)
     }
 
     fn now(&self) -> f64 {
