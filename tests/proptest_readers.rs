@@ -385,3 +385,9 @@ proptest! {
         let _ = inferlint_core::checks::t12::check(&text, &bootlog::parse_text(&text, hint));
     }
 }
+
+#[path = "run_support/mod.rs"]
+mod run_support;
+
+#[path = "proptest_readers/hostile.rs"]
+mod hostile;

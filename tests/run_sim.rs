@@ -559,3 +559,6 @@ fn api_key_reaches_no_file() {
         .unwrap()
         .contains("--api-key ***"));
 }
+
+#[path = "run_sim/exit_paths.rs"]
+mod exit_paths;

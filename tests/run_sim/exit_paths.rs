@@ -5,11 +5,9 @@
 //! first request. Ctrl-C (130) and SIGTERM are tests/run_sim.rs's. Each case's processes are
 //! the test's own and end with it.
 
-mod run_support;
-
 use std::time::Duration;
 
-use run_support::{json_file, run_with_limit, text, World};
+use crate::run_support::{json_file, run_with_limit, text, World};
 
 const LIMIT: Duration = Duration::from_secs(150);
 
@@ -98,6 +96,7 @@ const CASES: &[Case] = &[
 
 #[test]
 fn run_json_records_the_code_the_process_exits_with_on_every_path() {
+    let _t = crate::turn();
     let mut codes = Vec::new();
     for c in CASES {
         let w = World::new();

@@ -1,15 +1,13 @@
-//! Every URL form a user gives reaches the server (docs/design/run.md, "One HTTP policy"): a
-//! server listening on IPv6 loopback, reached at `http://[::1]:PORT` by `snapshot`, `watch`,
-//! `probe` and `run` (which derives the URL from `--host ::1`), and a server on every address
-//! (`--host 0.0.0.0`) reached at `localhost` and at the address it printed. The test's servers
-//! are its own, on loopback, and it ends them.
-
-mod run_support;
+//! Every URL form a user gives reaches the server (docs/design/run.md, "The server's address"
+//! and "HTTP"): a server listening on IPv6 loopback, reached at `http://[::1]:PORT` by
+//! `snapshot`, `watch`, `probe` and `run` (which derives the URL from `--host ::1`), and a server
+//! on every address (`--host 0.0.0.0`) reached at `localhost` and at the address it printed. The
+//! test's servers are its own, on loopback, and it ends them. A module of tests/http_tls.rs.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use run_support::{bin, clean_exit_code, json_file, run_with_limit, text, World};
+use crate::run_support::{bin, clean_exit_code, json_file, run_with_limit, text, World};
 
 /// IPv6 loopback is configured here; under CI=true its absence fails, never skips.
 fn ipv6_loopback() -> bool {

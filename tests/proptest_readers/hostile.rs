@@ -6,20 +6,18 @@
 //! that names its file, never a panic, and every command that reads a file exits 0, 1 or 2, never
 //! 101, naming the file when it exits 2.
 
-mod proptest_support;
-mod run_support;
-
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::proptest_support;
+use crate::run_support::bin;
 use inferlint_core::bench::BenchResult;
 use inferlint_core::bootlog;
 use inferlint_core::prom::Metrics;
 use inferlint_core::series::Series;
 use inferlint_core::snapshot::Snapshot;
 use proptest::prelude::*;
-use run_support::bin;
 
 /// Pieces that readers have mistaken for whitespace or for numbers.
 const PIECES: &[&str] = &[
