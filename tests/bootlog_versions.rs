@@ -258,7 +258,8 @@ fn a_known_line_that_no_longer_parses_is_unparsed_not_defaulted() {
     assert_eq!(
         fields,
         [
-            "kv_pool_tokens",
+            // 0.3.1's names for the key phrases (docs/design/bootlog.md).
+            "kv_pool",
             "available_kv_cache_gib",
             "attention_block_size"
         ]
