@@ -194,7 +194,8 @@ pub struct ServeArgs {
     /// Admission control: requests in flight beyond this are rejected (HTTP 503).
     #[arg(long)]
     pub max_num_queued_reqs: Option<u32>,
-    #[arg(long, default_value_t = 8192)]
+    /// SGLang's `--chunked-prefill-size`.
+    #[arg(long, visible_alias = "chunked-prefill-size", default_value_t = 8192)]
     pub max_num_batched_tokens: u32,
     /// E.g. FLASH_ATTN, TRITON_ATTN, FLASHINFER.
     #[arg(long)]

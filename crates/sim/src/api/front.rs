@@ -281,6 +281,7 @@ impl Front {
                 Some(_) => Some((n, (now - p.last_token) / n as f64)),
             };
             p.last_token = now;
+            let streaming = p.streaming;
             let _ = p.tx.send(Ev::Tokens {
                 n,
                 finish: finishing.get(&id).copied(),
@@ -294,7 +295,7 @@ impl Front {
                     t.hits += u64::from(cached);
                 }
             }
-            st.reg.tokens(e, n, itl);
+            st.reg.tokens(e, n, itl, streaming);
             st.interval[iv].generation_tokens += n as u64;
         }
         st.reg.spec(e, &drafted);

@@ -71,7 +71,8 @@ pub trait Exposition: Send {
     fn add_preemptions(&mut self, e: usize, n: u64);
     fn observe_iteration_tokens(&mut self, e: usize, tokens: &[u32]);
     fn first_token(&mut self, e: usize, prompt_tokens: u32, cached: u32, ttft_s: f64);
-    fn tokens(&mut self, e: usize, n: u32, itl_s: Option<(u32, f64)>);
+    /// New tokens of one request (of a stream when `streaming`).
+    fn tokens(&mut self, e: usize, n: u32, itl_s: Option<(u32, f64)>, streaming: bool);
     fn request_finished(&mut self, e: usize, s: &RequestStats);
     fn admission_rejected(&mut self);
     /// An HTTP request arrived (SGLang counts it, and the ones in progress, from here).
@@ -112,7 +113,7 @@ impl Exposition for Registry {
     fn first_token(&mut self, e: usize, prompt_tokens: u32, cached: u32, ttft_s: f64) {
         Registry::first_token(self, e, prompt_tokens, cached, ttft_s);
     }
-    fn tokens(&mut self, e: usize, n: u32, itl_s: Option<(u32, f64)>) {
+    fn tokens(&mut self, e: usize, n: u32, itl_s: Option<(u32, f64)>, _streaming: bool) {
         Registry::tokens(self, e, n, itl_s);
     }
     fn request_finished(&mut self, e: usize, s: &RequestStats) {

@@ -100,6 +100,11 @@ fn child<'a>(f: &'a mut Family, pairs: &[(&str, &str)]) -> &'a mut Child {
     f.child(&refs, 0.0)
 }
 
+/// Whether `f` is the family exposed as `name` (a counter's name comes without `_total`).
+fn named(f: &Family, name: &str) -> bool {
+    f.name == name || (f.kind == Kind::Counter && name.strip_suffix("_total") == Some(&f.name))
+}
+
 /// Whether a family is a scheduler's (labelled by rank).
 fn is_scheduler(f: &Family) -> bool {
     f.label_names.iter().any(|l| l == "tp_rank")
@@ -141,7 +146,7 @@ impl SglangRegistry {
     }
 
     fn fam(&mut self, name: &str) -> Option<&mut Family> {
-        self.families.iter_mut().find(|f| f.name == name)
+        self.families.iter_mut().find(|f| named(f, name))
     }
 
     /// The scheduler labels of rank `e`.
@@ -163,7 +168,7 @@ impl SglangRegistry {
     /// tokenizer's `engine_type` and `model_name`, plus `extra`.
     fn at(&mut self, name: &str, e: usize, extra: &[(&'static str, String)]) -> Option<&mut Child> {
         let mut pairs = self.sched_pairs(e);
-        let f = self.families.iter_mut().find(|f| f.name == name)?;
+        let f = self.families.iter_mut().find(|f| named(f, name))?;
         if !is_scheduler(f) {
             pairs.retain(|(k, _)| k == "engine_type" || k == "model_name");
         }
@@ -221,8 +226,10 @@ impl SglangRegistry {
                     | "sglang:routing_key_all_req_count"
                     | "sglang:scheduler_stage_seconds_total"
                     | "sglang:prefill_effective_tokens_total" => false,
-                    "sglang:scheduler_idle_seconds_total"
-                    | "sglang:scheduler_process_cpu_seconds_total" => true,
+                    // Counters are named without `_total` inside.
+                    "sglang:scheduler_idle_seconds" | "sglang:scheduler_process_cpu_seconds" => {
+                        true
+                    }
                     _ => *gauge,
                 };
                 if plain {
@@ -482,7 +489,9 @@ impl Exposition for SglangRegistry {
         self.set("sglang:cache_hit_rate", e, rate);
     }
 
-    fn tokens(&mut self, e: usize, n: u32, itl_s: Option<(u32, f64)>) {
+    /// SGLang's tokenizer times the gaps between a stream's chunks only (the recordings show
+    /// no `inter_token_latency_seconds` until a stream has run).
+    fn tokens(&mut self, e: usize, n: u32, itl_s: Option<(u32, f64)>, streaming: bool) {
         let x = f64::from(n);
         self.add(
             "sglang:realtime_tokens_total",
@@ -490,7 +499,7 @@ impl Exposition for SglangRegistry {
             &[("mode", "decode".into())],
             x,
         );
-        if let Some((count, each)) = itl_s {
+        if let Some((count, each)) = itl_s.filter(|_| streaming) {
             for _ in 0..count {
                 self.observe("sglang:inter_token_latency_seconds", e, &[], each);
             }
@@ -622,7 +631,7 @@ mod tests {
             "no sample yet"
         );
         assert!(!text.contains("_created"));
-        r.tokens(0, 2, Some((2, 0.02)));
+        r.tokens(0, 2, Some((2, 0.02)), true);
         r.request_finished(
             0,
             &RequestStats {
