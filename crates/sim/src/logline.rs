@@ -2,7 +2,8 @@
 //! [file.py:line] message`, continuation lines of a multi-line message repeating the header, the
 //! uvicorn lines, and the `file:line` each message is logged from in each release. Under
 //! `--engine sglang` the same logger writes SGLang's shape instead: `[%Y-%m-%d %H:%M:%S{prefix}]
-//! message`, uvicorn's lines as `[stamp] INFO:     …` (engines.md §6, the recorded 0.5 logs).
+//! message`, uvicorn's lines as `[stamp] INFO:     …` (docs/design/engines.md#the-simulated-sglang,
+//! the recorded 0.5 logs).
 
 use std::io::Write;
 

@@ -2,7 +2,7 @@
 //! (tests/fixtures/sglang-0.5/qwen3-8b/boot.log): the launcher's `server_args={…}`, the
 //! scheduler's weight load, KV pool, CUDA graph capture and `max_total_num_tokens=` line, then
 //! uvicorn's start-up lines, the launcher's own warm-up requests and `The server is fired up and
-//! ready to roll!`. The format strings are engines.md §6's and the recordings'.
+//! ready to roll!`. The format strings are the recordings' (docs/design/engines.md#the-simulated-sglang).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! SGLang's HTTP surface (engines.md §6 "Endpoints", the recorded boot logs' access lines):
+//! SGLang's HTTP surface (docs/design/engines.md#the-simulated-sglang, the recorded boot logs' access lines):
 //! `/health` (503 until the launcher's own warm-up request is answered, as recorded),
 //! `/health_generate`, `/get_model_info` and `/model_info`, `/get_server_info` and
 //! `/server_info`, the native `/generate`, `/flush_cache`, the OpenAI endpoints the vLLM

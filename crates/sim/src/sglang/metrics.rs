@@ -1,6 +1,6 @@
 //! SGLang's `/metrics` (with `--enable-metrics`): the recorded families ([`super::families`])
 //! with the children and values the simulated server gives them. SGLang always runs
-//! prometheus_client in multiprocess mode (engines.md §6): no `_created` samples, no Python or
+//! prometheus_client in multiprocess mode (docs/design/engines.md#the-simulated-sglang): no `_created` samples, no Python or
 //! process collectors, a histogram's `_sum` before its buckets and `_count`, and a family only
 //! once a sample of it exists (so `num_retracted_requests_total` appears with the first
 //! retraction, `inter_token_latency_seconds` with the first streamed token, as recorded).

@@ -4,8 +4,8 @@
 //! simulation's, generalised; this module holds SGLang's flags, process titles, log prefixes,
 //! boot lines ([`boot`]), native endpoints ([`http`]) and `/metrics` families ([`metrics`]).
 //!
-//! The facts are those of the recordings in tests/fixtures/sglang-0.5/ and of
-//! ../shared/spec/engines.md §6 (SGLang), as the design page cites them.
+//! The facts are those of the recordings in tests/fixtures/sglang-0.5/, as the design page
+//! (docs/design/engines.md#the-simulated-sglang) lists them.
 
 pub mod boot;
 mod families;
@@ -31,7 +31,7 @@ pub struct SglangArgs {
 
 /// The scheduler process of data-parallel rank `dp`, tensor-parallel rank `tp`:
 /// `sglang::scheduler_TP{tp}`, or `sglang::scheduler_DP{dp}_TP{tp}_EP{tp}` with data
-/// parallelism (the titles ../shared/spec/multi-node.md and node-sharing.md list; the
+/// parallelism (the titles docs/supervision.md and docs/design/engines.md list; the
 /// expert-parallel rank follows the tensor-parallel one when EP is not set apart).
 pub fn scheduler_title(cfg: &ServeConfig, dp: u32, tp: u32) -> String {
     if cfg.dp > 1 {
@@ -47,7 +47,7 @@ pub const DETOKENIZER_TITLE: &str = "sglang::detokenizer";
 pub const DP_CONTROLLER_TITLE: &str = "sglang::data_parallel_controller";
 
 /// A scheduler's log prefix: ` DP{n}` and ` TP{n}` for the dimensions above 1, as
-/// `[2026-11-29 14:06:05 TP0] …` (engines.md §6; the recorded TP 1 runs show none).
+/// `[2026-11-29 14:06:05 TP0] …` (docs/design/engines.md#the-simulated-sglang; the recorded TP 1 runs show none).
 pub fn log_prefix(cfg: &ServeConfig, dp: u32, tp: u32) -> String {
     let mut p = String::new();
     if cfg.dp > 1 {
