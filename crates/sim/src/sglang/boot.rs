@@ -155,10 +155,7 @@ pub fn scheduler_lines(log: &Logger, cfg: &ServeConfig) {
     sleep_s(share);
     log.info(
         "",
-        &format!(
-            "Init torch distributed ends. elapsed={:.2} s, mem usage=0.07 GB",
-            share
-        ),
+        &format!("Init torch distributed ends. elapsed={share:.2} s, mem usage=0.07 GB"),
     );
     log.info(
         "",

@@ -193,9 +193,8 @@ impl SglangRegistry {
     }
 
     fn observe(&mut self, name: &str, e: usize, extra: &[(&'static str, String)], x: f64) {
-        let bounds = match self.fam(name).map(|f| f.kind.clone()) {
-            Some(Kind::Histogram(b)) => b,
-            _ => return,
+        let Some(Kind::Histogram(bounds)) = self.fam(name).map(|f| f.kind.clone()) else {
+            return;
         };
         if let Some(c) = self.at(name, e, extra) {
             c.count += 1;
