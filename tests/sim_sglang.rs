@@ -413,3 +413,35 @@ fn process_titles_while_serving_and_none_after_sigterm() {
         ],
     );
 }
+
+#[test]
+fn requests_beyond_the_running_cap_wait_in_the_queue_gauge() {
+    let sim = Sim::start(&[
+        "--engine",
+        "sglang",
+        "--enable-metrics",
+        "--max-running-requests",
+        "2",
+        "--tokens-per-s",
+        "50",
+    ]);
+    let watcher = std::thread::spawn({
+        let url = sim.url("/metrics");
+        move || {
+            let mut peak = (0.0f64, 0.0f64);
+            for _ in 0..30 {
+                let m = Metrics::parse(&get(&url).1).unwrap();
+                peak.0 = peak.0.max(sample(&m, "sglang:num_running_reqs", None));
+                peak.1 = peak.1.max(sample(&m, "sglang:num_queue_reqs", None));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            peak
+        }
+    });
+    burst(&sim, 5, 8, 40);
+    let (running, queued) = watcher.join().unwrap();
+    assert_eq!(running, 2.0, "at most the cap runs");
+    assert!(queued >= 1.0, "num_queue_reqs peaked at {queued}");
+    let (_, m) = metrics(&sim);
+    assert_eq!(sample(&m, "sglang:num_queue_reqs", None), 0.0);
+}

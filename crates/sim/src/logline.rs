@@ -147,6 +147,12 @@ impl Logger {
     /// uvicorn's server lines (`INFO:     Started server process [N]`), on stderr.
     pub fn uvicorn(&self, msg: &str) {
         let line = self.decorate(&format!("INFO:     {msg}"));
+        if !self.is_vllm() {
+            // SGLang's lines all go to one stream here, so that a reader of two pipes still
+            // sees them in the order they were written (the recorded log's order).
+            write_stdout(&line);
+            return;
+        }
         let mut e = std::io::stderr().lock();
         let _ = e.write_all(line.as_bytes());
         let _ = e.flush();
