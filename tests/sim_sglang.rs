@@ -78,7 +78,7 @@ fn anchor_order(log: &str) -> Vec<&'static str> {
         .iter()
         .filter_map(|a| log.find(a).map(|i| (i, *a)))
         .collect();
-    found.sort();
+    found.sort_unstable();
     found.into_iter().map(|(_, a)| a).collect()
 }
 
@@ -155,9 +155,12 @@ fn boot_log_reads_to_the_recorded_facts_in_the_recorded_order() {
     assert!(g.len() >= 20, "{} keys", g.len());
 }
 
-/// Family → (type, HELP, label names of its samples) from an exposition.
-fn shape(text: &str) -> BTreeMap<String, (String, String, BTreeSet<String>)> {
-    let mut out: BTreeMap<String, (String, String, BTreeSet<String>)> = BTreeMap::new();
+/// Family → (type, HELP, label names of its samples).
+type Shape = BTreeMap<String, (String, String, BTreeSet<String>)>;
+
+/// An exposition's [`Shape`].
+fn shape(text: &str) -> Shape {
+    let mut out: Shape = BTreeMap::new();
     let mut help: BTreeMap<String, String> = BTreeMap::new();
     for l in text.lines() {
         if let Some(rest) = l.strip_prefix("# HELP ") {
@@ -189,7 +192,7 @@ fn shape(text: &str) -> BTreeMap<String, (String, String, BTreeSet<String>)> {
 }
 
 /// Every recorded scrape's shape.
-fn recorded_shapes() -> Vec<BTreeMap<String, (String, String, BTreeSet<String>)>> {
+fn recorded_shapes() -> Vec<Shape> {
     let mut v = Vec::new();
     for run in ["qwen3-8b", "qwen3-8b-own-client", "live", "capped"] {
         for when in ["before", "after"] {
@@ -204,7 +207,7 @@ fn recorded_shapes() -> Vec<BTreeMap<String, (String, String, BTreeSet<String>)>
 
 /// Each family of `sim` as some recording has it (type, HELP, label names), and the families
 /// every recording shows all present.
-fn assert_recorded_shape(sim: &BTreeMap<String, (String, String, BTreeSet<String>)>) -> usize {
+fn assert_recorded_shape(sim: &Shape) -> usize {
     let recs = recorded_shapes();
     for (fam, got) in sim {
         let rec = recs
