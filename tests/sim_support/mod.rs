@@ -23,6 +23,7 @@ pub struct Sim {
 }
 
 pub struct SimBuilder {
+    model: String,
     args: Vec<String>,
     envs: Vec<(String, String)>,
     gpu: bool,
@@ -51,6 +52,12 @@ impl SimBuilder {
         self
     }
 
+    /// The model to serve (`m` unless set).
+    pub fn model(mut self, m: &str) -> Self {
+        self.model = m.to_string();
+        self
+    }
+
     /// Do not wait for the ready line (start-up failures).
     pub fn no_wait(mut self) -> Self {
         self.wait_ready = false;
@@ -61,7 +68,32 @@ impl SimBuilder {
         let tag = format!("{:016x}", rand_u64());
         let gpu_dir = self.gpu.then(|| tempfile::tempdir().expect("temp dir"));
         let mut cmd = Command::new(BIN);
-        cmd.args(["sim", "serve", "m", "--host", "127.0.0.1", "--port", "0"]);
+        cmd.args([
+            "sim",
+            "serve",
+            &self.model,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+        ]);
+        // SGLang is ready once its launcher's warm-up is answered, and names its port in
+        // uvicorn's line; vLLM in its own listen line.
+        let sglang = self
+            .args
+            .windows(2)
+            .any(|w| w[0] == "--engine" && w[1] == "sglang");
+        let (ready, listen) = if sglang {
+            (
+                "The server is fired up and ready to roll!",
+                "Uvicorn running on http://",
+            )
+        } else {
+            (
+                "Application startup complete.",
+                "Starting vLLM server on http://",
+            )
+        };
         if !self.args.iter().any(|a| a == "--boot-secs") {
             cmd.args(["--boot-secs", "0"]);
         }
@@ -104,28 +136,30 @@ impl SimBuilder {
         };
         if self.wait_ready {
             assert!(
-                sim.wait_for("Application startup complete.", Duration::from_secs(20)),
+                sim.wait_for(ready, Duration::from_secs(20)),
                 "no ready line:\n{}",
                 sim.log()
             );
             // stdout and stderr are read on separate threads: wait for the listen line too.
             assert!(
-                sim.wait_for("Starting vLLM server on http://", Duration::from_secs(5)),
+                sim.wait_for(listen, Duration::from_secs(5)),
                 "no listen line:\n{}",
                 sim.log()
             );
             let log = sim.log();
             let line = log
                 .lines()
-                .find(|l| l.contains("Starting vLLM server on http://"))
+                .find(|l| l.contains(listen))
                 .expect("listen line");
-            sim.port = line
+            let after = &line[line.find(listen).unwrap() + listen.len()..];
+            let digits: String = after
                 .rsplit(':')
                 .next()
                 .unwrap()
-                .trim()
-                .parse()
-                .expect("port in the listen line");
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            sim.port = digits.parse().expect("port in the listen line");
         }
         sim
     }
@@ -138,6 +172,7 @@ fn rand_u64() -> u64 {
 impl Sim {
     pub fn builder() -> SimBuilder {
         SimBuilder {
+            model: "m".into(),
             args: Vec::new(),
             envs: Vec::new(),
             gpu: false,

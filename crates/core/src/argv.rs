@@ -239,7 +239,7 @@ const SERVER_MODULES: &[(&str, Engine, bool)] = &[
 /// (docs/design/processes.md#finding-server-processes), after its launchers: `vllm serve`,
 /// `sglang serve`, `trtllm-serve …` (not its `--help`), `python -m` one of the server modules,
 /// `python …/vllm serve` (a console script run by its interpreter), and `inferlint sim serve`,
-/// which imitates vLLM. None for anything else.
+/// which imitates vLLM, or the engine its `--engine` names. None for anything else.
 pub fn server_engine(argv: &[String]) -> Option<Engine> {
     let rest = &argv[strip_launchers(argv).start..];
     let first = rest.first()?;
@@ -252,7 +252,7 @@ pub fn server_engine(argv: &[String]) -> Option<Engine> {
             return Some(Engine::Trtllm)
         }
         _ if is_inferlint(name) && arg(1) == Some("sim") && arg(2) == Some("serve") => {
-            return Some(Engine::Vllm)
+            return Some(sim_engine(&rest[3..]))
         }
         _ => {}
     }
@@ -267,6 +267,20 @@ pub fn server_engine(argv: &[String]) -> Option<Engine> {
             .map(|&(_, e, _)| e),
         PythonTarget::Script(k) => server_engine(&rest[k..]),
     }
+}
+
+/// The engine `inferlint sim serve ARGS` imitates: its `--engine` (`--engine X` or
+/// `--engine=X`), vLLM without one.
+fn sim_engine(args: &[String]) -> Engine {
+    let named = args
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| match a.strip_prefix("--engine") {
+            Some("") => args.get(i + 1).map(String::as_str),
+            Some(v) => v.strip_prefix('='),
+            None => None,
+        });
+    named.and_then(Engine::parse).unwrap_or(Engine::Vllm)
 }
 
 /// The engine of a process in `/proc`: a renamed engine process by its name (`VLLM::EngineCore`,

@@ -4,6 +4,7 @@
 //! (release defaults, the KV pool arithmetic) and hands that to the engine process as JSON in
 //! [`CONFIG_ENV`], so both processes agree on every number.
 
+use inferlint_core::Engine;
 use serde::{Deserialize, Serialize};
 
 /// The environment variable that carries the resolved [`ServeConfig`] to the engine process.
@@ -178,12 +179,14 @@ pub struct ServeArgs {
     /// Port to listen on; 0 picks a free one (the boot log's "Starting vLLM server on" line names it).
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
-    #[arg(long, default_value_t = 256)]
+    /// SGLang's `--max-running-requests`.
+    #[arg(long, visible_alias = "max-running-requests", default_value_t = 256)]
     pub max_num_seqs: u32,
-    #[arg(long, default_value_t = 4096)]
+    /// SGLang's `--context-length`.
+    #[arg(long, visible_alias = "context-length", default_value_t = 4096)]
     pub max_model_len: u32,
-    /// Tokens per KV block (`--hybrid` forces 784).
-    #[arg(long)]
+    /// Tokens per KV block (`--hybrid` forces 784); SGLang's `--page-size` (default 1).
+    #[arg(long, visible_alias = "page-size")]
     pub block_size: Option<u32>,
     /// The number of KV blocks, one of which is the reserved null block.
     #[arg(long)]
@@ -191,7 +194,8 @@ pub struct ServeArgs {
     /// Admission control: requests in flight beyond this are rejected (HTTP 503).
     #[arg(long)]
     pub max_num_queued_reqs: Option<u32>,
-    #[arg(long, default_value_t = 8192)]
+    /// SGLang's `--chunked-prefill-size`.
+    #[arg(long, visible_alias = "chunked-prefill-size", default_value_t = 8192)]
     pub max_num_batched_tokens: u32,
     /// E.g. FLASH_ATTN, TRITON_ATTN, FLASHINFER.
     #[arg(long)]
@@ -201,9 +205,11 @@ pub struct ServeArgs {
     pub api_key: Option<String>,
     #[arg(long, num_args = 1..)]
     pub served_model_name: Vec<String>,
-    #[arg(long)]
+    /// SGLang's `--mem-fraction-static`.
+    #[arg(long, visible_alias = "mem-fraction-static")]
     pub gpu_memory_utilization: Option<f64>,
-    #[arg(long)]
+    /// SGLang's `--disable-cuda-graph`.
+    #[arg(long, visible_alias = "disable-cuda-graph")]
     pub enforce_eager: bool,
     /// Seconds to drain in-flight requests on SIGTERM (0 = abort them, vLLM's default).
     #[arg(long, default_value_t = 0)]
@@ -215,14 +221,21 @@ pub struct ServeArgs {
     /// Tensor-parallel size: one `VLLM::Worker_TP{n}` process per rank when > 1.
     #[arg(
         long = "tp",
-        visible_alias = "tensor-parallel-size",
+        visible_aliases = ["tensor-parallel-size", "tp-size"],
         default_value_t = 1
     )]
     pub tp: u32,
     /// Data-parallel size: one `VLLM::EngineCore_DP{i}` per rank, each with its own KV pool
     /// and scheduler (and GPU), a `VLLM::DPCoordinator`, and per-engine /metrics series.
-    #[arg(long = "data-parallel-size", visible_alias = "dp", default_value_t = 1)]
+    #[arg(long = "data-parallel-size", visible_aliases = ["dp", "dp-size"], default_value_t = 1)]
     pub dp: u32,
+
+    /// The engine to simulate: `vllm`, or `sglang` (SGLang 0.5's boot log, endpoints, /metrics
+    /// and process titles, docs/design/engines.md#the-simulated-sglang).
+    #[arg(long, value_parser = parse_engine, default_value = "vllm")]
+    pub engine: Engine,
+    #[command(flatten)]
+    pub sglang: crate::sglang::SglangArgs,
 
     /// The vLLM release whose log lines and /metrics exposition to copy.
     #[arg(long, value_enum, default_value = "0.28")]
@@ -292,9 +305,25 @@ pub struct ServeArgs {
     pub boot_never_ends: bool,
 }
 
+fn parse_engine(s: &str) -> Result<Engine, String> {
+    match Engine::parse(s) {
+        Some(e @ (Engine::Vllm | Engine::Sglang)) => Ok(e),
+        _ => Err(format!("'{s}': the simulator runs vllm or sglang")),
+    }
+}
+
 /// Everything both simulator processes need, resolved once from the flags.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ServeConfig {
+    /// The engine whose log lines, endpoints, metrics and titles the simulator copies.
+    #[serde(default = "vllm")]
+    pub engine: Engine,
+    /// SGLang's `--enable-metrics` (vLLM always serves /metrics).
+    #[serde(default)]
+    pub enable_metrics: bool,
+    /// SGLang's `--max-total-tokens`, as given.
+    #[serde(default)]
+    pub max_total_tokens: Option<u32>,
     pub release: Release,
     pub model: String,
     pub served_names: Vec<String>,
@@ -351,6 +380,10 @@ fn yes() -> bool {
     true
 }
 
+fn vllm() -> Engine {
+    Engine::Vllm
+}
+
 /// The default KV pool when no override is given: 8,192 blocks of 16 tokens (131,072 tokens),
 /// scaled for other block sizes so the pool stays the same number of tokens.
 const DEFAULT_POOL_TOKENS: u32 = 8192 * 16;
@@ -389,17 +422,20 @@ impl ServeConfig {
         if a.dp == 0 {
             return Err("--data-parallel-size must be at least 1".into());
         }
+        let sglang = a.engine == Engine::Sglang;
         let block_size = if a.hybrid {
             HYBRID_BLOCK_SIZE
         } else {
-            a.block_size.unwrap_or(16)
+            // SGLang's page size defaults to 1 token (its server_args).
+            a.block_size.unwrap_or(if sglang { 1 } else { 16 })
         };
         if block_size == 0 {
             return Err("--block-size must be positive".into());
         }
-        let num_gpu_blocks = match a.num_gpu_blocks_override {
-            Some(n) => n,
-            None => (DEFAULT_POOL_TOKENS / block_size).max(2),
+        let num_gpu_blocks = match (a.num_gpu_blocks_override, a.sglang.max_total_tokens) {
+            (Some(n), _) => n,
+            (None, Some(tokens)) if sglang => (tokens / block_size).max(2),
+            _ => (DEFAULT_POOL_TOKENS / block_size).max(2),
         };
         let served_names = if a.served_model_name.is_empty() {
             vec![a.model.clone()]
@@ -411,6 +447,9 @@ impl ServeConfig {
             (false, n) => n,
         };
         Ok(ServeConfig {
+            engine: a.engine,
+            enable_metrics: a.sglang.enable_metrics,
+            max_total_tokens: a.sglang.max_total_tokens,
             release: a.vllm_version,
             model: a.model.clone(),
             served_names,
@@ -472,9 +511,18 @@ impl ServeConfig {
         dp_rank * self.tp + tp_rank
     }
 
-    /// Blocks the requests can use: all but the reserved null block.
+    /// Blocks the requests can use: all but vLLM's reserved null block (SGLang's token pool
+    /// reserves none: `max_total_num_tokens` are all usable).
     pub fn usable_blocks(&self) -> u32 {
-        self.num_gpu_blocks.saturating_sub(1)
+        match self.engine {
+            Engine::Sglang => self.num_gpu_blocks,
+            _ => self.num_gpu_blocks.saturating_sub(1),
+        }
+    }
+
+    /// The KV pool in tokens (SGLang's `max_total_num_tokens`).
+    pub fn pool_tokens(&self) -> u64 {
+        u64::from(self.num_gpu_blocks) * u64::from(self.block_size)
     }
 
     /// Blocks one request of `max_model_len` tokens needs.
@@ -546,101 +594,5 @@ pub(crate) fn test_config(args: &[&str]) -> ServeConfig {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn cfg(args: &[&str]) -> ServeConfig {
-        test_config(args)
-    }
-
-    #[test]
-    fn pool_arithmetic_matches_the_recorded_boot_lines() {
-        // vllm-0.32 CPU run: 5 blocks of 128, max len 512 → 640 tokens, 1.25x.
-        let c = cfg(&[
-            "m",
-            "--num-gpu-blocks-override",
-            "5",
-            "--block-size",
-            "128",
-            "--max-model-len",
-            "512",
-        ]);
-        assert_eq!(c.kv_cache_tokens(), 640);
-        assert!((c.max_concurrency() - 1.25).abs() < 1e-12);
-        assert!(!c.pool_too_small());
-        // 4 blocks: one is the null block, 3 × 128 < 512 → vLLM refuses to start.
-        let c = cfg(&[
-            "m",
-            "--num-gpu-blocks-override",
-            "4",
-            "--block-size",
-            "128",
-            "--max-model-len",
-            "512",
-        ]);
-        assert!(c.pool_too_small());
-        assert_eq!(c.estimated_max_model_len(), 384);
-        // engine-samples 0.33: 67,656 blocks of 16, max len 4096 → 1,082,496 tokens, 264.28x.
-        let c = cfg(&["m", "--num-gpu-blocks-override", "67656"]);
-        assert_eq!(c.kv_cache_tokens(), 1_082_496);
-        assert_eq!(format!("{:.2}", c.max_concurrency()), "264.28");
-    }
-
-    #[test]
-    fn hybrid_forces_784_token_blocks() {
-        let c = cfg(&["m", "--hybrid", "--block-size", "16"]);
-        assert_eq!(c.block_size, 784);
-        assert_eq!(c.user_block_size, None);
-        assert_eq!(c.usable_blocks(), c.num_gpu_blocks - 1);
-    }
-
-    #[test]
-    fn die_on_first_request_is_die_after_zero() {
-        assert_eq!(
-            cfg(&["m", "--die-on-first-request"]).die_after_requests,
-            Some(0)
-        );
-        assert_eq!(
-            cfg(&["m", "--die-after-requests", "3"]).die_after_requests,
-            Some(3)
-        );
-        assert_eq!(cfg(&["m"]).die_after_requests, None);
-    }
-
-    #[test]
-    fn hostile_modes_parse_and_reach_the_config() {
-        for f in MetricsFault::ALL {
-            let c = cfg(&[
-                "m",
-                "--metrics-fault",
-                f.key(),
-                "--metrics-fault-after",
-                "3",
-            ]);
-            assert_eq!(c.metrics_fault, Some(f));
-            assert_eq!(c.metrics_fault_after, 3);
-        }
-        let c = cfg(&["m", "--boot-never-ends"]);
-        assert!(c.boot_never_ends);
-        assert_eq!((c.metrics_fault, c.metrics_huge_mb), (None, 50));
-        let back: ServeConfig =
-            serde_json::from_str(&cfg(&["m", "--metrics-fault", "broken-off"]).to_env()).unwrap();
-        assert_eq!(back.metrics_fault, Some(MetricsFault::BrokenOff));
-    }
-
-    #[test]
-    fn config_round_trips_through_the_environment_text() {
-        let c = cfg(&[
-            "m",
-            "--served-model-name",
-            "a",
-            "b",
-            "--vllm-version",
-            "0.33",
-        ]);
-        let back: ServeConfig = serde_json::from_str(&c.to_env()).unwrap();
-        assert_eq!(back.served_names, vec!["a", "b"]);
-        assert_eq!(back.release, Release::V033);
-        assert_eq!(back.gpu_memory_utilization, 0.92);
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;

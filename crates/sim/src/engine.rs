@@ -23,7 +23,8 @@ use super::logline::{sites, Logger};
 use super::os::{self, mono_now};
 use super::proto::{drain_lines, encode, Batch, ToApi, ToEngine};
 use super::sched::{NewRequest, Outputs, SchedConfig, Scheduler};
-use super::worker::{dp_rank, engine_title, spawn_workers, stop_workers};
+use super::worker::{dp_rank, engine_title, logger_for, spawn_workers, stop_workers};
+use inferlint_core::Engine as EngineKind;
 // `inferlint sim worker` has always been dispatched here (src/cli/sim.rs).
 pub use super::worker::run_worker;
 
@@ -132,7 +133,8 @@ pub fn run_engine() -> anyhow::Result<i32> {
     // SAFETY: the API server passed us this fd; nothing else in this process owns it.
     let mut sock = unsafe { UnixStream::from_raw_fd(fd) };
     set_cloexec(&sock);
-    let log = Logger::new(cfg.release, title.trim_start_matches("VLLM::"));
+    let log = logger_for(&cfg, &title, rank, 0);
+    let sglang = cfg.engine == EngineKind::Sglang;
     let signals: &[Signal] = if cfg.engine_ignores_sigterm {
         // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
         unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
@@ -146,7 +148,11 @@ pub fn run_engine() -> anyhow::Result<i32> {
     }))?;
 
     let boot_start = mono_now();
-    boot_lines(&log, &cfg)?;
+    if sglang {
+        crate::sglang::boot::scheduler_lines(&log, &cfg);
+    } else {
+        boot_lines(&log, &cfg)?;
+    }
     let fail = cfg
         .fail_boot
         .filter(|k| *k != FailKind::EngineDead)
@@ -159,9 +165,10 @@ pub fn run_engine() -> anyhow::Result<i32> {
         return Ok(1);
     }
     let gpu_dir = gpu::dir_from_env();
-    // One simulated GPU per worker; without workers (TP 1) the engine holds its own.
+    // One simulated GPU per worker; without workers (TP 1) the engine holds its own, and an
+    // SGLang rank-0 scheduler always does (the other ranks are its workers).
     let _holding = match (&gpu_dir, cfg.tp) {
-        (Some(dir), 1) => {
+        (Some(dir), tp) if tp == 1 || sglang => {
             let card = gpu::my_card(dir, cfg.gpu_index(rank, 0)).map_err(anyhow::Error::msg)?;
             Some(gpu::hold(dir, cfg.gpu_mib, card)?)
         }
@@ -171,7 +178,11 @@ pub fn run_engine() -> anyhow::Result<i32> {
     set_cloexec(&death_write);
     let mut workers = spawn_workers(&cfg, &death_read)?;
     drop(death_read);
-    finish_boot_lines(&log, &cfg, mono_now() - boot_start);
+    if sglang {
+        crate::sglang::boot::scheduler_ready_lines(&log, &cfg, mono_now() - boot_start);
+    } else {
+        finish_boot_lines(&log, &cfg, mono_now() - boot_start);
+    }
     sock.write_all(&encode(&ToApi::Ready {
         num_gpu_blocks: cfg.num_gpu_blocks,
     }))?;
@@ -538,6 +549,10 @@ impl Engine {
     }
 
     fn shutdown(&mut self, sig: Signal) {
+        if !self.log.is_vllm() {
+            // SGLang's scheduler is killed with its tree; it logs nothing on the way out.
+            return;
+        }
         let s = sites(self.log.release);
         let mode = if self.cfg.shutdown_timeout > 0 {
             "drain"

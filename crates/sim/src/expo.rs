@@ -185,7 +185,7 @@ impl Family {
         }
     }
 
-    fn labels(&self, c: &Child, extra: Option<(&str, &str)>) -> String {
+    pub(crate) fn labels(&self, c: &Child, extra: Option<(&str, &str)>) -> String {
         let mut pairs: Vec<(&str, String)> = self
             .label_names
             .iter()

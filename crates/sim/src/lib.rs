@@ -49,5 +49,6 @@ pub mod metrics;
 pub mod os;
 pub mod proto;
 pub mod sched;
+pub mod sglang;
 pub mod spec;
 pub mod worker;

@@ -1,6 +1,9 @@
 //! vLLM's log line shapes (docs/design/engines.md#log-lines): `(Process pid=N) LEVEL mm-dd HH:MM:SS
 //! [file.py:line] message`, continuation lines of a multi-line message repeating the header, the
-//! uvicorn lines, and the `file:line` each message is logged from in each release.
+//! uvicorn lines, and the `file:line` each message is logged from in each release. Under
+//! `--engine sglang` the same logger writes SGLang's shape instead: `[%Y-%m-%d %H:%M:%S{prefix}]
+//! message`, uvicorn's lines as `[stamp] INFO:     …` (docs/design/engines.md#the-simulated-sglang,
+//! the recorded 0.5 logs).
 
 use std::io::Write;
 
@@ -23,6 +26,15 @@ impl Level {
     }
 }
 
+/// Whose log shape a [`Logger`] writes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Style {
+    #[default]
+    Vllm,
+    /// SGLang's, with the process's ` DP{n} TP{n}` prefix inside the brackets (may be empty).
+    Sglang { prefix: String },
+}
+
 /// Writes one process's log lines to stdout (uvicorn's server lines go to stderr).
 #[derive(Clone, Debug)]
 pub struct Logger {
@@ -30,6 +42,7 @@ pub struct Logger {
     /// `APIServer`, `EngineCore`, `Worker_TP0`.
     pub process: String,
     pub pid: u32,
+    pub style: Style,
 }
 
 impl Logger {
@@ -38,15 +51,41 @@ impl Logger {
             release,
             process: process.to_string(),
             pid: std::process::id(),
+            style: Style::Vllm,
         }
+    }
+
+    /// A logger in SGLang's shape; `prefix` as [`crate::sglang::log_prefix`] gives it.
+    pub fn sglang(release: Release, process: &str, prefix: &str) -> Logger {
+        Logger {
+            style: Style::Sglang {
+                prefix: prefix.to_string(),
+            },
+            ..Logger::new(release, process)
+        }
+    }
+
+    /// Whether it writes vLLM's lines (the `[shutdown]` lines and the like are vLLM's alone).
+    pub fn is_vllm(&self) -> bool {
+        self.style == Style::Vllm
     }
 
     fn prefix(&self) -> String {
         format!("({} pid={}) ", self.process, self.pid)
     }
 
+    /// SGLang's `[2026-10-01 01:40:43 TP0] ` header.
+    fn sglang_header(prefix: &str) -> String {
+        let stamp = chrono::Local::now().format("%Y-%m-%d %H:%M:%S");
+        format!("[{stamp}{prefix}] ")
+    }
+
     /// The formatted text of one log call (several physical lines for a multi-line message).
     pub fn format(&self, level: Level, site: &str, msg: &str) -> String {
+        if let Style::Sglang { prefix } = &self.style {
+            // SGLang's formatter has no level or site; a multi-line message keeps one header.
+            return format!("{}{msg}\n", Logger::sglang_header(prefix));
+        }
         let stamp = chrono::Local::now().format("%m-%d %H:%M:%S");
         let header = format!("{}{} {} [{}] ", self.prefix(), level.name(), stamp, site);
         // vLLM's NewLineFormatter repeats the header on every line; 0.33 keeps the `\r` its
@@ -86,6 +125,10 @@ impl Logger {
     /// Output that is not a vLLM log record (tracebacks, uvicorn): 0.28 and 0.30 prefix every
     /// line a process writes; 0.33 leaves third-party output bare.
     pub fn decorate(&self, text: &str) -> String {
+        if let Style::Sglang { prefix } = &self.style {
+            // SGLang patches uvicorn's formats to `[%(asctime)s] %(levelprefix)s %(message)s`.
+            return format!("{}{text}\n", Logger::sglang_header(prefix));
+        }
         match self.release {
             Release::V033 => format!("{text}\n"),
             _ => format!("{}{text}\n", self.prefix()),
@@ -94,12 +137,22 @@ impl Logger {
 
     /// Always prefixed: Python's own traceback print in a vLLM process.
     pub fn raw(&self, text: &str) {
+        if !self.is_vllm() {
+            write_stdout(&format!("{text}\n"));
+            return;
+        }
         write_stdout(&format!("{}{text}\n", self.prefix()));
     }
 
     /// uvicorn's server lines (`INFO:     Started server process [N]`), on stderr.
     pub fn uvicorn(&self, msg: &str) {
         let line = self.decorate(&format!("INFO:     {msg}"));
+        if !self.is_vllm() {
+            // SGLang's lines all go to one stream here, so that a reader of two pipes still
+            // sees them in the order they were written (the recorded log's order).
+            write_stdout(&line);
+            return;
+        }
         let mut e = std::io::stderr().lock();
         let _ = e.write_all(line.as_bytes());
         let _ = e.flush();
@@ -380,6 +433,7 @@ mod tests {
             release: Release::V028,
             process: "APIServer".into(),
             pid: 821,
+            style: Style::Vllm,
         };
         let text = l.format(Level::Info, "api_utils.py:333", &logo("0.28.0", "m"));
         let lines: Vec<&str> = text.split('\n').collect();
@@ -405,6 +459,7 @@ mod tests {
             release: Release::V030,
             process: "APIServer".into(),
             pid: 5,
+            style: Style::Vllm,
         };
         assert_eq!(
             l.decorate("INFO:     Shutting down"),
@@ -418,6 +473,19 @@ mod tests {
             l.decorate("INFO:     Shutting down"),
             "INFO:     Shutting down\n"
         );
+    }
+
+    #[test]
+    fn sglang_lines_carry_a_bracketed_stamp_and_prefix() {
+        let l = Logger::sglang(Release::V028, "scheduler", " TP1");
+        let line = l.format(Level::Info, "", "Load weight begin. avail mem=22.37 GB");
+        let (head, msg) = line.split_once("] ").unwrap();
+        assert!(head.starts_with("[20") && head.ends_with(" TP1"), "{line}");
+        assert_eq!(msg, "Load weight begin. avail mem=22.37 GB\n");
+        let api = Logger::sglang(Release::V028, "APIServer", "");
+        let up = api.decorate("INFO:     Application startup complete.");
+        assert!(up.starts_with('[') && up.contains("] INFO:     Application startup complete.\n"));
+        assert!(!api.is_vllm() && Logger::new(Release::V028, "x").is_vllm());
     }
 
     #[test]

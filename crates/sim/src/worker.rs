@@ -2,6 +2,10 @@
 //! `VLLM::Worker_DP{d}_TP{n}` with data parallelism too), each holding the simulated memory of
 //! its own GPU, and the data-parallel coordinator (`VLLM::DPCoordinator`). Both are
 //! `inferlint sim worker` and end when their parent does (a death pipe on fd 3).
+//!
+//! Under `--engine sglang` the same machinery runs SGLang's processes: the scheduler of each
+//! tensor-parallel rank above 0 (`sglang::scheduler_TP{n}`; rank 0's is the engine process),
+//! the detokenizer and, with data parallelism, the data-parallel controller.
 
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -16,6 +20,8 @@ use super::engine::{pass_as_fd3, set_cloexec, SignalPipe};
 use super::gpu;
 use super::logline::{sites, Logger};
 use super::os;
+use super::sglang;
+use inferlint_core::Engine;
 
 /// The environment variable naming a worker's tensor-parallel rank.
 pub const RANK_ENV: &str = "INFERLINT_SIM_WORKER_RANK";
@@ -25,6 +31,32 @@ pub const DP_RANK_ENV: &str = "INFERLINT_SIM_DP_RANK";
 pub const ROLE_ENV: &str = "INFERLINT_SIM_ROLE";
 /// [`ROLE_ENV`]'s value for the coordinator.
 pub const COORDINATOR: &str = "coordinator";
+/// [`ROLE_ENV`]'s value for SGLang's detokenizer.
+pub const DETOKENIZER: &str = "detokenizer";
+
+/// The title of the helper process with [`ROLE_ENV`] `role`: vLLM's DP coordinator, SGLang's
+/// data-parallel controller or detokenizer. None for an unknown role.
+pub fn helper_title(cfg: &ServeConfig, role: &str) -> Option<&'static str> {
+    match (cfg.engine, role) {
+        (Engine::Sglang, COORDINATOR) => Some(sglang::DP_CONTROLLER_TITLE),
+        (Engine::Sglang, DETOKENIZER) => Some(sglang::DETOKENIZER_TITLE),
+        (_, COORDINATOR) => Some("VLLM::DPCoordinator"),
+        _ => None,
+    }
+}
+
+/// The logger of a simulator process titled `title` of data-parallel rank `dp`, tensor-parallel
+/// rank `tp`, in its engine's shape.
+pub fn logger_for(cfg: &ServeConfig, title: &str, dp: u32, tp: u32) -> Logger {
+    match cfg.engine {
+        Engine::Sglang => Logger::sglang(
+            cfg.release,
+            title.trim_start_matches("sglang::"),
+            &sglang::log_prefix(cfg, dp, tp),
+        ),
+        _ => Logger::new(cfg.release, title.trim_start_matches("VLLM::")),
+    }
+}
 
 /// This process's data-parallel rank (0 without data parallelism).
 pub(super) fn dp_rank() -> u32 {
@@ -37,6 +69,9 @@ pub(super) fn dp_rank() -> u32 {
 /// The engine's process title: `VLLM::EngineCore`, or `VLLM::EngineCore_DP{rank}` with data
 /// parallelism (node-sharing facts, docs/supervision.md).
 pub fn engine_title(cfg: &ServeConfig, rank: u32) -> String {
+    if cfg.engine == Engine::Sglang {
+        return sglang::scheduler_title(cfg, rank, 0);
+    }
     if cfg.dp > 1 {
         format!("VLLM::EngineCore_DP{rank}")
     } else {
@@ -46,6 +81,9 @@ pub fn engine_title(cfg: &ServeConfig, rank: u32) -> String {
 
 /// A worker's title: `Worker` plus `_DP{d}` and `_TP{r}` for the dimensions above 1.
 pub fn worker_title(cfg: &ServeConfig, dp: u32, tp: u32) -> String {
+    if cfg.engine == Engine::Sglang {
+        return sglang::scheduler_title(cfg, dp, tp);
+    }
     let mut t = "VLLM::Worker".to_string();
     if cfg.dp > 1 {
         t.push_str(&format!("_DP{dp}"));
@@ -55,12 +93,19 @@ pub fn worker_title(cfg: &ServeConfig, dp: u32, tp: u32) -> String {
     }
     t
 }
-pub(super) fn spawn_workers(cfg: &ServeConfig, death_read: &OwnedFd) -> anyhow::Result<Vec<Child>> {
-    if cfg.tp <= 1 {
-        return Ok(Vec::new());
+/// The tensor-parallel ranks that get a process of their own beside the engine: every rank
+/// with `--tp` > 1 for vLLM; for SGLang the ranks above 0 (rank 0's scheduler is the engine).
+fn worker_ranks(cfg: &ServeConfig) -> std::ops::Range<u32> {
+    match (cfg.engine, cfg.tp) {
+        (_, 0 | 1) => 0..0,
+        (Engine::Sglang, n) => 1..n,
+        (_, n) => 0..n,
     }
+}
+
+pub(super) fn spawn_workers(cfg: &ServeConfig, death_read: &OwnedFd) -> anyhow::Result<Vec<Child>> {
     let mut out = Vec::new();
-    for rank in 0..cfg.tp {
+    for rank in worker_ranks(cfg) {
         let fd = death_read.as_fd().as_raw_fd();
         let mut cmd = Command::new("/proc/self/exe");
         cmd.arg0(worker_title(cfg, dp_rank(), rank))
@@ -78,6 +123,19 @@ pub(super) fn spawn_workers(cfg: &ServeConfig, death_read: &OwnedFd) -> anyhow::
 
 pub(super) fn stop_workers(log: &Logger, workers: &mut [Child]) {
     if workers.is_empty() {
+        return;
+    }
+    if !log.is_vllm() {
+        // SGLang's schedulers log nothing of their teardown.
+        for w in workers.iter() {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(w.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
+        }
+        for w in workers.iter_mut() {
+            let _ = w.wait();
+        }
         return;
     }
     let s = sites(log.release);
@@ -112,14 +170,16 @@ pub fn run_worker() -> anyhow::Result<i32> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
-    let coordinator = std::env::var(ROLE_ENV).is_ok_and(|r| r == COORDINATOR);
-    let title = if coordinator {
-        "VLLM::DPCoordinator".to_string()
-    } else {
-        worker_title(&cfg, dp_rank(), rank)
+    let role = std::env::var(ROLE_ENV).ok();
+    let helper = role.as_deref().and_then(|r| helper_title(&cfg, r));
+    let title = match helper {
+        Some(t) => t.to_string(),
+        None => worker_title(&cfg, dp_rank(), rank),
     };
+    // The helpers (coordinator, detokenizer) only pass messages: they hold no GPU.
+    let coordinator = helper.is_some();
     os::rename(&title);
-    let log = Logger::new(cfg.release, title.trim_start_matches("VLLM::"));
+    let log = logger_for(&cfg, &title, dp_rank(), rank);
     let mut sigs = SignalPipe::new(&[Signal::SIGTERM, Signal::SIGINT])?;
     // SAFETY: the parent passed the read end of its death pipe as fd 3.
     let death = unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) };
@@ -150,7 +210,7 @@ pub fn run_worker() -> anyhow::Result<i32> {
             return Ok(0);
         }
         if death_ready {
-            if !coordinator {
+            if !coordinator && log.is_vllm() {
                 log.info(
                     sites(cfg.release).worker_parent_exit,
                     "Parent process exited, terminating worker queues",

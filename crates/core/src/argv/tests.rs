@@ -71,6 +71,12 @@ fn every_launcher_is_seen_through_in_both_directions() {
         ("python3 -X dev /opt/venv/bin/trtllm-serve serve m", TRTLLM),
         ("inferlint sim serve m --port 8100", VLLM),
         ("/x/target/debug/inferlint sim serve m", VLLM),
+        (
+            "inferlint sim serve m --engine sglang --enable-metrics",
+            SGLANG,
+        ),
+        ("inferlint sim serve m --engine=sglang", SGLANG),
+        ("inferlint sim serve m --engine vllm", VLLM),
     ];
     let not_servers = [
         "vllm bench serve --model m",

@@ -1,7 +1,9 @@
 //! The API server's engine processes: one `VLLM::EngineCore`, or with `--data-parallel-size N`
 //! one `VLLM::EngineCore_DP{i}` per rank plus a `VLLM::DPCoordinator`, as `vllm serve` starts
 //! them (its children, in its process group). Each engine talks to the API server over a
-//! socket pair of its own, passed as fd 3.
+//! socket pair of its own, passed as fd 3. Under `--engine sglang` the engines are the
+//! rank-0 schedulers (`sglang::scheduler_TP0`…), the coordinator is the data-parallel
+//! controller, and a detokenizer (`sglang::detokenizer`) is started beside them.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream as StdUnixStream;
@@ -10,7 +12,10 @@ use std::process::{Child, Command};
 
 use super::super::config::{ServeConfig, CONFIG_ENV, FD_ENV};
 use super::super::engine::pass_as_fd3;
-use super::super::worker::{engine_title, COORDINATOR, DP_RANK_ENV, ROLE_ENV};
+use super::super::worker::{
+    engine_title, helper_title, COORDINATOR, DETOKENIZER, DP_RANK_ENV, ROLE_ENV,
+};
+use inferlint_core::Engine;
 
 /// One engine process as the API server knows it.
 pub struct EngineProc {
@@ -26,6 +31,8 @@ pub struct Started {
     pub engines: Vec<EngineProc>,
     pub sockets: Vec<StdUnixStream>,
     pub coordinator: Option<Coordinator>,
+    /// SGLang's detokenizer (None for vLLM).
+    pub detokenizer: Option<Coordinator>,
 }
 
 /// The data-parallel coordinator and the write end of its death pipe (it exits when the API
@@ -38,9 +45,13 @@ pub struct Coordinator {
 /// Starts the coordinator (data parallel only) and every engine.
 pub fn start(cfg: &ServeConfig) -> std::io::Result<Started> {
     let coordinator = if cfg.dp > 1 {
-        Some(start_coordinator(cfg)?)
+        Some(start_helper(cfg, COORDINATOR)?)
     } else {
         None
+    };
+    let detokenizer = match cfg.engine {
+        Engine::Sglang => Some(start_helper(cfg, DETOKENIZER)?),
+        _ => None,
     };
     let mut engines = Vec::new();
     let mut sockets = Vec::new();
@@ -63,7 +74,10 @@ pub fn start(cfg: &ServeConfig) -> std::io::Result<Started> {
         engines.push(EngineProc {
             pid: child.id(),
             child,
-            name: title.trim_start_matches("VLLM::").to_string(),
+            name: title
+                .trim_start_matches("VLLM::")
+                .trim_start_matches("sglang::")
+                .to_string(),
         });
         sockets.push(api_end);
     }
@@ -71,19 +85,23 @@ pub fn start(cfg: &ServeConfig) -> std::io::Result<Started> {
         engines,
         sockets,
         coordinator,
+        detokenizer,
     })
 }
 
-fn start_coordinator(cfg: &ServeConfig) -> std::io::Result<Coordinator> {
+/// Starts a helper process (`role`: [`COORDINATOR`] or [`DETOKENIZER`]) that lives as long as
+/// the API server.
+fn start_helper(cfg: &ServeConfig, role: &str) -> std::io::Result<Coordinator> {
+    let title = helper_title(cfg, role).unwrap_or("VLLM::DPCoordinator");
     // Both ends close on exec: the read end reaches the coordinator as its fd 3 (dup2 clears
     // the flag there), and no child may hold the write end, or the coordinator never sees EOF.
     let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let fd = read.as_raw_fd();
     let mut cmd = Command::new("/proc/self/exe");
-    cmd.arg0("VLLM::DPCoordinator")
+    cmd.arg0(title)
         .args(["sim", "worker"])
         .env(CONFIG_ENV, cfg.to_env())
-        .env(ROLE_ENV, COORDINATOR);
+        .env(ROLE_ENV, role);
     // SAFETY: the hook only calls dup2/fcntl between fork and exec.
     unsafe {
         cmd.pre_exec(move || pass_as_fd3(fd));

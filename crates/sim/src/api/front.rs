@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 
 use crate::config::ServeConfig;
 use crate::logline::Logger;
-use crate::metrics::{Registry, RequestStats};
+use crate::metrics::{Exposition, RequestStats};
 use crate::os::{mono_now, unix_now};
 use crate::proto::{Batch, ToEngine};
 use crate::sched::Finish;
@@ -40,6 +40,8 @@ struct Pending {
     last_token: f64,
     /// The n-gram drafter of a speculative server.
     drafter: Option<Drafter>,
+    /// The client asked for a stream.
+    streaming: bool,
 }
 
 /// Counts for the periodic stats line.
@@ -69,7 +71,7 @@ pub struct EngineState {
 }
 
 pub struct State {
-    pub reg: Registry,
+    pub reg: Box<dyn Exposition>,
     pending: HashMap<u64, Pending>,
     pub in_flight: u32,
     /// The server's totals: running and waiting summed over the engines, KV use their mean
@@ -96,6 +98,9 @@ pub struct Front {
     pub metrics_answers: AtomicU64,
     pub engine_dead: AtomicBool,
     pub stopping: AtomicBool,
+    /// The server has warmed up: always for vLLM; for SGLang once its launcher's own warm-up
+    /// request is answered (its `/health` is 503 until then).
+    pub warmed: AtomicBool,
 }
 
 /// Why a request was not admitted.
@@ -124,7 +129,8 @@ impl Front {
             .collect();
         let prefix_totals = vec![PrefixTotals::default(); to_engine.len()];
         let now = unix_now();
-        let reg = Registry::new(&cfg, start_unix, now);
+        let reg = crate::metrics::exposition(&cfg, start_unix, now);
+        let cfg_engine = cfg.engine;
         Arc::new(Front {
             cfg,
             log,
@@ -145,6 +151,7 @@ impl Front {
             metrics_answers: AtomicU64::new(0),
             engine_dead: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
+            warmed: AtomicBool::new(cfg_engine != inferlint_core::Engine::Sglang),
         })
     }
 
@@ -163,6 +170,7 @@ impl Front {
         max_tokens: u32,
         ignore_eos: bool,
         periodic: bool,
+        streaming: bool,
     ) -> Result<Submitted, Refused> {
         if self.engine_dead.load(Ordering::SeqCst) || self.stopping.load(Ordering::SeqCst) {
             return Err(Refused::EngineDead);
@@ -202,6 +210,7 @@ impl Front {
                         let eos = if ignore_eos { None } else { self.cfg.eos_after };
                         Drafter::new(periodic, eos.map_or(max_tokens, |e| e.min(max_tokens)))
                     }),
+                    streaming,
                 },
             );
         }
@@ -272,6 +281,7 @@ impl Front {
                 Some(_) => Some((n, (now - p.last_token) / n as f64)),
             };
             p.last_token = now;
+            let streaming = p.streaming;
             let _ = p.tx.send(Ev::Tokens {
                 n,
                 finish: finishing.get(&id).copied(),
@@ -285,7 +295,7 @@ impl Front {
                     t.hits += u64::from(cached);
                 }
             }
-            st.reg.tokens(e, n, itl);
+            st.reg.tokens(e, n, itl, streaming);
             st.interval[iv].generation_tokens += n as u64;
         }
         st.reg.spec(e, &drafted);
@@ -310,6 +320,9 @@ impl Front {
                 e,
                 &RequestStats {
                     finished_reason: f.reason.label(),
+                    streaming: p.streaming,
+                    cached_tokens: p.cached,
+                    ttft_s: p.first_token.map_or(0.0, |t| t - p.arrival),
                     prompt_tokens: f.prompt_tokens,
                     generation_tokens: f.output_tokens,
                     max_tokens: p.max_tokens,

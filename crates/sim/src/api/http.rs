@@ -40,6 +40,17 @@ pub const ROUTES: &[(&str, &str)] = &[
 ];
 
 pub fn router(front: Arc<Front>) -> Router {
+    let routes = match front.cfg.engine {
+        inferlint_core::Engine::Sglang => crate::sglang::http::routes(),
+        _ => vllm_routes(),
+    };
+    routes
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(front.clone(), observe))
+        .with_state(front)
+}
+
+fn vllm_routes() -> Router<Arc<Front>> {
     Router::new()
         .route("/health", get(health))
         .route("/ping", get(health).post(health))
@@ -49,9 +60,6 @@ pub fn router(front: Arc<Front>) -> Router {
         .route("/metrics", get(metrics))
         .route("/v1/completions", post(completions))
         .route("/v1/chat/completions", post(chat))
-        .fallback(not_found)
-        .layer(axum::middleware::from_fn_with_state(front.clone(), observe))
-        .with_state(front)
 }
 
 async fn health(State(front): State<Arc<Front>>) -> Response {
@@ -70,7 +78,7 @@ async fn version(State(front): State<Arc<Front>>) -> Response {
     axum::Json(json!({"version": front.cfg.release.version()})).into_response()
 }
 
-async fn models(State(front): State<Arc<Front>>) -> Response {
+pub(crate) async fn models(State(front): State<Arc<Front>>) -> Response {
     let created = unix_now() as u64;
     let data: Vec<_> = front
         .cfg
@@ -78,7 +86,7 @@ async fn models(State(front): State<Arc<Front>>) -> Response {
         .iter()
         .map(|name| {
             json!({
-                "id": name, "object": "model", "created": created, "owned_by": "vllm", "root": front.cfg.model,
+                "id": name, "object": "model", "created": created, "owned_by": front.cfg.engine.key(), "root": front.cfg.model,
                 "parent": null, "max_model_len": front.cfg.max_model_len,
                 "permission": [{"id": format!("modelperm-{:016x}", rand::random::<u64>()), "object": "model_permission",
                     "created": created, "allow_create_engine": false, "allow_sampling": true, "allow_logprobs": true,
@@ -90,15 +98,23 @@ async fn models(State(front): State<Arc<Front>>) -> Response {
     axum::Json(json!({"object": "list", "data": data})).into_response()
 }
 
-async fn metrics(State(front): State<Arc<Front>>) -> Response {
+pub(crate) async fn metrics(State(front): State<Arc<Front>>) -> Response {
     super::hostile::metrics(front).await
 }
 
-async fn completions(State(front): State<Arc<Front>>, headers: HeaderMap, body: Bytes) -> Response {
+pub(crate) async fn completions(
+    State(front): State<Arc<Front>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     openai::handle(front, Endpoint::Completions, headers, body).await
 }
 
-async fn chat(State(front): State<Arc<Front>>, headers: HeaderMap, body: Bytes) -> Response {
+pub(crate) async fn chat(
+    State(front): State<Arc<Front>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     openai::handle(front, Endpoint::Chat, headers, body).await
 }
 
@@ -186,6 +202,19 @@ async fn observe(
         .get("content-length")
         .and_then(|v| v.to_str().ok()?.parse::<f64>().ok())
         .unwrap_or(0.0);
+    // SGLang names every endpoint by its path; vLLM's instrumentator only its routes.
+    let handler = if front.cfg.engine == inferlint_core::Engine::Sglang
+        || ROUTES.iter().any(|(p, _)| *p == path)
+    {
+        path.clone()
+    } else {
+        "none".to_string()
+    };
+    front.lock().reg.http_started(&HttpRequest {
+        handler: handler.clone(),
+        method: method.clone(),
+        ..HttpRequest::default()
+    });
     let mut resp = if authorized(&front, &path, req.headers()) {
         next.run(req).await
     } else {
@@ -207,11 +236,6 @@ async fn observe(
             status.canonical_reason().unwrap_or(""),
         );
     }
-    let handler = if ROUTES.iter().any(|(p, _)| *p == path) {
-        path
-    } else {
-        "none".to_string()
-    };
     let streaming = resp
         .headers()
         .get("content-type")

@@ -5,11 +5,11 @@
 //! engine dies under it, it fails the requests in flight, shuts down and exits 0.
 
 mod engines;
-mod front;
+pub(crate) mod front;
 mod hostile;
-mod http;
+pub(crate) mod http;
 mod openai;
-mod prefix;
+pub(crate) mod prefix;
 
 use std::net::SocketAddr;
 use std::process::Child;
@@ -31,6 +31,7 @@ use super::failures;
 use super::logline::{logo, py_str, sites, Logger};
 use super::os::{self, unix_now};
 use super::proto::{encode, ToApi, ToEngine};
+use inferlint_core::Engine;
 
 pub use self::http::ROUTES;
 
@@ -38,12 +39,44 @@ pub use self::http::ROUTES;
 pub fn run_serve(args: ServeArgs) -> anyhow::Result<i32> {
     let cfg = ServeConfig::from_args(&args).map_err(anyhow::Error::msg)?;
     let start_unix = unix_now();
+    let log = if cfg.engine == Engine::Sglang {
+        let log = Logger::sglang(cfg.release, "APIServer", "");
+        crate::sglang::boot::launcher_lines(&log, &cfg);
+        log
+    } else {
+        vllm_boot_lines(&args, &cfg)
+    };
+    // vLLM binds its socket before starting the engine and serves once the engine is ready.
+    let listener = match std::net::TcpListener::bind((cfg.host.as_str(), cfg.port)) {
+        Ok(l) => l,
+        Err(e) => {
+            log.raw(&format!(
+                "OSError: [Errno {}] {}",
+                e.raw_os_error().unwrap_or(0),
+                e
+            ));
+            return Ok(1);
+        }
+    };
+    let port = listener.local_addr()?.port();
+    let started = engines::start(&cfg)?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let code = rt.block_on(serve(cfg, log, listener, port, started, start_unix));
+    rt.shutdown_timeout(Duration::from_millis(200));
+    code
+}
+
+/// The API server's lines before it starts the engine (vLLM).
+fn vllm_boot_lines(args: &ServeArgs, cfg: &ServeConfig) -> Logger {
     let log = Logger::new(cfg.release, "APIServer");
     let s = sites(cfg.release);
     log.info(s.logo, &logo(cfg.release.version(), &cfg.model));
     log.info(
         s.args,
-        &format!("non-default args: {}", non_default_args(&args, &cfg)),
+        &format!("non-default args: {}", non_default_args(args, cfg)),
     );
     std::thread::sleep(Duration::from_secs_f64(cfg.boot_secs * 0.1));
     let arch = if cfg.hybrid {
@@ -74,27 +107,7 @@ pub fn run_serve(args: ServeArgs) -> anyhow::Result<i32> {
             "Async scheduling not supported with ngram-based speculative decoding and will be disabled.",
         );
     }
-    // vLLM binds its socket before starting the engine and serves once the engine is ready.
-    let listener = match std::net::TcpListener::bind((cfg.host.as_str(), cfg.port)) {
-        Ok(l) => l,
-        Err(e) => {
-            log.raw(&format!(
-                "OSError: [Errno {}] {}",
-                e.raw_os_error().unwrap_or(0),
-                e
-            ));
-            return Ok(1);
-        }
-    };
-    let port = listener.local_addr()?.port();
-    let started = engines::start(&cfg)?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let code = rt.block_on(serve(cfg, log, listener, port, started, start_unix));
-    rt.shutdown_timeout(Duration::from_millis(200));
-    code
+    log
 }
 
 /// The `non-default args` dict vLLM prints, in its field order.
@@ -176,8 +189,9 @@ async fn serve(
         engines: mut procs,
         sockets,
         coordinator,
+        detokenizer,
     } = started;
-    if let Some(c) = &coordinator {
+    if let Some(c) = coordinator.as_ref().filter(|_| log.is_vllm()) {
         log.info(
             "utils.py:1245",
             &format!("Started DP Coordinator process (PID: {})", c.child.id()),
@@ -257,21 +271,18 @@ async fn serve(
             _ = sigint.recv() => return Ok(shutdown(&front, &mut procs, "SIGINT", false).await),
         }
     }
-    front.lock().reg.engine_initialized(&cfg, unix_now());
-    tokio::time::sleep(Duration::from_secs_f64(cfg.boot_secs * 0.1)).await;
-    let s = sites(cfg.release);
-    log.info(s.tasks, "Supported tasks: ['generate']");
-    log.info(
-        s.listen,
-        &format!("Starting vLLM server on http://{}:{port}", cfg.host),
-    );
-    log.info(s.routes_head, "Available routes are:");
-    for (route, methods) in ROUTES {
-        log.info(s.route, &format!("Route: {route}, Methods: {methods}"));
+    {
+        let mut st = front.lock();
+        st.reg.engine_initialized(&cfg, unix_now());
+        st.reg
+            .engine_pids(&procs.iter().map(|p| p.pid).collect::<Vec<_>>());
     }
-    log.uvicorn(&format!("Started server process [{}]", std::process::id()));
-    log.uvicorn("Waiting for application startup.");
-    log.uvicorn("Application startup complete.");
+    tokio::time::sleep(Duration::from_secs_f64(cfg.boot_secs * 0.1)).await;
+    if cfg.engine == Engine::Sglang {
+        crate::sglang::boot::uvicorn_lines(&log, &cfg, port);
+    } else {
+        vllm_ready_lines(&log, &cfg, port);
+    }
 
     listener.set_nonblocking(true)?;
     // uvicorn's asyncio transports set TCP_NODELAY; without it a streamed body waits for the
@@ -292,6 +303,9 @@ async fn serve(
         .await;
     });
     let stats = tokio::spawn(stats_loop(front.clone()));
+    if cfg.engine == Engine::Sglang {
+        tokio::spawn(crate::sglang::http::warm_up(front.clone(), port));
+    }
 
     let end = loop {
         tokio::select! {
@@ -310,6 +324,7 @@ async fn serve(
         End::EngineDied => engine_died(&front, &mut procs).await,
     };
     drop(coordinator);
+    drop(detokenizer);
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
     log.uvicorn("Waiting for application shutdown.");
@@ -320,6 +335,23 @@ async fn serve(
     Ok(code)
 }
 
+/// vLLM's lines once every engine is ready: the routes, then uvicorn's start-up.
+fn vllm_ready_lines(log: &Logger, cfg: &ServeConfig, port: u16) {
+    let s = sites(cfg.release);
+    log.info(s.tasks, "Supported tasks: ['generate']");
+    log.info(
+        s.listen,
+        &format!("Starting vLLM server on http://{}:{port}", cfg.host),
+    );
+    log.info(s.routes_head, "Available routes are:");
+    for (route, methods) in ROUTES {
+        log.info(s.route, &format!("Route: {route}, Methods: {methods}"));
+    }
+    log.uvicorn(&format!("Started server process [{}]", std::process::id()));
+    log.uvicorn("Waiting for application startup.");
+    log.uvicorn("Application startup complete.");
+}
+
 /// SIGKILLs the engines still alive, logging as vLLM's process manager does.
 fn force_kill_engines(log: &Logger, procs: &[EngineProc]) {
     let s = sites(log.release);
@@ -327,21 +359,25 @@ fn force_kill_engines(log: &Logger, procs: &[EngineProc]) {
     if alive.is_empty() {
         return;
     }
-    log.warn(
-        s.procman[1],
-        &format!(
-            "[shutdown] Process manager: force killing remaining processes count={}",
-            alive.len()
-        ),
-    );
-    for p in alive {
+    if log.is_vllm() {
         log.warn(
-            s.procman[2],
+            s.procman[1],
             &format!(
-                "[shutdown] Process manager: force killing remaining process {} pid {}",
-                p.name, p.pid
+                "[shutdown] Process manager: force killing remaining processes count={}",
+                alive.len()
             ),
         );
+    }
+    for p in alive {
+        if log.is_vllm() {
+            log.warn(
+                s.procman[2],
+                &format!(
+                    "[shutdown] Process manager: force killing remaining process {} pid {}",
+                    p.name, p.pid
+                ),
+            );
+        }
         let _ = kill(Pid::from_raw(p.pid as i32), Signal::SIGKILL);
     }
 }
@@ -352,13 +388,15 @@ async fn stop_engines(log: &Logger, procs: &mut [EngineProc], grace: Duration) {
     let s = sites(log.release);
     let kids: Vec<u32> = procs.iter().flat_map(|p| os::children_of(p.pid)).collect();
     for p in procs.iter() {
-        log.info(
-            s.procman[0],
-            &format!(
-                "[shutdown] Process manager: send sigterm to process {}",
-                p.name
-            ),
-        );
+        if log.is_vllm() {
+            log.info(
+                s.procman[0],
+                &format!(
+                    "[shutdown] Process manager: send sigterm to process {}",
+                    p.name
+                ),
+            );
+        }
         let _ = kill(Pid::from_raw(p.pid as i32), Signal::SIGTERM);
     }
     if !wait_all_gone(procs, grace).await {
@@ -390,10 +428,12 @@ fn force_kill_subprocesses(log: &Logger, kids: &[u32]) {
                 .ok()
                 .and_then(|c| c.split('\0').next().map(str::to_string))
                 .unwrap_or_default();
-            log.warn(
-                s.subprocess_kill,
-                &format!("[shutdown] force killing sub process {name} pid {k}"),
-            );
+            if log.is_vllm() {
+                log.warn(
+                    s.subprocess_kill,
+                    &format!("[shutdown] force killing sub process {name} pid {k}"),
+                );
+            }
             let _ = kill(Pid::from_raw(k as i32), Signal::SIGKILL);
         }
     }
@@ -421,6 +461,16 @@ async fn shutdown(front: &Arc<Front>, procs: &mut [EngineProc], _sig: &str, serv
     let timeout = front.cfg.shutdown_timeout;
     let mode = if timeout > 0 { "drain" } else { "abort" };
     front.stopping.store(true, Ordering::SeqCst);
+    if !log.is_vllm() {
+        // SGLang's launcher kills its process tree and leaves with uvicorn's lines only.
+        let grace = Duration::from_secs(timeout as u64).max(Duration::from_millis(50));
+        stop_engines(log, procs, grace).await;
+        front.fail_all(500, "The server is shutting down; the request was aborted.");
+        if serving {
+            log.uvicorn("Shutting down");
+        }
+        return 0;
+    }
     log.info(
         s.api_shutdown[0],
         "[shutdown] API server: shutdown triggered",
@@ -497,6 +547,10 @@ async fn engine_died(front: &Arc<Front>, procs: &mut [EngineProc]) -> i32 {
 /// The periodic `Engine 000: Avg prompt throughput: …` line (every VLLM_LOG_STATS_INTERVAL s).
 async fn stats_loop(front: Arc<Front>) {
     if !front.cfg.log_stats {
+        return;
+    }
+    if front.cfg.engine == Engine::Sglang {
+        crate::sglang::boot::decode_log_loop(front).await;
         return;
     }
     let every: f64 = std::env::var("VLLM_LOG_STATS_INTERVAL")

@@ -407,6 +407,7 @@ pub async fn handle(front: Arc<Front>, ep: Endpoint, headers: HeaderMap, raw: By
         p.max_tokens,
         p.ignore_eos,
         p.periodic,
+        p.stream,
     ) {
         Ok(s) => s,
         Err(Refused::QueueFull { current, max }) => {

@@ -3,7 +3,9 @@
 //! 0.28/0.30 scrapes), the default Python collectors, and prometheus-fastapi-instrumentator's
 //! `http_*` families.
 //!
-//! Like vLLM, the frontend owns every metric; the engine ships per-step numbers to it.
+//! Like vLLM, the frontend owns every metric; the engine ships per-step numbers to it. The
+//! frontend talks to an [`Exposition`]: vLLM's [`Registry`] here, or SGLang's
+//! ([`crate::sglang::metrics`]) under `--engine sglang`.
 
 mod cache_info;
 mod collectors;
@@ -26,6 +28,12 @@ pub const UNINSTRUMENTED: &[&str] = &[
 #[derive(Clone, Debug, Default)]
 pub struct RequestStats {
     pub finished_reason: &'static str,
+    /// Whether the client asked for a stream (SGLang labels its request metrics with it).
+    pub streaming: bool,
+    /// Prompt tokens the prefix cache served.
+    pub cached_tokens: u32,
+    /// Arrival to first token (0 when none came).
+    pub ttft_s: f64,
     pub prompt_tokens: u32,
     pub generation_tokens: u32,
     pub max_tokens: u32,
@@ -49,6 +57,80 @@ pub struct HttpRequest {
     pub secs: f64,
 }
 
+/// What the frontend records, whatever the engine: each method is one thing the API server saw
+/// happen, in the engine's own vocabulary once inside.
+pub trait Exposition: Send {
+    /// The server restarted (`--metrics-fault restart`): counters back to zero.
+    fn restart(&mut self, cfg: &ServeConfig, now_unix: f64);
+    /// The engines are ready (they sized their KV pools).
+    fn engine_initialized(&mut self, cfg: &ServeConfig, now_unix: f64);
+    /// The engines' own pids, from their hello (SGLang labels some gauges with them).
+    fn engine_pids(&mut self, _pids: &[u32]) {}
+    fn set_scheduler_state(&mut self, e: usize, running: u32, waiting: u32, kv_usage: f64);
+    fn spec(&mut self, e: usize, c: &crate::spec::SpecCounts);
+    fn add_preemptions(&mut self, e: usize, n: u64);
+    fn observe_iteration_tokens(&mut self, e: usize, tokens: &[u32]);
+    fn first_token(&mut self, e: usize, prompt_tokens: u32, cached: u32, ttft_s: f64);
+    /// New tokens of one request (of a stream when `streaming`).
+    fn tokens(&mut self, e: usize, n: u32, itl_s: Option<(u32, f64)>, streaming: bool);
+    fn request_finished(&mut self, e: usize, s: &RequestStats);
+    fn admission_rejected(&mut self);
+    /// An HTTP request arrived (SGLang counts it, and the ones in progress, from here).
+    fn http_started(&mut self, _r: &HttpRequest) {}
+    fn http_request(&mut self, r: &HttpRequest, now_unix: f64);
+    fn render(&mut self) -> String;
+}
+
+/// The exposition of `cfg.engine`.
+pub fn exposition(cfg: &ServeConfig, start_unix: f64, now_unix: f64) -> Box<dyn Exposition> {
+    match cfg.engine {
+        inferlint_core::Engine::Sglang => {
+            Box::new(crate::sglang::metrics::SglangRegistry::new(cfg, now_unix))
+        }
+        _ => Box::new(Registry::new(cfg, start_unix, now_unix)),
+    }
+}
+
+impl Exposition for Registry {
+    fn restart(&mut self, cfg: &ServeConfig, now_unix: f64) {
+        Registry::restart(self, cfg, now_unix);
+    }
+    fn engine_initialized(&mut self, cfg: &ServeConfig, now_unix: f64) {
+        Registry::engine_initialized(self, cfg, now_unix);
+    }
+    fn set_scheduler_state(&mut self, e: usize, running: u32, waiting: u32, kv_usage: f64) {
+        Registry::set_scheduler_state(self, e, running, waiting, kv_usage);
+    }
+    fn spec(&mut self, e: usize, c: &crate::spec::SpecCounts) {
+        Registry::spec(self, e, c);
+    }
+    fn add_preemptions(&mut self, e: usize, n: u64) {
+        Registry::add_preemptions(self, e, n);
+    }
+    fn observe_iteration_tokens(&mut self, e: usize, tokens: &[u32]) {
+        Registry::observe_iteration_tokens(self, e, tokens);
+    }
+    fn first_token(&mut self, e: usize, prompt_tokens: u32, cached: u32, ttft_s: f64) {
+        Registry::first_token(self, e, prompt_tokens, cached, ttft_s);
+    }
+    fn tokens(&mut self, e: usize, n: u32, itl_s: Option<(u32, f64)>, _streaming: bool) {
+        Registry::tokens(self, e, n, itl_s);
+    }
+    fn request_finished(&mut self, e: usize, s: &RequestStats) {
+        Registry::request_finished(self, e, s);
+    }
+    fn admission_rejected(&mut self) {
+        Registry::admission_rejected(self);
+    }
+    fn http_request(&mut self, r: &HttpRequest, now_unix: f64) {
+        Registry::http_request(self, r, now_unix);
+    }
+    fn render(&mut self) -> String {
+        Registry::render(self)
+    }
+}
+
+/// vLLM's exposition.
 pub struct Registry {
     model: String,
     /// The `engine` label of each engine (data-parallel rank), `"0"` alone without DP.
