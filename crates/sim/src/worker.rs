@@ -121,21 +121,26 @@ pub(super) fn spawn_workers(cfg: &ServeConfig, death_read: &OwnedFd) -> anyhow::
     Ok(out)
 }
 
+/// SIGTERM to every worker, then each reaped.
+fn terminate_and_wait(workers: &mut [Child]) {
+    for w in workers.iter() {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(w.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    for w in workers.iter_mut() {
+        let _ = w.wait();
+    }
+}
+
 pub(super) fn stop_workers(log: &Logger, workers: &mut [Child]) {
     if workers.is_empty() {
         return;
     }
     if !log.is_vllm() {
         // SGLang's schedulers log nothing of their teardown.
-        for w in workers.iter() {
-            let _ = nix::sys::signal::kill(
-                nix::unistd::Pid::from_raw(w.id() as i32),
-                nix::sys::signal::Signal::SIGTERM,
-            );
-        }
-        for w in workers.iter_mut() {
-            let _ = w.wait();
-        }
+        terminate_and_wait(workers);
         return;
     }
     let s = sites(log.release);
@@ -146,15 +151,7 @@ pub(super) fn stop_workers(log: &Logger, workers: &mut [Child]) {
             workers.len()
         ),
     );
-    for w in workers.iter() {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(w.id() as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-    }
-    for w in workers.iter_mut() {
-        let _ = w.wait();
-    }
+    terminate_and_wait(workers);
     log.info(
         s.executor[1],
         "[shutdown] Executor: all workers exited gracefully",
