@@ -12,8 +12,7 @@ The text is parsed by the Rust reader (``inferlint._native``); this module keeps
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from . import _native
@@ -34,57 +33,70 @@ class Sample:
         return None
 
 
-def _samples(rows: list[tuple[str, list[tuple[str, str]], float]]) -> list[Sample]:
-    return [Sample(name, tuple(labels), value) for name, labels, value in rows]
-
-
 def parse(text: str) -> Metrics:
     """Parse Prometheus text exposition. Malformed sample lines raise ``ValueError``
     naming the line (``line 3: not a Prometheus sample: ...``)."""
-    return Metrics(_samples(_native.parse_prom(text)))
+    return Metrics._of(_native.PromMetrics.parse(text))
 
 
 class Metrics:
-    """An immutable set of samples with label-subset lookup."""
+    """An immutable set of samples with label-subset lookup (the lookups are the Rust
+    reader's; the ``Sample`` objects are made once, on first use)."""
 
-    __slots__ = ("_by_name", "_samples")
+    __slots__ = ("_native", "_samples")
 
-    def __init__(self, samples: list[Sample]) -> None:
+    _native: _native.PromMetrics
+    _samples: tuple[Sample, ...] | None
+
+    def __init__(self, samples: Iterable[Sample]) -> None:
         self._samples = tuple(samples)
-        by_name: dict[str, list[Sample]] = {}
-        for s in self._samples:
-            by_name.setdefault(s.name, []).append(s)
-        self._by_name = {k: tuple(v) for k, v in by_name.items()}
+        self._native = _native.PromMetrics.from_rows(
+            [(s.name, list(s.labels), s.value) for s in self._samples]
+        )
+
+    @classmethod
+    def _of(cls, native: _native.PromMetrics) -> Metrics:
+        m = cls.__new__(cls)
+        m._native = native
+        m._samples = None
+        return m
+
+    def _all(self) -> tuple[Sample, ...]:
+        if self._samples is None:
+            self._samples = tuple(
+                Sample(name, tuple(labels), value) for name, labels, value in self._native.rows()
+            )
+        return self._samples
+
+    def __reduce__(self) -> tuple[type[Metrics], tuple[tuple[Sample, ...]]]:
+        # pickle and copy rebuild from the samples; the native half is not picklable.
+        return (Metrics, (self._all(),))
 
     def __iter__(self) -> Iterator[Sample]:
-        return iter(self._samples)
+        return iter(self._all())
 
     def __len__(self) -> int:
-        return len(self._samples)
+        return len(self._native)
 
     def names(self) -> set[str]:
-        return set(self._by_name)
+        return set(self._native.names())
 
     def has(self, name: str) -> bool:
-        return name in self._by_name
+        return self._native.has(name)
 
     def select(self, name: str, **labels: str) -> tuple[Sample, ...]:
         """Every sample of ``name`` whose labels include all of ``labels``."""
-        want = labels.items()
-        return tuple(
-            s for s in self._by_name.get(name, ()) if all(s.label(k) == v for k, v in want)
-        )
+        samples = self._all()
+        return tuple(samples[i] for i in self._native.select(name, labels))
 
     def total(self, name: str, **labels: str) -> float | None:
         """Sum over matching series, or ``None`` if no series matches.
 
-        Summing is right for counters and for count-like gauges (requests running).
-        It is wrong for ratios such as KV-cache usage; use :meth:`single` for those.
+        The sum is exact (as ``math.fsum``). Summing is right for counters and for count-like
+        gauges (requests running). It is wrong for ratios such as KV-cache usage; use
+        :meth:`single` for those.
         """
-        found = self.select(name, **labels)
-        if not found:
-            return None
-        return math.fsum(s.value for s in found)
+        return self._native.total(name, labels)
 
     def single(self, name: str, **labels: str) -> float | None:
         """The value of exactly one matching series. More than one raises ``LookupError``."""
@@ -104,4 +116,5 @@ class Metrics:
         return dict(found[0].labels)
 
     def with_prefix(self, prefix: str) -> tuple[Sample, ...]:
-        return tuple(s for s in self._samples if s.name.startswith(prefix))
+        samples = self._all()
+        return tuple(samples[i] for i in self._native.with_prefix(prefix))

@@ -176,8 +176,7 @@ def sample_row(
     """One sample, with the series of ``engine`` (by default, the one ``m`` comes from), as
     the recorder writes it (the Rust writer's row: per-engine gauges of a data-parallel server
     under ``engines``, TensorRT-LLM's ``paused``)."""
-    rows = [(x.name, list(x.labels), x.value) for x in m]
-    line = _native.sample_row(rows, t_wall, t_mono_ns, engine.key if engine else None)
+    line = _native.sample_row(m._native, t_wall, t_mono_ns, engine.key if engine else None)
     row: dict[str, Any] = json.loads(line)
     return row
 

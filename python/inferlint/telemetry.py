@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from . import _native
-from .prom import Metrics, Sample
+from .prom import Metrics
 
 __all__ = [
     "SCHEMA",
@@ -66,8 +66,7 @@ class Snapshot:
     @property
     def metrics(self) -> Metrics:
         if not self._metrics:
-            rows = _parsed(self).samples()
-            self._metrics.append(Metrics([Sample(n, tuple(lb), v) for n, lb, v in rows]))
+            self._metrics.append(Metrics._of(_parsed(self).metrics()))
         return self._metrics[0]
 
     def to_json(self) -> dict[str, Any]:

@@ -42,6 +42,35 @@ def test_prom_parse_select_total_single_info() -> None:
     assert [x.name for x in m.with_prefix("req")] == ["req_total", "req_total"]
 
 
+def test_prom_metrics_built_from_samples_keep_them_and_sum_exactly() -> None:
+    import copy
+    import math
+    import pickle
+
+    values = [1e16, 1.0, -1e16, 0.1, 0.2]
+    given = [prom.Sample("c", (("r", str(i)), ("e", "0")), v) for i, v in enumerate(values)]
+    m = prom.Metrics(given)
+    # The very Sample objects come back, in order, from the Rust lookups.
+    assert m.select("c", e="0")[1] is given[1]
+    assert m.with_prefix("c")[4] is given[4]
+    assert list(m) == given and len(m) == 5
+    # Exact, as 0.3.1's math.fsum: a left-to-right sum would say 0.30000000000000004.
+    assert m.total("c") == math.fsum(values) == 1.3
+    assert m.total("c", r="3") == 0.1
+    assert m.total("c", r="9") is None and m.total("absent") is None
+    with pytest.raises(LookupError, match=r"c matches 5 series \(\{'r': '0', 'e': '0'\}"):
+        m.single("c")
+    assert m.single("c", r="2") == -1e16
+    assert m.info("c", r="1") == {"r": "1", "e": "0"}
+    for back in (pickle.loads(pickle.dumps(m)), copy.deepcopy(m)):
+        assert list(back) == given and back.total("c") == 1.3
+    parsed = prom.parse('c{r="a"} +Inf\nc{r="b"} 1\nd NaN\n')
+    assert parsed.total("c") == math.inf
+    d = parsed.total("d")
+    assert d is not None and math.isnan(d)
+    assert parsed.names() == {"c", "d"} and parsed.has("d") and not parsed.has("e")
+
+
 def test_snapshot_files_round_trip(evidence: Path, tmp_path: Path) -> None:
     s = telemetry.load(evidence / "vllm-0.28/live/after.snapshot.json")
     assert s.t_mono_ns is not None and s.latency_s is not None

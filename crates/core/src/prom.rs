@@ -157,7 +157,24 @@ impl Metrics {
 
     /// The samples of `name` whose labels include all the given pairs.
     pub fn series(&self, name: &str, labels: &[(&str, &str)]) -> Vec<&Sample> {
-        self.of(name).filter(|s| s.matches(labels)).collect()
+        self.positions(name, labels)
+            .map(|i| &self.samples[i])
+            .collect()
+    }
+
+    /// Where in [`Metrics::samples`] the samples of `name` with the given pairs are, in order
+    /// (Python's `prom.Metrics` hands back its own `Sample` objects by these).
+    pub fn positions<'a>(
+        &'a self,
+        name: &str,
+        labels: &'a [(&'a str, &'a str)],
+    ) -> impl Iterator<Item = usize> + 'a {
+        self.by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(move |&i| self.samples[i].matches(labels))
     }
 
     /// The sum over every label set of `name`; None when the name is absent (never 0).
@@ -166,26 +183,47 @@ impl Metrics {
     }
 
     /// The sum over the label sets of `name` that carry the given pairs; None when none does.
+    ///
+    /// The sum is exact, then rounded once (Shewchuk's partials, as Python's `math.fsum`, which
+    /// inferlint 0.3.1's `Metrics.total` used): a data-parallel server's per-engine counters sum
+    /// to the same number whatever their order, and the CLI and Python agree to the last bit.
+    /// With an infinity or NaN among the values the plain sum answers (inf or NaN), where
+    /// partials have no meaning.
     pub fn total_where(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
-        self.of(name)
-            .filter(|s| s.matches(labels))
-            .fold(None, |acc, s| Some(acc.unwrap_or(0.0) + s.value))
+        let mut values = self.of(name).filter(|s| s.matches(labels)).map(|s| s.value);
+        let first = values.next()?;
+        let Some(second) = values.next() else {
+            return Some(first);
+        };
+        let values: Vec<f64> = [first, second].into_iter().chain(values).collect();
+        if values.iter().all(|v| v.is_finite()) {
+            Some(fsum::FSum::with_all(&values).value())
+        } else {
+            Some(values.iter().sum())
+        }
+    }
+
+    /// The value of the only series of `name` that carries the given pairs: None when none
+    /// does, [`PromError::NotSingle`] when several do.
+    pub fn single_where(
+        &self,
+        name: &str,
+        labels: &[(&str, &str)],
+    ) -> Result<Option<f64>, PromError> {
+        let found = self.series(name, labels);
+        match found.as_slice() {
+            [] => Ok(None),
+            [one] => Ok(Some(one.value)),
+            many => Err(PromError::NotSingle {
+                name: name.to_string(),
+                count: many.len(),
+            }),
+        }
     }
 
     /// The value of the only series of `name`; None when absent, an error when there are several.
     pub fn single(&self, name: &str) -> Result<Option<f64>, PromError> {
-        let mut it = self.of(name);
-        let Some(first) = it.next() else {
-            return Ok(None);
-        };
-        let rest = it.count();
-        if rest > 0 {
-            return Err(PromError::NotSingle {
-                name: name.to_string(),
-                count: rest + 1,
-            });
-        }
-        Ok(Some(first.value))
+        self.single_where(name, &[])
     }
 
     /// The labels of an `_info` series (its first series when there are several).
@@ -442,6 +480,29 @@ mod tests {
         assert_eq!(m.total("c"), Some(5.0));
         assert_eq!(m.total_where("c", &[("r", "b")]), Some(2.0));
         assert_eq!(m.series("c", &[("r", "a")]).len(), 1);
+    }
+
+    #[test]
+    fn total_is_exact_as_python_fsum() {
+        // math.fsum([1e16, 1.0, -1e16, 0.1, 0.2]) == 1.3; a left-to-right sum gives 0.3000….
+        let m = Metrics::parse(
+            "c{r=\"a\"} 1e16\nc{r=\"b\"} 1\nc{r=\"c\"} -1e16\nc{r=\"d\"} 0.1\nc{r=\"e\"} 0.2\n",
+        )
+        .unwrap();
+        assert_eq!(m.total("c"), Some(1.3));
+        let inf = Metrics::parse("c{r=\"a\"} +Inf\nc{r=\"b\"} 1\n").unwrap();
+        assert_eq!(inf.total("c"), Some(f64::INFINITY));
+        let nan = Metrics::parse("c{r=\"a\"} NaN\nc{r=\"b\"} 1\n").unwrap();
+        assert!(nan.total("c").is_some_and(f64::is_nan));
+        assert_eq!(m.total("absent"), None);
+    }
+
+    #[test]
+    fn single_where_narrows_by_labels() {
+        let m = Metrics::parse("g{e=\"0\"} 0.5\ng{e=\"1\"} 0.25\n").unwrap();
+        assert_eq!(m.single_where("g", &[("e", "1")]), Ok(Some(0.25)));
+        assert_eq!(m.single_where("g", &[("e", "2")]), Ok(None));
+        assert!(m.single_where("g", &[]).is_err());
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod core;
 mod errors;
 mod facts;
 mod load;
+mod prom;
 mod report;
 mod series;
 mod snapshot;
@@ -25,6 +26,7 @@ mod teardown;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", core::VERSION)?;
     m.add_class::<snapshot::PySnapshot>()?;
+    m.add_class::<prom::PyMetrics>()?;
     m.add_class::<snapshot::PyScraper>()?;
     m.add_class::<series::PySeries>()?;
     m.add_class::<series::PyRecorder>()?;
@@ -40,7 +42,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load::server_version, m)?)?;
     m.add_function(wrap_pyfunction!(load::run_exit_code, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::parse_snapshot, m)?)?;
-    m.add_function(wrap_pyfunction!(snapshot::parse_prom, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::load_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::snapshot_from_document, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::created_changes, m)?)?;

@@ -4,19 +4,16 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::core::{Engine, Metrics, Series, SeriesHeader, SeriesSample};
+use crate::core::{Engine, Series, SeriesHeader, SeriesSample};
 use crate::errors::read_error;
+use crate::prom::PyMetrics;
 use crate::snapshot::PySnapshot;
-use inferlint_core::prom::Sample;
 use inferlint_core::series::SeriesWriter;
 
 #[pyclass(frozen, module = "inferlint._native", name = "Recording")]
 pub struct PySeries {
     pub inner: Series,
 }
-
-/// A label set as `(key, value)` pairs sorted by key.
-type Labels = Vec<(String, String)>;
 
 /// One row as 0.3.1's `series.Sample` fields, in their order.
 pub type Row = (
@@ -203,18 +200,14 @@ impl PyRecorder {
 /// One row of `samples` (`(name, labels, value)`) as the recorder writes it, as JSON: the
 /// series of `engine` (by default the one the names come from).
 #[pyfunction]
-#[pyo3(signature = (samples, t_wall, t_mono_ns, engine=None))]
+#[pyo3(signature = (metrics, t_wall, t_mono_ns, engine=None))]
 pub fn sample_row(
-    samples: Vec<(String, Labels, f64)>,
+    metrics: &PyMetrics,
     t_wall: f64,
     t_mono_ns: Option<i64>,
     engine: Option<&str>,
 ) -> PyResult<String> {
-    let metrics = Metrics::from_samples(samples.into_iter().map(|(name, labels, value)| Sample {
-        name,
-        labels,
-        value,
-    }));
+    let metrics = &metrics.inner;
     let engine = engine_arg(engine)?
         .or_else(|| metrics.engine())
         .unwrap_or(Engine::Vllm);
@@ -223,7 +216,7 @@ pub fn sample_row(
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     w.take_output();
     w.write_sample(&SeriesSample::from_metrics(
-        &metrics, engine, t_wall, t_mono_ns,
+        metrics, engine, t_wall, t_mono_ns,
     ))
     .map_err(|e| PyValueError::new_err(e.to_string()))?;
     String::from_utf8(w.into_inner())

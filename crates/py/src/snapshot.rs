@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 
 use crate::core::{counters, Metrics, ScrapeError, Scraper, Snapshot};
 use crate::errors::read_error;
+use crate::prom::PyMetrics;
 
 /// A snapshot's parsed metrics, held for the Python `Snapshot` of the same text.
 #[pyclass(frozen, module = "inferlint._native", name = "ParsedSnapshot")]
@@ -12,19 +13,13 @@ pub struct PySnapshot {
     pub inner: Snapshot,
 }
 
-/// A label set as 0.3.1 kept it: a tuple of `(key, value)` pairs sorted by key.
-type Labels = Vec<(String, String)>;
-
 #[pymethods]
 impl PySnapshot {
-    /// Every sample as `(name, labels, value)`, in the text's order.
-    fn samples(&self) -> Vec<(String, Labels, f64)> {
-        self.inner
-            .metrics
-            .samples()
-            .iter()
-            .map(|s| (s.name.clone(), s.labels.clone(), s.value))
-            .collect()
+    /// The parsed samples, for the Python `prom.Metrics` of this snapshot.
+    fn metrics(&self) -> PyMetrics {
+        PyMetrics {
+            inner: self.inner.metrics.clone(),
+        }
     }
 
     /// The engine the metric names come from, or None.
@@ -59,18 +54,6 @@ pub fn parse_snapshot(
             metrics,
         },
     })
-}
-
-/// Prometheus text as `(name, labels, value)` rows; `ValueError` naming the line when malformed.
-#[pyfunction]
-pub fn parse_prom(py: Python<'_>, text: &str) -> PyResult<Vec<(String, Labels, f64)>> {
-    let m = py
-        .allow_threads(|| Metrics::parse(text))
-        .map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok(m.samples()
-        .iter()
-        .map(|s| (s.name.clone(), s.labels.clone(), s.value))
-        .collect())
 }
 
 /// The fields of a snapshot read back as Python keeps them.
