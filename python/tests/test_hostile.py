@@ -96,7 +96,9 @@ READERS: list[tuple[str, Callable[[Path], Any], str, bool]] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "reader", "rel", "names_path"), READERS, ids=[r[0] for r in READERS])
+@pytest.mark.parametrize(
+    ("name", "reader", "rel", "names_path"), READERS, ids=[r[0] for r in READERS]
+)
 def test_every_python_reader_is_total_on_hostile_bytes(
     evidence: Path,
     tmp_path: Path,
@@ -118,8 +120,9 @@ def test_every_python_reader_is_total_on_hostile_bytes(
                 assert str(e).startswith(str(path)), f"{name} on {label}: {e}"
         except BaseException as e:  # a PanicException is a BaseException
             pytest.fail(f"{name} on {label}: {type(e).__name__}: {e}")
-    # The corpus holds refusals for every reader of a structured file (a cut document at least).
-    assert refused > 0 or name.startswith(("bootlog", "prom", "telemetry.load-prom"))
+    # Every reader of a structured file refuses some of the corpus (a cut document at least);
+    # a boot log has no malformed form, only lines that say less.
+    assert refused > 0 or name == "bootlog.parse_file", f"{name} refused none of the corpus"
 
 
 def test_a_100_mb_line_is_read_or_refused_naming_the_file(tmp_path: Path) -> None:
