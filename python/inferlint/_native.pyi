@@ -4,7 +4,7 @@ from typing import Any, Callable
 
 VERSION: str
 
-Checked = tuple[str, str, str, str]
+Checked = tuple[str, str, str, dict[str, Any]]
 Labels = list[tuple[str, str]]
 SnapshotFields = tuple[str, str, float, int | None, float | None]
 Row = tuple[
@@ -67,7 +67,7 @@ def snapshot_from_document(text: str, source: str) -> tuple[SnapshotFields, Pars
 def created_changes(a: ParsedSnapshot, b: ParsedSnapshot) -> list[tuple[str, float, float]]: ...
 def counter_delta(
     a: ParsedSnapshot, b: ParsedSnapshot, name: str, witness: str | None, labels: Labels
-) -> tuple[float | None, str | None, str | None]: ...
+) -> tuple[float | None, str | None, dict[str, Any] | None]: ...
 def span_s(a: ParsedSnapshot, b: ParsedSnapshot) -> tuple[float, float]: ...
 def load_series(path: str) -> Recording: ...
 class SeriesRecorder:
@@ -177,7 +177,7 @@ def check_client_kept_pace(
     requested: int | None = None,
     observed: str | None = None,
 ) -> Checked: ...
-def with_timer_comparison(result: str) -> Checked: ...
+def with_timer_comparison(result: dict[str, Any]) -> Checked: ...
 def precise_rate(
     before: ParsedSnapshot, after: ParsedSnapshot, counter: str | None = None
 ) -> Checked: ...
@@ -225,7 +225,7 @@ def build_report(
     requested: int | None,
     title: str | None,
     sources: list[str],
-    extra: list[str],
+    extra: list[dict[str, Any]],
     server_version: str | None,
     engine: str | None,
     bench: Any,

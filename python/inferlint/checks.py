@@ -51,9 +51,9 @@ def engine_of(*snapshots: Snapshot) -> Engine:
     return from_names(names)
 
 
-def _result(r: tuple[str, str, str, str]) -> CheckResult:
+def _result(r: _native.Checked) -> CheckResult:
     tripwire, status, message, evidence = r
-    return CheckResult(tripwire, Status(status), message, json.loads(evidence))
+    return CheckResult(tripwire, Status(status), message, evidence)
 
 
 def _facts(f: BootFacts | None) -> str | None:
@@ -222,7 +222,7 @@ def check_client_server_agree(
 
 def with_timer_comparison(r: CheckResult) -> CheckResult:
     """T10's message with what an integer-second timer would have said, for the terminal."""
-    return _result(_native.with_timer_comparison(json.dumps(r.to_json())))
+    return _result(_native.with_timer_comparison(r.to_json()))
 
 
 def precise_rate(before: Snapshot, after: Snapshot, counter: str | None = None) -> CheckResult:

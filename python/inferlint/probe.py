@@ -8,7 +8,6 @@ It is a smoke test, not a benchmark; use a load generator to measure.
 
 from __future__ import annotations
 
-import json
 
 from . import _native
 from .result import CheckResult, Status
@@ -32,4 +31,4 @@ def probe(
     tripwire, status, message, evidence = _native.probe_server(
         base_url, model, concurrency, max_tokens, timeout
     )
-    return CheckResult(tripwire, Status(status), message, json.loads(evidence))
+    return CheckResult(tripwire, Status(status), message, evidence)

@@ -126,7 +126,7 @@ def _native_report(
         requested,
         title,
         list(sources),
-        [json.dumps(r.to_json()) for r in extra],
+        [r.to_json() for r in extra],
         server_version,
         engine,
         bench,
@@ -164,7 +164,7 @@ def build(
         server_version, engine, bench, generated,
     )
     results = [
-        CheckResult(t, Status(s), m, json.loads(ev)) for t, s, m, ev in rep.results()
+        CheckResult(t, Status(s), m, ev) for t, s, m, ev in rep.results()
     ]
     return Report(
         title=rep.title(),

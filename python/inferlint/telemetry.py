@@ -230,5 +230,5 @@ def counter_delta(
         _parsed(a), _parsed(b), name, witness, sorted(labels.items())
     )
     if restarted is not None:
-        raise ServerRestarted(restarted, json.loads(evidence or "{}"))
+        raise ServerRestarted(restarted, evidence or {})
     return delta

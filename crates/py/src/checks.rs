@@ -1,5 +1,6 @@
 //! The tripwires, called with the Rust readers' values. Each returns
-//! `(tripwire, status, message, evidence JSON)` for Python's `CheckResult`.
+//! `(tripwire, status, message, evidence)` for Python's `CheckResult`: the evidence crosses as
+//! Python objects (a dict of numbers, strings, lists), made by `pythonize` from its JSON value.
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -13,27 +14,28 @@ use crate::facts::{engine_arg, facts_from_json};
 use crate::series::PySeries;
 use crate::snapshot::PySnapshot;
 
-pub type Checked = (String, &'static str, String, String);
+pub type Checked = (String, &'static str, String, Py<PyAny>);
 
-pub fn out(r: CheckResult) -> Checked {
+pub fn out(r: CheckResult) -> PyResult<Checked> {
     out_with(r, |_| {})
 }
 
 /// As [`out`], with the evidence's JSON object amended first (0.3.1's keys, [`crate::compat`]).
-pub fn out_with(r: CheckResult, amend: impl FnOnce(&mut Map<String, Value>)) -> Checked {
+pub fn out_with(r: CheckResult, amend: impl FnOnce(&mut Map<String, Value>)) -> PyResult<Checked> {
     let mut ev = r.evidence.to_json();
     amend(&mut ev);
-    (
-        r.tripwire.code(),
-        r.status.key(),
-        r.message,
-        Value::Object(ev).to_string(),
-    )
+    let evidence = Python::with_gil(|py| {
+        pythonize::pythonize(py, &Value::Object(ev))
+            .map(Bound::unbind)
+            .map_err(crate::errors::internal)
+    })?;
+    Ok((r.tripwire.code(), r.status.key(), r.message, evidence))
 }
 
-/// A result from Python (`with_timer_comparison`'s argument), by its JSON.
-fn result_from_json(doc: &str) -> PyResult<CheckResult> {
-    serde_json::from_str(doc).map_err(|e| PyValueError::new_err(format!("not a check result: {e}")))
+/// A result from Python (`with_timer_comparison`'s argument): `CheckResult.to_json()`'s dict.
+pub fn result_from_py(doc: &Bound<'_, PyAny>) -> PyResult<CheckResult> {
+    pythonize::depythonize(doc)
+        .map_err(|e| PyValueError::new_err(format!("not a check result: {e}")))
 }
 
 /// The engine of snapshots, by their metric names; vLLM when they name none (as 0.3.1).
@@ -89,7 +91,7 @@ pub fn check_no_preemption(
     let engine = engine_of(&[&before.inner, &after.inner]);
     let series = series.map(|s| &s.inner);
     let r = t1::check(&before.inner, &after.inner, series, facts.as_ref(), engine);
-    Ok(out_with(r, |ev| crate::compat::t1(ev, engine)))
+    out_with(r, |ev| crate::compat::t1(ev, engine))
 }
 
 /// T4 or T11 over labelled boots.
@@ -112,35 +114,29 @@ fn labelled(facts: Vec<String>, labels: Vec<String>) -> PyResult<Vec<(String, Bo
 pub fn check_same_pool(facts: Vec<String>, labels: Vec<String>) -> PyResult<Vec<Checked>> {
     let owned = labelled(facts, labels)?;
     let refs: Vec<(String, &BootFacts)> = owned.iter().map(|(l, f)| (l.clone(), f)).collect();
-    Ok(t4_t11::check_t4(&refs).into_iter().map(out).collect())
+    t4_t11::check_t4(&refs).into_iter().map(out).collect()
 }
 
 #[pyfunction]
 pub fn check_kv_memory_stable(facts: Vec<String>, labels: Vec<String>) -> PyResult<Vec<Checked>> {
     let owned = labelled(facts, labels)?;
     let refs: Vec<(String, &BootFacts)> = owned.iter().map(|(l, f)| (l.clone(), f)).collect();
-    Ok(t4_t11::check_t11(&refs).into_iter().map(out).collect())
+    t4_t11::check_t11(&refs).into_iter().map(out).collect()
 }
 
 #[pyfunction]
 #[pyo3(signature = (facts, default=16))]
 pub fn check_block_size(facts: &str, default: u64) -> PyResult<Checked> {
-    Ok(out(t5::check_with_default(
-        &facts_from_json(facts)?,
-        default,
-    )))
+    out(t5::check_with_default(&facts_from_json(facts)?, default))
 }
 
 #[pyfunction]
 pub fn check_backend_honoured(facts: &str) -> PyResult<Checked> {
-    Ok(out_with(
-        t6::check(&facts_from_json(facts)?),
-        crate::compat::t6,
-    ))
+    out_with(t6::check(&facts_from_json(facts)?), crate::compat::t6)
 }
 
 #[pyfunction]
-pub fn check_boot_failure(py: Python<'_>, log_text: &str) -> Checked {
+pub fn check_boot_failure(py: Python<'_>, log_text: &str) -> PyResult<Checked> {
     out(py
         .allow_threads(|| t12::verdict(crate::core::bootlog::classify_failure(log_text).as_ref())))
 }
@@ -156,9 +152,7 @@ pub fn check_concurrency_reached(
     let facts = facts_opt(facts)?;
     let engine = series_engine(&series.inner);
     // A day's recording is 345,600 samples: other Python threads run meanwhile.
-    Ok(out(py.allow_threads(|| {
-        t8::check(&series.inner, requested, facts.as_ref(), engine)
-    })))
+    out(py.allow_threads(|| t8::check(&series.inner, requested, facts.as_ref(), engine)))
 }
 
 /// The server's own running limit and the sentence that says how it was set.
@@ -178,7 +172,7 @@ pub fn concurrency_ceiling(
     usable_blocks: Option<u64>,
     saturated: f64,
     requested: Option<u64>,
-) -> Checked {
+) -> PyResult<Checked> {
     let engine = series_engine(&series.inner);
     out(py
         .allow_threads(|| t9::check_at(&series.inner, usable_blocks, requested, engine, saturated)))
@@ -188,14 +182,17 @@ pub fn concurrency_ceiling(
 #[pyfunction]
 pub fn does_not_apply(tripwire: &str, engine: &str) -> PyResult<Option<Checked>> {
     let engine = engine_arg(Some(engine))?.unwrap_or(Engine::Vllm);
-    Ok(
-        (tripwire.eq_ignore_ascii_case("T14") && !t14::applies_to(engine))
-            .then(|| out(t14::not_applicable(engine))),
-    )
+    (tripwire.eq_ignore_ascii_case("T14") && !t14::applies_to(engine))
+        .then(|| out(t14::not_applicable(engine)))
+        .transpose()
 }
 
 #[pyfunction]
-pub fn check_null_block(py: Python<'_>, series: &PySeries, snapshot: &PySnapshot) -> Checked {
+pub fn check_null_block(
+    py: Python<'_>,
+    series: &PySeries,
+    snapshot: &PySnapshot,
+) -> PyResult<Checked> {
     let engine = engine_of(&[&snapshot.inner]);
     out(py.allow_threads(|| t14::check(&series.inner, &snapshot.inner, engine)))
 }
@@ -210,25 +207,29 @@ pub fn check_client_server_agree(
 ) -> PyResult<Checked> {
     let b = bench_of(bench)?;
     let engine = engine_of(&[&before.inner, &after.inner]);
-    Ok(out(t15::check(
+    out(t15::check(
         &b,
         &before.inner,
         &after.inner,
         expected_extra_requests,
         engine,
-    )))
+    ))
 }
 
 #[pyfunction]
-pub fn with_timer_comparison(result: &str) -> PyResult<Checked> {
-    Ok(out(t10::with_integer_second_comparison(&result_from_json(
+pub fn with_timer_comparison(result: &Bound<'_, PyAny>) -> PyResult<Checked> {
+    out(t10::with_integer_second_comparison(&result_from_py(
         result,
-    )?)))
+    )?))
 }
 
 #[pyfunction]
 #[pyo3(signature = (before, after, counter=None))]
-pub fn precise_rate(before: &PySnapshot, after: &PySnapshot, counter: Option<&str>) -> Checked {
+pub fn precise_rate(
+    before: &PySnapshot,
+    after: &PySnapshot,
+    counter: Option<&str>,
+) -> PyResult<Checked> {
     let engine = engine_of(&[&before.inner, &after.inner]);
     out(t10::check(&before.inner, &after.inner, counter, engine))
 }
@@ -286,13 +287,13 @@ pub fn check_prompts_fresh(
         requests: untimed_requests,
         completed,
     };
-    Ok(out(t16::check(
+    out(t16::check(
         &before.inner,
         &after.inner,
         &intent,
         untimed,
         engine,
-    )))
+    ))
 }
 
 #[pyfunction]
@@ -305,7 +306,7 @@ pub fn check_requests_finished(
     let b = bench.filter(|b| !b.is_none()).map(bench_of).transpose()?;
     let server = before.zip(after).map(|(b, a)| (&b.inner, &a.inner));
     let engine = server.map_or(Engine::Vllm, |(b, a)| engine_of(&[b, a]));
-    Ok(out(t17::check(b.as_ref(), server, engine)))
+    out(t17::check(b.as_ref(), server, engine))
 }
 
 #[pyfunction]
@@ -320,7 +321,7 @@ pub fn check_outputs_full_length(
     let b = bench.filter(|b| !b.is_none()).map(bench_of).transpose()?;
     let server = before.zip(after).map(|(b, a)| (&b.inner, &a.inner));
     let engine = server.map_or(Engine::Vllm, |(b, a)| engine_of(&[b, a]));
-    Ok(out(t18::check(&intent, b.as_ref(), server, engine)))
+    out(t18::check(&intent, b.as_ref(), server, engine))
 }
 
 #[pyfunction]
@@ -334,13 +335,13 @@ pub fn check_speculation_transfers(
     let intent = intent_arg(load)?;
     let f = facts.map(facts_from_json).transpose()?;
     let engine = engine_of(&[&before.inner, &after.inner]);
-    Ok(out(t19::check(
+    out(t19::check(
         &before.inner,
         &after.inner,
         &intent,
         f.as_ref(),
         engine,
-    )))
+    ))
 }
 
 /// `run.json`'s `during_load` object (what a run saw of its load), given as JSON.
@@ -361,7 +362,7 @@ pub fn check_warmup_outside_window(
     let b = bench.filter(|b| !b.is_none()).map(bench_of).transpose()?;
     let o = observed_arg(observed)?;
     let warmup = o.as_ref().and_then(|o| o.warmup_work.as_deref());
-    Ok(out(t20::check(b.as_ref(), warmup)))
+    out(t20::check(b.as_ref(), warmup))
 }
 
 #[pyfunction]
@@ -377,11 +378,11 @@ pub fn check_client_kept_pace(
     let b = bench.filter(|b| !b.is_none()).map(bench_of).transpose()?;
     let o = observed_arg(observed)?;
     let cpu = o.as_ref().and_then(|o| o.client_cpu.as_ref());
-    Ok(out(t21::check(
+    out(t21::check(
         &intent,
         b.as_ref(),
         series.map(|s| &s.inner),
         requested,
         cpu,
-    )))
+    ))
 }

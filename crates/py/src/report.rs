@@ -3,9 +3,8 @@
 
 use pyo3::prelude::*;
 
-use crate::checks::{out, Checked};
+use crate::checks::{out, result_from_py, Checked};
 use crate::core::report::{BootLog, Inputs, Report};
-use crate::core::CheckResult;
 use crate::errors::io_error;
 use crate::facts::engine_arg;
 use crate::series::PySeries;
@@ -26,7 +25,7 @@ impl PyReport {
         self.inner.engine().key()
     }
 
-    fn results(&self) -> Vec<Checked> {
+    fn results(&self) -> PyResult<Vec<Checked>> {
         self.inner.results().iter().cloned().map(out).collect()
     }
 
@@ -65,7 +64,7 @@ impl PyReport {
 }
 
 /// Builds the report from boot log files (read with the GIL released), snapshots, a recording,
-/// a result file and the live run's own results (`extra`, as check-result JSON).
+/// a result file and the live run's own results (`extra`, as `CheckResult.to_json()` dicts).
 #[pyfunction]
 #[pyo3(signature = (boot_logs, before, after, series, requested, title, sources, extra, server_version, engine, bench, generated))]
 #[allow(clippy::too_many_arguments)]
@@ -78,7 +77,7 @@ pub fn build_report(
     requested: Option<u64>,
     title: Option<String>,
     sources: Vec<String>,
-    extra: Vec<String>,
+    extra: Vec<Bound<'_, PyAny>>,
     server_version: Option<String>,
     engine: Option<&str>,
     bench: Option<&Bound<'_, PyAny>>,
@@ -100,11 +99,7 @@ pub fn build_report(
     let texts = texts.map_err(|(p, e)| io_error(&p, &e))?;
     let extra_results = extra
         .iter()
-        .map(|d| {
-            serde_json::from_str::<CheckResult>(d).map_err(|e| {
-                pyo3::exceptions::PyValueError::new_err(format!("not a check result: {e}"))
-            })
-        })
+        .map(result_from_py)
         .collect::<PyResult<Vec<_>>>()?;
     let inputs = Inputs {
         boot_logs: labels

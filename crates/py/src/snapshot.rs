@@ -149,17 +149,21 @@ pub fn created_changes(a: &PySnapshot, b: &PySnapshot) -> Vec<(String, f64, f64)
         .collect()
 }
 
+/// A counter's delta, or why there is none: `(delta, restart message, restart evidence)`.
+type Delta = (Option<f64>, Option<String>, Option<Py<PyAny>>);
+
 /// A counter's delta as `(delta, None, None)`, `(None, None, None)` when a snapshot lacks it, or
-/// `(None, message, evidence JSON)` for the caller to raise `ServerRestarted`.
+/// `(None, message, evidence)` for the caller to raise `ServerRestarted`.
 #[pyfunction]
 #[pyo3(signature = (a, b, name, witness, labels))]
 pub fn counter_delta(
+    py: Python<'_>,
     a: &PySnapshot,
     b: &PySnapshot,
     name: &str,
     witness: Option<&str>,
     labels: Vec<(String, String)>,
-) -> (Option<f64>, Option<String>, Option<String>) {
+) -> PyResult<Delta> {
     let pairs: Vec<(&str, &str)> = labels
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
@@ -168,11 +172,11 @@ pub fn counter_delta(
         .with_labels(&pairs)
         .with_witness(witness);
     match counters::snapshot_delta(&a.inner, &b.inner, &q) {
-        Ok(d) => (Some(d), None, None),
-        Err(counters::DeltaError::Absent { .. }) => (None, None, None),
+        Ok(d) => Ok((Some(d), None, None)),
+        Err(counters::DeltaError::Absent { .. }) => Ok((None, None, None)),
         Err(counters::DeltaError::Restarted(r)) => {
-            let ev = serde_json::to_string(&r.evidence()).ok();
-            (None, Some(r.to_string()), ev)
+            let ev = pythonize::pythonize(py, &r.evidence()).map_err(crate::errors::internal)?;
+            Ok((None, Some(r.to_string()), Some(ev.unbind())))
         }
     }
 }

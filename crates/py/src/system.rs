@@ -299,7 +299,5 @@ pub fn probe_server(
         .build()
         .map_err(|e| PyOSError::new_err(e.to_string()))?;
     let url = base_url.trim_end_matches('/').to_string();
-    Ok(out(
-        py.allow_threads(|| rt.block_on(probe::probe(&url, &opts)))
-    ))
+    out(py.allow_threads(|| rt.block_on(probe::probe(&url, &opts))))
 }
