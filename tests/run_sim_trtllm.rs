@@ -265,3 +265,38 @@ fn sigkill_of_inferlint_leaves_no_rank() {
     assert_nothing_left(&w);
     assert_bystanders_live(others);
 }
+
+/// `sim bench --backend trtllm` is TensorRT-LLM's own client to `run`: rewritten to save its
+/// result JSON in the run folder, read back with its recorded keys, its initial test run
+/// counted as the one untimed request T15 expects.
+#[test]
+fn its_own_clients_result_is_read() {
+    let _t = turn();
+    let w = World::new();
+    let serve = serve(&w, ITERATION_STATS, "--tokens-per-s 100");
+    let (code, stdout, results) = run(&w, &serve, &[], &format!("--backend trtllm {LOAD}"));
+    assert_eq!(code, clean_exit_code(&results), "{stdout}");
+    let run = json_file(&w.out().join("run.json"));
+    let file = run["result_file"].as_str().unwrap_or_default().to_string();
+    assert!(file.ends_with("bench.json"), "{run}");
+    let bench = json_file(std::path::Path::new(&file));
+    let recorded = json_file(std::path::Path::new(
+        "tests/fixtures/trtllm-1.3/no-iter-stats/bench.json",
+    ));
+    let keys = |v: &Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+    assert_eq!(keys(&bench), keys(&recorded), "the recorded keys, in order");
+    assert_eq!(bench["completed"], 8);
+    assert_eq!(bench["total_output_tokens"], 320);
+    assert_eq!(
+        status_of(&results, "T15").as_deref(),
+        Some("pass"),
+        "{stdout}"
+    );
+    let t15 = results
+        .as_array()
+        .and_then(|a| a.iter().rev().find(|r| r["tripwire"] == "T15"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(t15["evidence"]["expected_extra_requests"], 1, "{t15}");
+    assert_nothing_left(&w);
+}
