@@ -127,12 +127,18 @@ fn a_run_of_the_simulated_trtllm_is_judged_as_trtllm() {
         Some("not_applicable"),
         "{stdout}"
     );
-    // The gauges exist; they lag, so T8 and T9 judge them with that caveat, never as missing.
+    // The gauges exist (they lag, moving at completions): T8 and T9 judge them.
     for t in ["T8", "T9"] {
-        let m = message_of(&results, t).unwrap_or_default();
-        assert!(!m.contains("enable_iter_perf_stats"), "{t}: {m}");
-        assert!(status_of(&results, t).is_some(), "{t}");
+        assert_eq!(
+            status_of(&results, t).as_deref(),
+            Some("pass"),
+            "{t}: {stdout}"
+        );
     }
+    assert!(
+        message_of(&results, "T8").is_some_and(|m| m.starts_with("reached ")),
+        "{results}"
+    );
     let snap = json_file(&w.out().join("after.snapshot.json"));
     assert!(snap["url"]
         .as_str()
@@ -298,5 +304,48 @@ fn its_own_clients_result_is_read() {
         .cloned()
         .unwrap_or_default();
     assert_eq!(t15["evidence"]["expected_extra_requests"], 1, "{t15}");
+    assert_nothing_left(&w);
+}
+
+/// A pool too small for the load: the simulated scheduler pauses requests and logs each, as
+/// TensorRT-LLM does at INFO; T1 counts them from the server log.
+#[test]
+fn pauses_in_the_server_log_fail_t1() {
+    let _t = turn();
+    let w = World::new();
+    // 8 requests growing to 50 + 150 tokens cannot share 25 blocks of 32 tokens.
+    let serve = serve(
+        &w,
+        ITERATION_STATS,
+        "--num-gpu-blocks-override 25 --max_seq_len 512 --tokens-per-s 200",
+    );
+    let (_, stdout, results) = run(
+        &w,
+        &serve,
+        &[],
+        "--max-concurrency 8 --num-prompts 8 --random-input-len 50 --random-output-len 150 --ignore-eos",
+    );
+    let boot = std::fs::read_to_string(w.out().join("boot.log")).unwrap();
+    let paused = boot
+        .lines()
+        .filter(|l| {
+            l.contains("] [TRT-LLM] [I] MaxUtilizationScheduler: request ID ")
+                && l.ends_with(" -> pause")
+        })
+        .count();
+    assert!(
+        paused > 0,
+        "the simulated scheduler paused nothing: {stdout}"
+    );
+    assert_eq!(
+        status_of(&results, "T1").as_deref(),
+        Some("fail"),
+        "{stdout}"
+    );
+    let msg = message_of(&results, "T1").unwrap();
+    assert!(
+        msg.contains(&paused.to_string()),
+        "T1 says '{msg}', the log has {paused}"
+    );
     assert_nothing_left(&w);
 }

@@ -531,6 +531,9 @@ impl Engine {
                 let _ = writeln!(f, "{{\"request\": {id}, \"t_mono\": {}}}", mono_now());
             }
         }
+        if self.cfg.engine == EngineKind::Trtllm {
+            crate::trtllm::boot::pause_lines(&self.log, &out.preempted);
+        }
         if !self.sock_open {
             return;
         }

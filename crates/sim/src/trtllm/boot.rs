@@ -60,6 +60,8 @@ pub fn launcher_lines(log: &Logger, cfg: &ServeConfig) -> Option<i32> {
         failures::print_compressed_tensors(log, cfg);
         return Some(1);
     }
+    // The launcher's tenth of `--boot-secs` (rank 0 takes eight, serving the last).
+    sleep_s(cfg.boot_secs * 0.1);
     let p = std::process::id();
     log.warn("executor", "Orchestrator is creating IPC executor");
     log.info(
@@ -167,6 +169,7 @@ pub fn rank_lines(log: &Logger, cfg: &ServeConfig) {
         "_torch",
         "Memory used at after loading weights (outside torch) in memory usage profiling: 0.20 GiB",
     );
+    sleep_s(share * 2.0);
     // The dry run sizes a cache for one full-length sequence per batch slot's worth of blocks.
     let dry =
         (cfg.max_model_len.div_ceil(cfg.block_size) + cfg.max_num_seqs).min(cfg.num_gpu_blocks);
@@ -221,6 +224,8 @@ pub fn rank_ready_lines(log: &Logger, cfg: &ServeConfig, elapsed: f64) {
         );
         sleep_s(share);
     }
+    // The memory profiling and the final pool's allocation.
+    sleep_s(share * 2.0);
     let gib = pool_gib(cfg);
     let total = cfg.gpu_mib as f64 / 1024.0;
     log.info("_torch", &format!(
@@ -281,6 +286,19 @@ pub fn server_lines(log: &Logger, cfg: &ServeConfig, start_unix: f64) {
             "[startup][pid={p}] http_server_start: done, total=0.101s, unattributed=0.101s | "
         ),
     );
+}
+
+/// A request evicted to make room, as TensorRT-LLM's scheduler logs it at INFO
+/// (`MaxUtilizationScheduler: request ID 72 -> pause`, docs/tripwires.md T1). The simulated
+/// scheduler evicts whenever its pool is full, whatever the capacity policy the settings line
+/// names (the real `GUARANTEED_NO_EVICT` would have held the request back instead).
+pub fn pause_lines(log: &Logger, preempted: &[u64]) {
+    for id in preempted {
+        log.info(
+            "",
+            &format!("MaxUtilizationScheduler: request ID {id} -> pause"),
+        );
+    }
 }
 
 /// The stop on SIGTERM/SIGINT: uvicorn's shutdown runs the lifespan, which stops the stats
