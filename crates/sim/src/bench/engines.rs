@@ -137,36 +137,45 @@ pub fn sglang_result(
         put(k, vllm.get(k).cloned().unwrap_or(Value::Null));
     }
     if a.save_detailed {
-        // `--output-details`: the per-request lists, in the request order.
-        put(
+        details(&mut r, &ok, outs);
+    }
+    r
+}
+
+/// `--output-details`: the per-request lists, in the request order.
+fn details(r: &mut Map<String, Value>, ok: &[&Outcome], outs: &[Outcome]) {
+    let lists = [
+        (
             "input_lens",
             json!(ok.iter().map(|o| o.prompt_len).collect::<Vec<_>>()),
-        );
-        put(
+        ),
+        (
             "output_lens",
             json!(ok.iter().map(|o| o.output_tokens).collect::<Vec<_>>()),
-        );
-        put(
+        ),
+        (
             "ttfts",
             json!(ok.iter().map(|o| o.ttft).collect::<Vec<_>>()),
-        );
-        put(
+        ),
+        (
             "itls",
             json!(ok.iter().map(|o| o.itl.clone()).collect::<Vec<_>>()),
-        );
-        put(
+        ),
+        (
             "generated_texts",
             json!(ok
                 .iter()
                 .map(|o| o.generated_text.clone())
                 .collect::<Vec<_>>()),
-        );
-        put(
+        ),
+        (
             "errors",
             json!(outs.iter().map(|o| o.error.clone()).collect::<Vec<_>>()),
-        );
+        ),
+    ];
+    for (k, v) in lists {
+        r.insert(k.to_string(), v);
     }
-    r
 }
 
 /// SGLang's result file: `--output-file`, else its default name

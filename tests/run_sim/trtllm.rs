@@ -5,23 +5,17 @@
 //! `prte` and the MPI ranks) on a clean end, on Ctrl-C, on SIGKILL of inferlint and with an
 //! orphaned rank, while same-user bystanders of other engines live on.
 //!
-//! These tests take turns (one lock) to keep their timings steady.
-
-mod run_support;
+//! They take turns with tests/run_sim.rs's (its lock) to keep their timings steady.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use run_support::{clean_exit_code, json_file, message_of, run_with_limit, status_of, text, World};
+use super::turn;
+use crate::run_support::{
+    clean_exit_code, json_file, message_of, run_with_limit, status_of, text, World,
+};
 use serde_json::Value;
-
-static TURN: Mutex<()> = Mutex::new(());
-
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// The `--serve` command of a simulated TensorRT-LLM with this `--config` YAML body.
 fn serve(w: &World, yaml: &str, extra: &str) -> String {
@@ -93,6 +87,31 @@ fn assert_nothing_left(w: &World) {
     );
 }
 
+/// T8 on gauges that move only when a request completes: PASS when a completion showed the
+/// concurrency asked for, else UNKNOWN saying the gauge lags (never FAIL, never "missing").
+fn assert_t8_reads_lagging_gauges(results: &Value) {
+    let msg = message_of(results, "T8").unwrap_or_default();
+    match status_of(results, "T8").as_deref() {
+        Some("pass") => assert!(msg.starts_with("reached "), "{msg}"),
+        Some("unknown") => assert!(
+            msg.contains("updates the gauge only when a request completes"),
+            "{msg}"
+        ),
+        other => panic!("T8 {other:?}: {msg}"),
+    }
+}
+
+/// The exit status of a run whose checks all decide but for T8 on lagging gauges: 2 ("can't
+/// tell") when T8 could not, else the clean run's.
+fn exit_code_with_lag(results: &Value) -> i32 {
+    assert_t8_reads_lagging_gauges(results);
+    if status_of(results, "T8").as_deref() == Some("unknown") {
+        2
+    } else {
+        clean_exit_code(results)
+    }
+}
+
 const LOAD: &str =
     "--max-concurrency 4 --num-prompts 8 --random-input-len 64 --random-output-len 40 --ignore-eos";
 
@@ -103,7 +122,7 @@ fn a_run_of_the_simulated_trtllm_is_judged_as_trtllm() {
     let others = bystanders();
     let serve = serve(&w, ITERATION_STATS, "--tokens-per-s 100");
     let (code, stdout, results) = run(&w, &serve, &[], LOAD);
-    assert_eq!(code, clean_exit_code(&results), "{stdout}");
+    assert_eq!(code, exit_code_with_lag(&results), "{stdout}");
     assert!(
         stdout.contains("== engine: TensorRT-LLM (from the --serve command)"),
         "{stdout}"
@@ -127,18 +146,14 @@ fn a_run_of_the_simulated_trtllm_is_judged_as_trtllm() {
         Some("not_applicable"),
         "{stdout}"
     );
-    // The gauges exist (they lag, moving at completions): T8 and T9 judge them.
-    for t in ["T8", "T9"] {
-        assert_eq!(
-            status_of(&results, t).as_deref(),
-            Some("pass"),
-            "{t}: {stdout}"
-        );
-    }
-    assert!(
-        message_of(&results, "T8").is_some_and(|m| m.starts_with("reached ")),
-        "{results}"
+    // The gauges exist and lag (they move only at completions, as recorded): T9 judges them,
+    // and T8 passes when a completion caught the peak, else cannot tell and says why.
+    assert_eq!(
+        status_of(&results, "T9").as_deref(),
+        Some("pass"),
+        "{stdout}"
     );
+    assert_t8_reads_lagging_gauges(&results);
     let snap = json_file(&w.out().join("after.snapshot.json"));
     assert!(snap["url"]
         .as_str()
@@ -281,7 +296,7 @@ fn its_own_clients_result_is_read() {
     let w = World::new();
     let serve = serve(&w, ITERATION_STATS, "--tokens-per-s 100");
     let (code, stdout, results) = run(&w, &serve, &[], &format!("--backend trtllm {LOAD}"));
-    assert_eq!(code, clean_exit_code(&results), "{stdout}");
+    assert_eq!(code, exit_code_with_lag(&results), "{stdout}");
     let run = json_file(&w.out().join("run.json"));
     let file = run["result_file"].as_str().unwrap_or_default().to_string();
     assert!(file.ends_with("bench.json"), "{run}");
