@@ -80,3 +80,78 @@ fn the_window_demo_shows_warm_up_and_short_outputs() {
     assert!(t18.contains("48 of 48"), "{t18}");
     assert!(stdout.contains("inferlint explain T18 T20"), "{stdout}");
 }
+
+/// `demo --engine sglang`: SGLang's story on its simulator (retractions, fewer running than
+/// asked, an escaped scheduler found by the teardown).
+#[test]
+fn the_sglang_demo_retracts_and_its_scheduler_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo");
+    let o = inferlint(
+        &["demo", "--engine", "sglang", "-o", out.to_str().unwrap()],
+        &[("INFERLINT_GPU", "nvml")],
+        Duration::from_secs(150),
+    );
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", text(&o.stderr));
+    assert!(
+        stdout.contains("a simulated SGLang on a simulated GPU"),
+        "{stdout}"
+    );
+    let r = json_file(&out.join("results.json"));
+    assert_eq!(status_of(&r, "T1").as_deref(), Some("fail"), "{stdout}");
+    assert!(message_of(&r, "T1").unwrap().contains("retractions"));
+    assert_eq!(status_of(&r, "T8").as_deref(), Some("fail"), "{stdout}");
+    assert_eq!(status_of(&r, "T14").as_deref(), Some("not_applicable"));
+    assert_eq!(status_of(&r, "T15").as_deref(), Some("pass"), "{stdout}");
+    assert!(
+        stdout.contains("found outside the server's process group")
+            && stdout.contains("sglang::scheduler_TP0"),
+        "{stdout}"
+    );
+    assert_eq!(status_of(&r, "T2").as_deref(), Some("pass"));
+    let run = json_file(&out.join("run.json"));
+    assert_eq!(run["engine"], "sglang");
+    assert!(run["result_file"]
+        .as_str()
+        .unwrap()
+        .ends_with("bench.jsonl"));
+    assert!(stdout.contains("inferlint explain T1 T8 T2"), "{stdout}");
+}
+
+/// `demo --engine trtllm`: TensorRT-LLM's story (no iteration stats, so T8 and T9 cannot tell;
+/// an escaped MPI rank found by the teardown).
+#[test]
+fn the_trtllm_demo_misses_its_gauges_and_its_rank_is_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo");
+    let o = inferlint(
+        &["demo", "--engine", "trtllm", "-o", out.to_str().unwrap()],
+        &[("INFERLINT_GPU", "nvml")],
+        Duration::from_secs(150),
+    );
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", text(&o.stderr));
+    let r = json_file(&out.join("results.json"));
+    for t in ["T8", "T9"] {
+        assert_eq!(
+            status_of(&r, t).as_deref(),
+            Some("unknown"),
+            "{t}: {stdout}"
+        );
+        assert!(message_of(&r, t)
+            .unwrap()
+            .contains("'enable_iter_perf_stats: true'"));
+    }
+    assert_eq!(status_of(&r, "T15").as_deref(), Some("pass"), "{stdout}");
+    assert!(
+        stdout.contains("found outside the server's process group")
+            && stdout.contains("mpi4py.futures.server"),
+        "{stdout}"
+    );
+    assert_eq!(status_of(&r, "T2").as_deref(), Some("pass"));
+    let run = json_file(&out.join("run.json"));
+    assert_eq!(run["engine"], "trtllm");
+    assert_eq!(run["engine_version"], "1.3.0rc29");
+    assert!(out.join("report.html").exists());
+}

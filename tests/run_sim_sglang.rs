@@ -110,3 +110,54 @@ fn retractions_of_the_simulated_sglang_fail_t1() {
         w.live_processes()
     );
 }
+
+/// `sim bench --backend sglang` is SGLang's own client to `run`: its result line is appended to
+/// the `--output-file` run adds (bench.jsonl), with the recorded keys in order, and its warm-up
+/// request is the one untimed request T15 expects.
+#[test]
+fn the_sglang_clients_result_line_is_read() {
+    let w = World::new();
+    let (code, stdout, results) = run(
+        &w,
+        "--max-total-tokens 20000 --tokens-per-s 100",
+        // `--output-details`: the output lengths T18 needs (SGLang's counters have no reasons).
+        "--backend sglang --dataset-name random --max-concurrency 4 --num-prompts 8 --random-input-len 64 --random-output-len 40 --output-details",
+    );
+    assert_eq!(code, clean_exit_code(&results), "{stdout}");
+    let run = json_file(&w.out().join("run.json"));
+    let file = run["result_file"].as_str().unwrap_or_default().to_string();
+    assert!(file.ends_with("bench.jsonl"), "{run}");
+    let line = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(line.lines().count(), 1);
+    assert!(
+        line.contains("\"request_rate\": Infinity"),
+        "Python's spelling: {line}"
+    );
+    let bench = inferlint_core::bench::load(std::path::Path::new(&file)).unwrap();
+    let recorded =
+        std::fs::read_to_string("tests/fixtures/sglang-0.5/qwen3-8b-own-client/bench.jsonl")
+            .unwrap();
+    let keys = |text: &str| -> Vec<String> {
+        // JSON has no Infinity: Python's spelling is read as null for the key list.
+        let last = text.lines().last().unwrap().replace(": Infinity", ": null");
+        let v: Value = serde_json::from_str(&last).unwrap();
+        v.as_object().unwrap().keys().cloned().collect()
+    };
+    let mut got = keys(&line);
+    // The per-request lists of --output-details follow the recorded keys.
+    got.truncate(got.len() - 6);
+    assert_eq!(got, keys(&recorded), "the recorded keys, in order");
+    assert_eq!(bench.completed, Some(8.0));
+    // SGLang's client ignores EOS by default: every request ran to its length.
+    assert_eq!(bench.total_output_tokens, Some(320.0));
+    assert_eq!(
+        status_of(&results, "T15").as_deref(),
+        Some("pass"),
+        "{stdout}"
+    );
+    assert!(
+        w.live_processes().is_empty(),
+        "left behind: {:?}",
+        w.live_processes()
+    );
+}

@@ -5,10 +5,12 @@
 //! and an engine process that escaped its server's process group, found by the teardown.
 //! `--window` tells the window's story instead: a first load on a server that compiles for each
 //! new batch size (T20) and whose model stops at end-of-sequence before the length asked (T18).
+//! `--engine sglang|trtllm` tells that engine's story on its simulator (see [`engine_commands`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use inferlint_core::Engine;
 use inferlint_run::{self as run, GpuCheck, RunInputs};
 
 #[derive(clap::Args, Debug)]
@@ -23,6 +25,12 @@ Its simulated GPU lives in a temporary folder; nothing touches a real GPU.
 compiles a graph while the load runs (T20) and whose model ends each answer after 60 tokens
 where the load asked for 200 without --ignore-eos (T18).
 
+`--engine sglang` runs the simulated SGLang 0.5 with a KV pool too small for its load: it
+retracts requests (T1), runs fewer than the 32 asked for (T8), and its scheduler has left the
+launcher's process group, to be found by the teardown. `--engine trtllm` runs the simulated
+TensorRT-LLM 1.3 with `return_perf_metrics` but not `enable_iter_perf_stats`: its running and
+KV gauges are missing (T8 and T9 cannot tell), and an MPI rank has left the launcher's group.
+
 Exit status: 0 when the demo ran (its failed tripwires are the point), 130 if interrupted,
 1 if it could not run.")]
 pub struct Args {
@@ -33,8 +41,15 @@ pub struct Args {
     #[arg(long, default_value_t = 5.0, value_name = "SECS")]
     pub status_every: f64,
     /// The window's story: warm-up measured and outputs shorter than asked (T20, T18)
-    #[arg(long)]
+    #[arg(long, conflicts_with = "engine")]
     pub window: bool,
+    /// The engine whose story to tell: vllm, sglang or trtllm
+    #[arg(long, value_parser = parse_engine, default_value = "vllm")]
+    pub engine: Engine,
+}
+
+fn parse_engine(s: &str) -> Result<Engine, String> {
+    Engine::parse(s).ok_or_else(|| format!("'{s}' is not an engine (vllm, sglang, trtllm)"))
 }
 
 /// The simulated model: a hybrid attention/Mamba model, as vLLM serves it with 784-token blocks.
@@ -75,6 +90,58 @@ pub fn commands(exe: &str, port: u16, window: bool) -> (String, Vec<String>) {
     (serve, argv)
 }
 
+/// The server and load commands of SGLang's and TensorRT-LLM's stories (None for vLLM's, in
+/// [`commands`]); `dir` holds TensorRT-LLM's `--config` YAML. Each engine's scheduler or rank
+/// escapes its launcher's process group and ignores SIGTERM, for the teardown to find.
+pub fn engine_commands(
+    engine: Engine,
+    exe: &str,
+    port: u16,
+    dir: &std::path::Path,
+) -> Option<(String, Vec<String>)> {
+    let q = shlex::try_quote(exe).map_or_else(|_| exe.to_string(), |q| q.into_owned());
+    let escape = "--orphan-engine --escape setsid --engine-ignores-sigterm";
+    let (serve, load) = match engine {
+        Engine::Vllm => return None,
+        Engine::Sglang => (
+            format!(
+                "{q} sim serve {ENGINE_MODEL} --engine sglang --port {port} --enable-metrics \
+                 --max-running-requests 32 --max-total-tokens 6000 --context-length 4096 \
+                 --tokens-per-s 400 --boot-secs 2 {escape}"
+            ),
+            format!(
+                "sim bench --backend sglang --port {port} --model {ENGINE_MODEL} --dataset-name random \
+                 --max-concurrency 32 --num-prompts 32 --random-input-len 200 --random-output-len 400 --output-details"
+            ),
+        ),
+        Engine::Trtllm => {
+            let yaml = dir.join("perf.yaml");
+            // Only return_perf_metrics: the iteration stats (the gauges) are left off, a common
+            // setting (the recorded no-iter-stats run).
+            let _ = std::fs::write(&yaml, "return_perf_metrics: true\n");
+            let yaml = yaml.display().to_string();
+            let yaml = shlex::try_quote(&yaml).map_or(yaml.clone(), |y| y.into_owned());
+            (
+                format!(
+                    "{q} sim serve {ENGINE_MODEL} --engine trtllm --config {yaml} --port {port} \
+                     --max_batch_size 8 --max_seq_len 4096 --num-gpu-blocks-override 400 \
+                     --tokens-per-s 400 --boot-secs 2 {escape}"
+                ),
+                format!(
+                    "sim bench --backend trtllm --port {port} --model {ENGINE_MODEL} --max-concurrency 32 \
+                     --num-prompts 32 --random-input-len 200 --random-output-len 300 --ignore-eos"
+                ),
+            )
+        }
+    };
+    let mut argv = vec![exe.to_string()];
+    argv.extend(load.split_whitespace().map(String::from));
+    Some((serve, argv))
+}
+
+/// The SGLang and TensorRT-LLM stories' model (the recorded runs').
+pub const ENGINE_MODEL: &str = "Qwen/Qwen3-8B";
+
 fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
@@ -85,9 +152,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let exe = std::env::current_exe()?;
     let exe = exe.to_string_lossy().into_owned();
     let port = free_port()?;
-    let (serve, load) = commands(&exe, port, args.window);
     let gpu_dir = std::env::temp_dir().join(format!("inferlint-demo-gpu-{}", std::process::id()));
     std::fs::create_dir_all(&gpu_dir)?;
+    let (serve, load) = engine_commands(args.engine, &exe, port, &gpu_dir)
+        .unwrap_or_else(|| commands(&exe, port, args.window));
     // SAFETY (of set_var): no other thread runs yet; the runtime starts after this. The server,
     // its engine and this process all read the same simulated GPU.
     std::env::set_var(
@@ -99,8 +167,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let out = args.out.unwrap_or_else(|| {
         PathBuf::from(run::folder::default_folder_name().replacen("xray", "demo", 1))
     });
+    let name = args.engine.name();
     println!(
-        "inferlint demo: a simulated vLLM on a simulated GPU (no GPU needed), about half a minute"
+        "inferlint demo: a simulated {name} on a simulated GPU (no GPU needed), about half a minute"
     );
     println!();
     let mut inputs = RunInputs::new(out, load);
@@ -110,10 +179,17 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // must be found and killed by the teardown, not waited for.
     inputs.stop_grace = Duration::from_secs(3);
     inputs.ready_timeout = Duration::from_secs(60);
-    inputs.title = Some(if args.window {
-        "inferlint demo --window: simulated vLLM 0.33, a first load after boot".into()
-    } else {
-        "inferlint demo: simulated vLLM 0.28, hybrid model, 32 requested".into()
+    inputs.title = Some(match args.engine {
+        Engine::Sglang => {
+            "inferlint demo --engine sglang: simulated SGLang 0.5, a small KV pool".into()
+        }
+        Engine::Trtllm => {
+            "inferlint demo --engine trtllm: simulated TensorRT-LLM 1.3, no iteration stats".into()
+        }
+        Engine::Vllm if args.window => {
+            "inferlint demo --window: simulated vLLM 0.33, a first load after boot".into()
+        }
+        Engine::Vllm => "inferlint demo: simulated vLLM 0.28, hybrid model, 32 requested".into(),
     });
     let every = Duration::from_secs_f64(args.status_every.max(0.1));
     let outcome = super::run::execute(inputs, every);
@@ -127,7 +203,12 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return Ok(1);
     }
     println!();
-    let explain = if args.window { "T18 T20" } else { "T1 T8 T9" };
+    let explain = match args.engine {
+        Engine::Sglang => "T1 T8 T2",
+        Engine::Trtllm => "T8 T9 T2",
+        Engine::Vllm if args.window => "T18 T20",
+        Engine::Vllm => "T1 T8 T9",
+    };
     println!("That was the demo. Open the report above in a browser; 'inferlint explain {explain}' says what each finding means.");
     Ok(0)
 }

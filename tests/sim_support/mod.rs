@@ -67,6 +67,15 @@ impl SimBuilder {
     pub fn start(self) -> Sim {
         let tag = format!("{:016x}", rand_u64());
         let gpu_dir = self.gpu.then(|| tempfile::tempdir().expect("temp dir"));
+        let engine = self
+            .args
+            .windows(2)
+            .find(|w| w[0] == "--engine")
+            .map(|w| w[1].clone());
+        // TensorRT-LLM's log names no port (the recording has no `Uvicorn running on` line):
+        // it gets a free one of the test's choosing.
+        let trtllm = engine.as_deref() == Some("trtllm");
+        let fixed_port = if trtllm { free_port() } else { 0 };
         let mut cmd = Command::new(BIN);
         cmd.args([
             "sim",
@@ -75,14 +84,11 @@ impl SimBuilder {
             "--host",
             "127.0.0.1",
             "--port",
-            "0",
+            &fixed_port.to_string(),
         ]);
         // SGLang is ready once its launcher's warm-up is answered, and names its port in
         // uvicorn's line; vLLM in its own listen line.
-        let sglang = self
-            .args
-            .windows(2)
-            .any(|w| w[0] == "--engine" && w[1] == "sglang");
+        let sglang = engine.as_deref() == Some("sglang");
         let (ready, listen) = if sglang {
             (
                 "The server is fired up and ready to roll!",
@@ -140,6 +146,10 @@ impl SimBuilder {
                 "no ready line:\n{}",
                 sim.log()
             );
+            if trtllm {
+                sim.port = fixed_port;
+                return sim;
+            }
             // stdout and stderr are read on separate threads: wait for the listen line too.
             assert!(
                 sim.wait_for(listen, Duration::from_secs(5)),
@@ -163,6 +173,12 @@ impl SimBuilder {
         }
         sim
     }
+}
+
+/// A port nothing listens on now (the kernel's pick for a socket closed at once).
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind(("127.0.0.1", 0)).expect("bind a free port");
+    l.local_addr().expect("its address").port()
 }
 
 fn rand_u64() -> u64 {

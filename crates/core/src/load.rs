@@ -12,9 +12,11 @@ use crate::engine::Engine;
 pub enum LoadTool {
     /// `vllm bench serve` (and inferlint's simulated one, `inferlint sim bench`).
     VllmBench,
-    /// `python -m sglang.bench_serving` / `sglang.benchmark.serving`.
+    /// `python -m sglang.bench_serving` / `sglang.benchmark.serving` (and `inferlint sim bench
+    /// --backend sglang`).
     SglangBench,
-    /// `python -m tensorrt_llm.serve.scripts.benchmark_serving`.
+    /// `python -m tensorrt_llm.serve.scripts.benchmark_serving` (and `inferlint sim bench
+    /// --backend trtllm`).
     TrtllmBench,
     /// NVIDIA AIPerf (`aiperf profile`): result `profile_export_aiperf.json` in its artifact dir.
     Aiperf,
@@ -67,7 +69,7 @@ pub fn load_tool(argv: &[String]) -> Option<LoadTool> {
             && next == Some("sim")
             && argv.get(i + 2).is_some_and(|x| x == "bench")
         {
-            return Some(LoadTool::VllmBench);
+            return Some(sim_bench_tool(&argv[i + 3..]));
         }
         if b == "aiperf" || (w == "-m" && next == Some("aiperf")) {
             return Some(LoadTool::Aiperf);
@@ -77,6 +79,16 @@ pub fn load_tool(argv: &[String]) -> Option<LoadTool> {
         }
     }
     None
+}
+
+/// The client `inferlint sim bench ARGS` imitates: SGLang's or TensorRT-LLM's as its
+/// `--backend` names them, else `vllm bench serve` (whose `--backend` is `openai` and the like).
+fn sim_bench_tool(args: &[String]) -> LoadTool {
+    match flag_value(args, "--backend").as_deref() {
+        Some("sglang") => LoadTool::SglangBench,
+        Some("trtllm") => LoadTool::TrtllmBench,
+        _ => LoadTool::VllmBench,
+    }
 }
 
 /// Whether a load's prompts are meant to reach the server fresh.
@@ -313,6 +325,29 @@ mod tests {
                 .map(str::to_string)
                 .collect::<Vec<_>>(),
         )
+    }
+
+    #[test]
+    fn the_simulated_client_is_the_tool_its_backend_names() {
+        let tool = |c: &str| read(c).tool;
+        assert_eq!(
+            tool("inferlint sim bench --model m"),
+            Some(LoadTool::VllmBench)
+        );
+        assert_eq!(
+            tool("/x/inferlint sim bench --backend openai-chat"),
+            Some(LoadTool::VllmBench)
+        );
+        assert_eq!(
+            tool("inferlint sim bench --backend sglang --dataset-name random"),
+            Some(LoadTool::SglangBench)
+        );
+        assert_eq!(
+            tool("inferlint sim bench --backend=trtllm"),
+            Some(LoadTool::TrtllmBench)
+        );
+        // SGLang's client ignores EOS unless told not to, the simulated one too.
+        assert!(read("inferlint sim bench --backend sglang").ignore_eos);
     }
 
     #[test]

@@ -180,10 +180,10 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
     /// SGLang's `--max-running-requests`.
-    #[arg(long, visible_alias = "max-running-requests", default_value_t = 256)]
+    #[arg(long, visible_aliases = ["max-running-requests", "max_batch_size"], default_value_t = 256)]
     pub max_num_seqs: u32,
     /// SGLang's `--context-length`.
-    #[arg(long, visible_alias = "context-length", default_value_t = 4096)]
+    #[arg(long, visible_aliases = ["context-length", "max_seq_len"], default_value_t = 4096)]
     pub max_model_len: u32,
     /// Tokens per KV block (`--hybrid` forces 784); SGLang's `--page-size` (default 1).
     #[arg(long, visible_alias = "page-size")]
@@ -195,7 +195,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub max_num_queued_reqs: Option<u32>,
     /// SGLang's `--chunked-prefill-size`.
-    #[arg(long, visible_alias = "chunked-prefill-size", default_value_t = 8192)]
+    #[arg(long, visible_aliases = ["chunked-prefill-size", "max_num_tokens"], default_value_t = 8192)]
     pub max_num_batched_tokens: u32,
     /// E.g. FLASH_ATTN, TRITON_ATTN, FLASHINFER.
     #[arg(long)]
@@ -206,7 +206,7 @@ pub struct ServeArgs {
     #[arg(long, num_args = 1..)]
     pub served_model_name: Vec<String>,
     /// SGLang's `--mem-fraction-static`.
-    #[arg(long, visible_alias = "mem-fraction-static")]
+    #[arg(long, visible_aliases = ["mem-fraction-static", "kv_cache_free_gpu_memory_fraction"])]
     pub gpu_memory_utilization: Option<f64>,
     /// SGLang's `--disable-cuda-graph`.
     #[arg(long, visible_alias = "disable-cuda-graph")]
@@ -221,7 +221,7 @@ pub struct ServeArgs {
     /// Tensor-parallel size: one `VLLM::Worker_TP{n}` process per rank when > 1.
     #[arg(
         long = "tp",
-        visible_aliases = ["tensor-parallel-size", "tp-size"],
+        visible_aliases = ["tensor-parallel-size", "tp-size", "tp_size"],
         default_value_t = 1
     )]
     pub tp: u32,
@@ -230,12 +230,14 @@ pub struct ServeArgs {
     #[arg(long = "data-parallel-size", visible_aliases = ["dp", "dp-size"], default_value_t = 1)]
     pub dp: u32,
 
-    /// The engine to simulate: `vllm`, or `sglang` (SGLang 0.5's boot log, endpoints, /metrics
-    /// and process titles, docs/design/engines.md#the-simulated-sglang).
+    /// The engine to simulate: `vllm`, `sglang` or `trtllm` (their boot logs, endpoints, /metrics
+    /// and process titles, docs/design/engines.md#the-simulated-sglang and the next section).
     #[arg(long, value_parser = parse_engine, default_value = "vllm")]
     pub engine: Engine,
     #[command(flatten)]
     pub sglang: crate::sglang::SglangArgs,
+    #[command(flatten)]
+    pub trtllm: crate::trtllm::TrtllmArgs,
 
     /// The vLLM release whose log lines and /metrics exposition to copy.
     #[arg(long, value_enum, default_value = "0.28")]
@@ -307,8 +309,8 @@ pub struct ServeArgs {
 
 fn parse_engine(s: &str) -> Result<Engine, String> {
     match Engine::parse(s) {
-        Some(e @ (Engine::Vllm | Engine::Sglang)) => Ok(e),
-        _ => Err(format!("'{s}': the simulator runs vllm or sglang")),
+        Some(e) => Ok(e),
+        None => Err(format!("'{s}': the simulator runs vllm, sglang or trtllm")),
     }
 }
 
@@ -324,6 +326,9 @@ pub struct ServeConfig {
     /// SGLang's `--max-total-tokens`, as given.
     #[serde(default)]
     pub max_total_tokens: Option<u32>,
+    /// TensorRT-LLM's `--config` options.
+    #[serde(default)]
+    pub trtllm: crate::trtllm::TrtllmConfig,
     pub release: Release,
     pub model: String,
     pub served_names: Vec<String>,
@@ -422,12 +427,20 @@ impl ServeConfig {
         if a.dp == 0 {
             return Err("--data-parallel-size must be at least 1".into());
         }
+        if a.engine == Engine::Trtllm {
+            crate::trtllm::failures::supported(a.fail_boot)?;
+        }
         let sglang = a.engine == Engine::Sglang;
         let block_size = if a.hybrid {
             HYBRID_BLOCK_SIZE
         } else {
-            // SGLang's page size defaults to 1 token (its server_args).
-            a.block_size.unwrap_or(if sglang { 1 } else { 16 })
+            // SGLang's page size defaults to 1 token (its server_args), TensorRT-LLM's
+            // tokens_per_block to 32.
+            a.block_size.unwrap_or(match a.engine {
+                Engine::Sglang => 1,
+                Engine::Trtllm => 32,
+                Engine::Vllm => 16,
+            })
         };
         if block_size == 0 {
             return Err("--block-size must be positive".into());
@@ -450,6 +463,7 @@ impl ServeConfig {
             engine: a.engine,
             enable_metrics: a.sglang.enable_metrics,
             max_total_tokens: a.sglang.max_total_tokens,
+            trtllm: crate::trtllm::TrtllmConfig::from_args(&a.trtllm)?,
             release: a.vllm_version,
             model: a.model.clone(),
             served_names,
@@ -515,7 +529,7 @@ impl ServeConfig {
     /// reserves none: `max_total_num_tokens` are all usable).
     pub fn usable_blocks(&self) -> u32 {
         match self.engine {
-            Engine::Sglang => self.num_gpu_blocks,
+            Engine::Sglang | Engine::Trtllm => self.num_gpu_blocks,
             _ => self.num_gpu_blocks.saturating_sub(1),
         }
     }

@@ -134,7 +134,6 @@ pub fn run_engine() -> anyhow::Result<i32> {
     let mut sock = unsafe { UnixStream::from_raw_fd(fd) };
     set_cloexec(&sock);
     let log = logger_for(&cfg, &title, rank, 0);
-    let sglang = cfg.engine == EngineKind::Sglang;
     let signals: &[Signal] = if cfg.engine_ignores_sigterm {
         // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
         unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
@@ -148,10 +147,10 @@ pub fn run_engine() -> anyhow::Result<i32> {
     }))?;
 
     let boot_start = mono_now();
-    if sglang {
-        crate::sglang::boot::scheduler_lines(&log, &cfg);
-    } else {
-        boot_lines(&log, &cfg)?;
+    match cfg.engine {
+        EngineKind::Sglang => crate::sglang::boot::scheduler_lines(&log, &cfg),
+        EngineKind::Trtllm => crate::trtllm::boot::rank_lines(&log, &cfg),
+        EngineKind::Vllm => boot_lines(&log, &cfg)?,
     }
     let fail = cfg
         .fail_boot
@@ -166,9 +165,9 @@ pub fn run_engine() -> anyhow::Result<i32> {
     }
     let gpu_dir = gpu::dir_from_env();
     // One simulated GPU per worker; without workers (TP 1) the engine holds its own, and an
-    // SGLang rank-0 scheduler always does (the other ranks are its workers).
+    // SGLang rank-0 scheduler or TensorRT-LLM rank 0 always does (the other ranks are its workers).
     let _holding = match (&gpu_dir, cfg.tp) {
-        (Some(dir), tp) if tp == 1 || sglang => {
+        (Some(dir), tp) if tp == 1 || cfg.engine != EngineKind::Vllm => {
             let card = gpu::my_card(dir, cfg.gpu_index(rank, 0)).map_err(anyhow::Error::msg)?;
             Some(gpu::hold(dir, cfg.gpu_mib, card)?)
         }
@@ -178,10 +177,11 @@ pub fn run_engine() -> anyhow::Result<i32> {
     set_cloexec(&death_write);
     let mut workers = spawn_workers(&cfg, &death_read)?;
     drop(death_read);
-    if sglang {
-        crate::sglang::boot::scheduler_ready_lines(&log, &cfg, mono_now() - boot_start);
-    } else {
-        finish_boot_lines(&log, &cfg, mono_now() - boot_start);
+    let elapsed = mono_now() - boot_start;
+    match cfg.engine {
+        EngineKind::Sglang => crate::sglang::boot::scheduler_ready_lines(&log, &cfg, elapsed),
+        EngineKind::Trtllm => crate::trtllm::boot::rank_ready_lines(&log, &cfg, elapsed),
+        EngineKind::Vllm => finish_boot_lines(&log, &cfg, elapsed),
     }
     sock.write_all(&encode(&ToApi::Ready {
         num_gpu_blocks: cfg.num_gpu_blocks,
@@ -530,6 +530,9 @@ impl Engine {
             for id in &out.preempted {
                 let _ = writeln!(f, "{{\"request\": {id}, \"t_mono\": {}}}", mono_now());
             }
+        }
+        if self.cfg.engine == EngineKind::Trtllm {
+            crate::trtllm::boot::pause_lines(&self.log, &out.preempted);
         }
         if !self.sock_open {
             return;

@@ -78,7 +78,9 @@ pub fn go_float(x: f64) -> String {
             if dot > 6 {
                 let mantissa = format!("{}.{}{}", &s[..1], &s[1..dot], &s[dot + 1..]);
                 let mantissa = mantissa.trim_end_matches(['0', '.']);
-                return format!("{mantissa}e+0{}", dot - 1);
+                // Two exponent digits at least, as the recorded scrapes print them
+                // (`process_virtual_memory_bytes 7.4927947776e+10` in vllm-0.28/live).
+                return format!("{mantissa}e+{:02}", dot - 1);
             }
         }
     }
@@ -203,6 +205,42 @@ impl Family {
         format!("{{{}}}", inner.join(","))
     }
 
+    /// The family in prometheus_client's multiprocess order (SGLang's and TensorRT-LLM's
+    /// collectors): no `_created`, a histogram's `_sum` before its buckets and `_count`;
+    /// nothing when it has no sample.
+    pub fn render_multiprocess(&self, out: &mut String) {
+        let f = self;
+        if f.children.is_empty() {
+            return;
+        }
+        let n = &f.name;
+        let help = f.help.replace('\\', r"\\").replace('\n', r"\n");
+        let (shown, kind) = match f.kind {
+            Kind::Counter => (format!("{n}_total"), "counter"),
+            Kind::Histogram(_) => (n.clone(), "histogram"),
+            _ => (n.clone(), "gauge"),
+        };
+        let _ = writeln!(out, "# HELP {shown} {help}\n# TYPE {shown} {kind}");
+        for c in &f.children {
+            let l = f.labels(c, None);
+            let Kind::Histogram(bounds) = &f.kind else {
+                let _ = writeln!(out, "{shown}{l} {}", go_float(c.value));
+                continue;
+            };
+            let _ = writeln!(out, "{n}_sum{l} {}", go_float(c.sum));
+            let mut cum = 0;
+            for (i, b) in c.buckets.iter().enumerate() {
+                cum += b;
+                let le = bounds
+                    .get(i)
+                    .map_or_else(|| "+Inf".to_string(), |x| go_float(*x));
+                let lb = f.labels(c, Some(("le", &le)));
+                let _ = writeln!(out, "{n}_bucket{lb} {}", go_float(cum as f64));
+            }
+            let _ = writeln!(out, "{n}_count{l} {}", go_float(c.count as f64));
+        }
+    }
+
     /// Appends the family's text; `created` adds the `_created` families (single API server).
     pub fn render(&self, out: &mut String, created: bool) {
         let help = escape_help(&self.help);
@@ -311,7 +349,7 @@ mod tests {
         assert_eq!(go_float(1.7904702340023353e9), "1.7904702340023353e+09");
         assert_eq!(go_float(1.79047011896e9), "1.79047011896e+09");
         assert_eq!(go_float(3.0019584e7), "3.0019584e+07");
-        assert_eq!(go_float(7.4927947776e10), "7.4927947776e+010");
+        assert_eq!(go_float(7.4927947776e10), "7.4927947776e+10");
         assert_eq!(go_float(949.2443010807037), "949.2443010807037");
         assert_eq!(go_float(0.001), "0.001");
         assert_eq!(go_float(f64::INFINITY), "+Inf");

@@ -51,4 +51,5 @@ pub mod proto;
 pub mod sched;
 pub mod sglang;
 pub mod spec;
+pub mod trtllm;
 pub mod worker;

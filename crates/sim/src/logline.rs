@@ -33,6 +33,9 @@ pub enum Style {
     Vllm,
     /// SGLang's, with the process's ` DP{n} TP{n}` prefix inside the brackets (may be empty).
     Sglang { prefix: String },
+    /// TensorRT-LLM's Python logger: `[%m/%d/%Y-%H:%M:%S] [TRT-LLM] [I] [module] message`, the
+    /// site being the module (`_torch`, `llmapi`, `serve`); other output bare.
+    Trtllm,
 }
 
 /// Writes one process's log lines to stdout (uvicorn's server lines go to stderr).
@@ -65,6 +68,14 @@ impl Logger {
         }
     }
 
+    /// A logger in TensorRT-LLM's shape (crate::trtllm::boot writes its lines).
+    pub fn trtllm(release: Release, process: &str) -> Logger {
+        Logger {
+            style: Style::Trtllm,
+            ..Logger::new(release, process)
+        }
+    }
+
     /// Whether it writes vLLM's lines (the `[shutdown]` lines and the like are vLLM's alone).
     pub fn is_vllm(&self) -> bool {
         self.style == Style::Vllm
@@ -85,6 +96,16 @@ impl Logger {
         if let Style::Sglang { prefix } = &self.style {
             // SGLang's formatter has no level or site; a multi-line message keeps one header.
             return format!("{}{msg}\n", Logger::sglang_header(prefix));
+        }
+        if self.style == Style::Trtllm {
+            let stamp = chrono::Local::now().format("%m/%d/%Y-%H:%M:%S");
+            let letter = &level.name()[..1];
+            let module = if site.is_empty() {
+                String::new()
+            } else {
+                format!("[{site}] ")
+            };
+            return format!("[{stamp}] [TRT-LLM] [{letter}] {module}{msg}\n");
         }
         let stamp = chrono::Local::now().format("%m-%d %H:%M:%S");
         let header = format!("{}{} {} [{}] ", self.prefix(), level.name(), stamp, site);
@@ -128,6 +149,9 @@ impl Logger {
         if let Style::Sglang { prefix } = &self.style {
             // SGLang patches uvicorn's formats to `[%(asctime)s] %(levelprefix)s %(message)s`.
             return format!("{}{text}\n", Logger::sglang_header(prefix));
+        }
+        if self.style == Style::Trtllm {
+            return format!("{text}\n");
         }
         match self.release {
             Release::V033 => format!("{text}\n"),

@@ -90,10 +90,11 @@ pub fn set_title(title: &str) {
     }
 }
 
-/// Both names of a renamed vLLM process (`VLLM::EngineCore`).
+/// Both names of a renamed process (`VLLM::EngineCore`); a title of several words
+/// (`python3 -R -m mpi4py.futures.server`) has its first word as the kernel's name, as exec gives it.
 pub fn rename(title: &str) {
     set_title(title);
-    set_comm(title);
+    set_comm(title.split(' ').next().unwrap_or(title));
 }
 
 #[cfg(test)]

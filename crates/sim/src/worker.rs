@@ -33,14 +33,18 @@ pub const ROLE_ENV: &str = "INFERLINT_SIM_ROLE";
 pub const COORDINATOR: &str = "coordinator";
 /// [`ROLE_ENV`]'s value for SGLang's detokenizer.
 pub const DETOKENIZER: &str = "detokenizer";
+/// [`ROLE_ENV`]'s value for TensorRT-LLM's MPI runtime (`prte`).
+pub const PRTE: &str = "prte";
 
-/// The title of the helper process with [`ROLE_ENV`] `role`: vLLM's DP coordinator, SGLang's
-/// data-parallel controller or detokenizer. None for an unknown role.
-pub fn helper_title(cfg: &ServeConfig, role: &str) -> Option<&'static str> {
+/// The title of the helper process with [`ROLE_ENV`] `role` started by the API server
+/// `launcher`: vLLM's DP coordinator, SGLang's data-parallel controller or detokenizer,
+/// TensorRT-LLM's `prte`. None for an unknown role.
+pub fn helper_title(cfg: &ServeConfig, role: &str, launcher: u32) -> Option<String> {
     match (cfg.engine, role) {
-        (Engine::Sglang, COORDINATOR) => Some(sglang::DP_CONTROLLER_TITLE),
-        (Engine::Sglang, DETOKENIZER) => Some(sglang::DETOKENIZER_TITLE),
-        (_, COORDINATOR) => Some("VLLM::DPCoordinator"),
+        (Engine::Sglang, COORDINATOR) => Some(sglang::DP_CONTROLLER_TITLE.into()),
+        (Engine::Sglang, DETOKENIZER) => Some(sglang::DETOKENIZER_TITLE.into()),
+        (Engine::Trtllm, PRTE) => Some(crate::trtllm::prte_title(launcher)),
+        (_, COORDINATOR) => Some("VLLM::DPCoordinator".into()),
         _ => None,
     }
 }
@@ -54,7 +58,8 @@ pub fn logger_for(cfg: &ServeConfig, title: &str, dp: u32, tp: u32) -> Logger {
             title.trim_start_matches("sglang::"),
             &sglang::log_prefix(cfg, dp, tp),
         ),
-        _ => Logger::new(cfg.release, title.trim_start_matches("VLLM::")),
+        Engine::Trtllm => Logger::trtllm(cfg.release, title),
+        Engine::Vllm => Logger::new(cfg.release, title.trim_start_matches("VLLM::")),
     }
 }
 
@@ -69,8 +74,10 @@ pub(super) fn dp_rank() -> u32 {
 /// The engine's process title: `VLLM::EngineCore`, or `VLLM::EngineCore_DP{rank}` with data
 /// parallelism (node-sharing facts, docs/supervision.md).
 pub fn engine_title(cfg: &ServeConfig, rank: u32) -> String {
-    if cfg.engine == Engine::Sglang {
-        return sglang::scheduler_title(cfg, rank, 0);
+    match cfg.engine {
+        Engine::Sglang => return sglang::scheduler_title(cfg, rank, 0),
+        Engine::Trtllm => return crate::trtllm::RANK_TITLE.to_string(),
+        Engine::Vllm => {}
     }
     if cfg.dp > 1 {
         format!("VLLM::EngineCore_DP{rank}")
@@ -81,8 +88,10 @@ pub fn engine_title(cfg: &ServeConfig, rank: u32) -> String {
 
 /// A worker's title: `Worker` plus `_DP{d}` and `_TP{r}` for the dimensions above 1.
 pub fn worker_title(cfg: &ServeConfig, dp: u32, tp: u32) -> String {
-    if cfg.engine == Engine::Sglang {
-        return sglang::scheduler_title(cfg, dp, tp);
+    match cfg.engine {
+        Engine::Sglang => return sglang::scheduler_title(cfg, dp, tp),
+        Engine::Trtllm => return crate::trtllm::RANK_TITLE.to_string(),
+        Engine::Vllm => {}
     }
     let mut t = "VLLM::Worker".to_string();
     if cfg.dp > 1 {
@@ -94,11 +103,12 @@ pub fn worker_title(cfg: &ServeConfig, dp: u32, tp: u32) -> String {
     t
 }
 /// The tensor-parallel ranks that get a process of their own beside the engine: every rank
-/// with `--tp` > 1 for vLLM; for SGLang the ranks above 0 (rank 0's scheduler is the engine).
+/// with `--tp` > 1 for vLLM; for SGLang and TensorRT-LLM the ranks above 0 (rank 0's scheduler
+/// or MPI rank is the engine).
 fn worker_ranks(cfg: &ServeConfig) -> std::ops::Range<u32> {
     match (cfg.engine, cfg.tp) {
         (_, 0 | 1) => 0..0,
-        (Engine::Sglang, n) => 1..n,
+        (Engine::Sglang | Engine::Trtllm, n) => 1..n,
         (_, n) => 0..n,
     }
 }
@@ -168,9 +178,11 @@ pub fn run_worker() -> anyhow::Result<i32> {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     let role = std::env::var(ROLE_ENV).ok();
-    let helper = role.as_deref().and_then(|r| helper_title(&cfg, r));
-    let title = match helper {
-        Some(t) => t.to_string(),
+    let helper = role
+        .as_deref()
+        .and_then(|r| helper_title(&cfg, r, std::os::unix::process::parent_id()));
+    let title = match &helper {
+        Some(t) => t.clone(),
         None => worker_title(&cfg, dp_rank(), rank),
     };
     // The helpers (coordinator, detokenizer) only pass messages: they hold no GPU.

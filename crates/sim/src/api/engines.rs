@@ -13,7 +13,7 @@ use std::process::{Child, Command};
 use super::super::config::{ServeConfig, CONFIG_ENV, FD_ENV};
 use super::super::engine::pass_as_fd3;
 use super::super::worker::{
-    engine_title, helper_title, COORDINATOR, DETOKENIZER, DP_RANK_ENV, ROLE_ENV,
+    engine_title, helper_title, COORDINATOR, DETOKENIZER, DP_RANK_ENV, PRTE, ROLE_ENV,
 };
 use inferlint_core::Engine;
 
@@ -31,7 +31,7 @@ pub struct Started {
     pub engines: Vec<EngineProc>,
     pub sockets: Vec<StdUnixStream>,
     pub coordinator: Option<Coordinator>,
-    /// SGLang's detokenizer (None for vLLM).
+    /// SGLang's detokenizer, TensorRT-LLM's `prte` (None for vLLM).
     pub detokenizer: Option<Coordinator>,
 }
 
@@ -51,7 +51,9 @@ pub fn start(cfg: &ServeConfig) -> std::io::Result<Started> {
     };
     let detokenizer = match cfg.engine {
         Engine::Sglang => Some(start_helper(cfg, DETOKENIZER)?),
-        _ => None,
+        // The MPI runtime mpi4py's spawn starts beside the ranks.
+        Engine::Trtllm => Some(start_helper(cfg, PRTE)?),
+        Engine::Vllm => None,
     };
     let mut engines = Vec::new();
     let mut sockets = Vec::new();
@@ -92,13 +94,14 @@ pub fn start(cfg: &ServeConfig) -> std::io::Result<Started> {
 /// Starts a helper process (`role`: [`COORDINATOR`] or [`DETOKENIZER`]) that lives as long as
 /// the API server.
 fn start_helper(cfg: &ServeConfig, role: &str) -> std::io::Result<Coordinator> {
-    let title = helper_title(cfg, role).unwrap_or("VLLM::DPCoordinator");
+    let title = helper_title(cfg, role, std::process::id())
+        .unwrap_or_else(|| "VLLM::DPCoordinator".to_string());
     // Both ends close on exec: the read end reaches the coordinator as its fd 3 (dup2 clears
     // the flag there), and no child may hold the write end, or the coordinator never sees EOF.
     let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
     let fd = read.as_raw_fd();
     let mut cmd = Command::new("/proc/self/exe");
-    cmd.arg0(title)
+    cmd.arg0(&title)
         .args(["sim", "worker"])
         .env(CONFIG_ENV, cfg.to_env())
         .env(ROLE_ENV, role);

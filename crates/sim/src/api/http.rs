@@ -42,7 +42,8 @@ pub const ROUTES: &[(&str, &str)] = &[
 pub fn router(front: Arc<Front>) -> Router {
     let routes = match front.cfg.engine {
         inferlint_core::Engine::Sglang => crate::sglang::http::routes(),
-        _ => vllm_routes(),
+        inferlint_core::Engine::Trtllm => crate::trtllm::http::routes(),
+        inferlint_core::Engine::Vllm => vllm_routes(),
     };
     routes
         .fallback(not_found)

@@ -4,7 +4,7 @@
 //! and SIGKILLs it (and its workers) if they are still alive after the grace period; when the
 //! engine dies under it, it fails the requests in flight, shuts down and exits 0.
 
-mod engines;
+pub(crate) mod engines;
 pub(crate) mod front;
 mod hostile;
 pub(crate) mod http;
@@ -39,12 +39,21 @@ pub use self::http::ROUTES;
 pub fn run_serve(args: ServeArgs) -> anyhow::Result<i32> {
     let cfg = ServeConfig::from_args(&args).map_err(anyhow::Error::msg)?;
     let start_unix = unix_now();
-    let log = if cfg.engine == Engine::Sglang {
-        let log = Logger::sglang(cfg.release, "APIServer", "");
-        crate::sglang::boot::launcher_lines(&log, &cfg);
-        log
-    } else {
-        vllm_boot_lines(&args, &cfg)
+    let log = match cfg.engine {
+        Engine::Sglang => {
+            let log = Logger::sglang(cfg.release, "APIServer", "");
+            crate::sglang::boot::launcher_lines(&log, &cfg);
+            log
+        }
+        Engine::Trtllm => {
+            let log = Logger::trtllm(cfg.release, "trtllm-serve");
+            // TensorRT-LLM's start-up failures end the launcher before any rank starts.
+            if let Some(code) = crate::trtllm::boot::launcher_lines(&log, &cfg) {
+                return Ok(code);
+            }
+            log
+        }
+        Engine::Vllm => vllm_boot_lines(&args, &cfg),
     };
     // vLLM binds its socket before starting the engine and serves once the engine is ready.
     let listener = match std::net::TcpListener::bind((cfg.host.as_str(), cfg.port)) {
@@ -278,10 +287,10 @@ async fn serve(
             .engine_pids(&procs.iter().map(|p| p.pid).collect::<Vec<_>>());
     }
     tokio::time::sleep(Duration::from_secs_f64(cfg.boot_secs * 0.1)).await;
-    if cfg.engine == Engine::Sglang {
-        crate::sglang::boot::uvicorn_lines(&log, &cfg, port);
-    } else {
-        vllm_ready_lines(&log, &cfg, port);
+    match cfg.engine {
+        Engine::Sglang => crate::sglang::boot::uvicorn_lines(&log, &cfg, port),
+        Engine::Trtllm => crate::trtllm::boot::server_lines(&log, &cfg, start_unix),
+        Engine::Vllm => vllm_ready_lines(&log, &cfg, port),
     }
 
     listener.set_nonblocking(true)?;
@@ -327,9 +336,13 @@ async fn serve(
     drop(detokenizer);
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(2), server).await;
-    log.uvicorn("Waiting for application shutdown.");
+    if cfg.engine != Engine::Trtllm {
+        // TensorRT-LLM's lifespan shutdown has logged this before stopping its ranks.
+        log.uvicorn("Waiting for application shutdown.");
+    }
     log.uvicorn("Application shutdown complete.");
-    if cfg.release == Release::V033 && matches!(end, End::EngineDied) {
+    let v033_died = cfg.release == Release::V033 && matches!(end, End::EngineDied);
+    if cfg.engine == Engine::Trtllm || v033_died {
         log.uvicorn(&format!("Finished server process [{}]", std::process::id()));
     }
     Ok(code)
@@ -384,7 +397,7 @@ fn force_kill_engines(log: &Logger, procs: &[EngineProc]) {
 
 /// SIGTERM to every engine, then SIGKILL for those still alive after `grace`, then their
 /// children (workers) that outlived them. Returns once they are gone (or 5 s more passed).
-async fn stop_engines(log: &Logger, procs: &mut [EngineProc], grace: Duration) {
+pub(crate) async fn stop_engines(log: &Logger, procs: &mut [EngineProc], grace: Duration) {
     let s = sites(log.release);
     let kids: Vec<u32> = procs.iter().flat_map(|p| os::children_of(p.pid)).collect();
     for p in procs.iter() {
@@ -461,6 +474,9 @@ async fn shutdown(front: &Arc<Front>, procs: &mut [EngineProc], _sig: &str, serv
     let timeout = front.cfg.shutdown_timeout;
     let mode = if timeout > 0 { "drain" } else { "abort" };
     front.stopping.store(true, Ordering::SeqCst);
+    if front.cfg.engine == Engine::Trtllm {
+        return crate::trtllm::boot::shutdown(front, procs, serving).await;
+    }
     if !log.is_vllm() {
         // SGLang's launcher kills its process tree and leaves with uvicorn's lines only.
         let grace = Duration::from_secs(timeout as u64).max(Duration::from_millis(50));
@@ -549,9 +565,11 @@ async fn stats_loop(front: Arc<Front>) {
     if !front.cfg.log_stats {
         return;
     }
-    if front.cfg.engine == Engine::Sglang {
-        crate::sglang::boot::decode_log_loop(front).await;
-        return;
+    match front.cfg.engine {
+        Engine::Sglang => return crate::sglang::boot::decode_log_loop(front).await,
+        // TensorRT-LLM prints no periodic line (`print_iter_log` is off by default).
+        Engine::Trtllm => return,
+        Engine::Vllm => {}
     }
     let every: f64 = std::env::var("VLLM_LOG_STATS_INTERVAL")
         .ok()

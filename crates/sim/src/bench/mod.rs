@@ -3,6 +3,7 @@
 //! releases that send one. Prompts are random words (one token each to the simulated server).
 
 mod client;
+mod engines;
 mod result;
 
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
 use self::client::Target;
+use self::engines::Client;
 use self::result::{print_summary, py_float, save, summarize};
 
 /// The `vllm bench serve` release to copy: whether it sends a test request first, and its
@@ -31,8 +33,13 @@ pub enum BenchRelease {
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
+    /// vLLM's `--backend` (`openai`, `openai-chat`, …); `sglang` or `trtllm` imitate those
+    /// engines' own clients instead (their warm-up and result file).
     #[arg(long, default_value = "openai")]
     pub backend: String,
+    /// SGLang's client: the JSON-lines file its result line is appended to.
+    #[arg(long)]
+    pub output_file: Option<PathBuf>,
     #[arg(long)]
     pub base_url: Option<String>,
     #[arg(long, default_value = "127.0.0.1")]
@@ -69,9 +76,13 @@ pub struct BenchArgs {
     pub seed: u64,
     #[arg(long)]
     pub ignore_eos: bool,
+    /// SGLang's client: let the model stop at end-of-sequence (it ignores EOS by default).
+    #[arg(long)]
+    pub disable_ignore_eos: bool,
     #[arg(long)]
     pub save_result: bool,
-    #[arg(long)]
+    /// Per-request lists in the result (SGLang's client calls it `--output-details`).
+    #[arg(long, visible_alias = "output-details")]
     pub save_detailed: bool,
     #[arg(long)]
     pub append_result: bool,
@@ -207,12 +218,16 @@ async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
                 .to_string()
         }
     };
+    let who = Client::of(&a.backend);
     let target = Arc::new(Target {
         client,
         url: format!("{base}{endpoint}"),
         model: model.clone(),
         chat,
-        ignore_eos: a.ignore_eos,
+        ignore_eos: match who {
+            Client::Sglang => !a.disable_ignore_eos,
+            _ => a.ignore_eos,
+        },
         api_key,
     });
     let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed);
@@ -236,15 +251,24 @@ async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
         .clone()
         .unwrap_or_else(|| format!("bench-{:08x}-", rand::random::<u32>()));
 
-    let ready_check =
-        a.ready_check_timeout_sec
-            .unwrap_or(if a.vllm_version == BenchRelease::V011 {
-                600
-            } else {
-                0
-            });
-    println!("Starting initial single prompt test run...");
-    if ready_check > 0 {
+    // TensorRT-LLM's client keeps vLLM 0.11's initial test run.
+    let old_flow = a.vllm_version == BenchRelease::V011 || who == Client::Trtllm;
+    let ready_check = a
+        .ready_check_timeout_sec
+        .unwrap_or(if old_flow { 600 } else { 0 });
+    if who == Client::Sglang {
+        // SGLang's client warms up with one request instead (its `--warmup-requests 1`).
+        println!("Starting warmup with 1 sequences...");
+        if let Some((p, pl, ol)) = requests.first() {
+            target
+                .send(p, *pl, *ol, &format!("{id_prefix}warmup"))
+                .await;
+        }
+        println!("Warmup completed with 1 sequences. Starting main benchmark run...");
+    } else {
+        println!("Starting initial single prompt test run...");
+    }
+    if who != Client::Sglang && ready_check > 0 {
         let (p, pl, ol) = requests
             .first()
             .cloned()
@@ -260,12 +284,12 @@ async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }
-        if a.vllm_version == BenchRelease::V011 {
+        if old_flow {
             println!("Initial test run completed. Starting main benchmark run...");
         } else {
             println!("Initial test run completed.");
         }
-    } else {
+    } else if who != Client::Sglang {
         println!("Skipping endpoint ready check.");
     }
     if a.num_warmups > 0 {
@@ -278,7 +302,7 @@ async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
         }
         println!("Warmup run completed.");
     }
-    if a.vllm_version != BenchRelease::V011 {
+    if !old_flow && who == Client::Vllm {
         println!("Starting main benchmark run...");
     }
     println!(
@@ -342,8 +366,17 @@ async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
     let duration = t0.elapsed().as_secs_f64();
     let result = summarize(&a, &model, rate, duration, &outcomes);
     print_summary(&a, &result);
-    if a.save_result || a.append_result {
-        save(&a, &model, rate, &result)?;
+    match who {
+        Client::Sglang => {
+            let line = engines::sglang_result(&a, rate, duration, &outcomes, &result);
+            engines::save_sglang(&a, &line)?;
+        }
+        Client::Trtllm if a.save_result || a.append_result => {
+            let r = engines::trtllm_result(&a, &model, duration, &outcomes, &result);
+            save(&a, &model, rate, &r)?;
+        }
+        Client::Vllm if a.save_result || a.append_result => save(&a, &model, rate, &result)?,
+        _ => {}
     }
     Ok(0)
 }

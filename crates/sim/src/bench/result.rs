@@ -10,7 +10,7 @@ use super::client::Outcome;
 use super::{BenchArgs, BenchRelease};
 
 /// numpy's default (linear) percentile.
-fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(super) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -20,7 +20,7 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - lo as f64)
 }
 
-fn mean(x: &[f64]) -> f64 {
+pub(super) fn mean(x: &[f64]) -> f64 {
     if x.is_empty() {
         0.0
     } else {
@@ -29,7 +29,7 @@ fn mean(x: &[f64]) -> f64 {
 }
 
 /// Population standard deviation (numpy's default).
-fn std_dev(x: &[f64]) -> f64 {
+pub(super) fn std_dev(x: &[f64]) -> f64 {
     if x.is_empty() {
         return 0.0;
     }

@@ -4,8 +4,9 @@
 //! `http_*` families.
 //!
 //! Like vLLM, the frontend owns every metric; the engine ships per-step numbers to it. The
-//! frontend talks to an [`Exposition`]: vLLM's [`Registry`] here, or SGLang's
-//! ([`crate::sglang::metrics`]) under `--engine sglang`.
+//! frontend talks to an [`Exposition`]: vLLM's [`Registry`] here, SGLang's
+//! ([`crate::sglang::metrics`]) under `--engine sglang`, TensorRT-LLM's
+//! ([`crate::trtllm::metrics`]) under `--engine trtllm`.
 
 mod cache_info;
 mod collectors;
@@ -79,6 +80,11 @@ pub trait Exposition: Send {
     fn http_started(&mut self, _r: &HttpRequest) {}
     fn http_request(&mut self, r: &HttpRequest, now_unix: f64);
     fn render(&mut self) -> String;
+    /// TensorRT-LLM's `/metrics`: the iteration stats since the last read, drained (None for
+    /// the engines whose `/metrics` is Prometheus text).
+    fn drain_iteration_stats(&mut self) -> Option<Vec<serde_json::Value>> {
+        None
+    }
 }
 
 /// The exposition of `cfg.engine`.
@@ -87,7 +93,10 @@ pub fn exposition(cfg: &ServeConfig, start_unix: f64, now_unix: f64) -> Box<dyn 
         inferlint_core::Engine::Sglang => {
             Box::new(crate::sglang::metrics::SglangRegistry::new(cfg, now_unix))
         }
-        _ => Box::new(Registry::new(cfg, start_unix, now_unix)),
+        inferlint_core::Engine::Trtllm => {
+            Box::new(crate::trtllm::metrics::TrtllmRegistry::new(cfg))
+        }
+        inferlint_core::Engine::Vllm => Box::new(Registry::new(cfg, start_unix, now_unix)),
     }
 }
 

@@ -10,12 +10,10 @@
 //! is_streaming, model_name`, counted when a request finishes (SGLang's token counters move
 //! at the finish, `Engine::token_counter_at_finish` in core).
 
-use std::fmt::Write;
-
 use super::boot::Memory;
 use super::families::{Spec, FAMILIES};
 use crate::config::ServeConfig;
-use crate::expo::{go_float, Child, Family, Kind};
+use crate::expo::{Child, Family, Kind};
 use crate::metrics::{Exposition, HttpRequest, RequestStats};
 use crate::os::mono_now;
 
@@ -294,39 +292,6 @@ impl SglangRegistry {
             self.set("sglang:scheduler_idle_seconds_total", e, idle);
         }
     }
-
-    /// One family in prometheus_client's multiprocess order; nothing when it has no sample.
-    fn render_family(f: &Family, out: &mut String) {
-        if f.children.is_empty() {
-            return;
-        }
-        let n = &f.name;
-        let help = f.help.replace('\\', r"\\").replace('\n', r"\n");
-        let (shown, kind) = match f.kind {
-            Kind::Counter => (format!("{n}_total"), "counter"),
-            Kind::Histogram(_) => (n.clone(), "histogram"),
-            _ => (n.clone(), "gauge"),
-        };
-        let _ = writeln!(out, "# HELP {shown} {help}\n# TYPE {shown} {kind}");
-        for c in &f.children {
-            let l = f.labels(c, None);
-            let Kind::Histogram(bounds) = &f.kind else {
-                let _ = writeln!(out, "{shown}{l} {}", go_float(c.value));
-                continue;
-            };
-            let _ = writeln!(out, "{n}_sum{l} {}", go_float(c.sum));
-            let mut cum = 0;
-            for (i, b) in c.buckets.iter().enumerate() {
-                cum += b;
-                let le = bounds
-                    .get(i)
-                    .map_or_else(|| "+Inf".to_string(), |x| go_float(*x));
-                let lb = f.labels(c, Some(("le", &le)));
-                let _ = writeln!(out, "{n}_bucket{lb} {}", go_float(cum as f64));
-            }
-            let _ = writeln!(out, "{n}_count{l} {}", go_float(c.count as f64));
-        }
-    }
 }
 
 impl Exposition for SglangRegistry {
@@ -588,7 +553,7 @@ impl Exposition for SglangRegistry {
         self.refresh_processes();
         let mut out = String::with_capacity(64 * 1024);
         for f in &self.families {
-            SglangRegistry::render_family(f, &mut out);
+            f.render_multiprocess(&mut out);
         }
         out
     }
