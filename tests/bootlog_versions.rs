@@ -1,6 +1,7 @@
 //! vLLM releases after the tested ones (0.31–0.33) and before them (0.10–0.24): logs built from
 //! the exact format strings of each release (docs/design/bootlog.md#vllm-lines), the engines'
-//! format samples, and the real vLLM 0.32 CPU logs of the evidence.
+//! format samples, and the real vLLM 0.32 CPU logs of the evidence; the real SGLang 0.5.23
+//! start-ups on a CPU in `sglang_cpu`.
 
 use inferlint_core::bootlog::{self, Analyzer, BootEventKind, BootFacts, FailureKind};
 use inferlint_core::checks::{t5, t6};
@@ -386,3 +387,6 @@ fn the_library_strips_vllm_prefixes_with_or_without_colour() {
     assert_eq!(bootlog::strip_vllm_prefix("plain text"), "plain text");
     assert_eq!(bootlog::TESTED_VLLM_VERSIONS, ["0.28", "0.29", "0.30"]);
 }
+
+#[path = "bootlog_versions/sglang_cpu.rs"]
+mod sglang_cpu;

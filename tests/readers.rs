@@ -616,3 +616,6 @@ mod never_panics {
         }
     }
 }
+
+#[path = "readers/sglang_client.rs"]
+mod sglang_client;
