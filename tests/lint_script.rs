@@ -743,3 +743,6 @@ fn t16_a_server_started_in_each_pass_or_without_prefix_caching_is_fresh() {
     );
     assert!(t16(&off).is_empty(), "{:?}", t16(&off));
 }
+
+#[path = "lint_script/multinode.rs"]
+mod multinode;
