@@ -132,14 +132,14 @@ impl Case {
         pids
     }
 
-    /// The driver: the process titled `VLLM::APIServer` in this cluster.
+    /// The driver (the server process the run started): the pid it printed.
     fn driver(&self) -> i32 {
-        self.ray
-            .census()
-            .into_iter()
-            .find(|(_, c)| c.starts_with("VLLM::APIServer"))
-            .map(|(p, _)| p)
-            .expect("the Ray server (driver) runs")
+        let log = std::fs::read_to_string(self.world.out().join("boot.log")).unwrap_or_default();
+        log.lines()
+            .find_map(|l| l.split("(APIServer pid=").nth(1))
+            .and_then(|rest| rest.split(')').next())
+            .and_then(|p| p.parse().ok())
+            .expect("the Ray server printed its pid")
     }
 }
 

@@ -186,6 +186,7 @@ def main():
     p.add_argument("--port", type=int, required=True)
     args = p.parse_args()
     set_title("VLLM::APIServer")
+    print(f"INFO (APIServer pid={os.getpid()}) the Ray driver", flush=True)
     ray.init(address=args.address, namespace="inferlint-test", log_to_driver=False)
     nodes = wait_for_nodes(2)
     print(f"INFO cluster has {len(nodes)} nodes", flush=True)

@@ -79,10 +79,13 @@ impl Env {
         ]
     }
 
-    /// Live processes (not zombies) whose environment holds this cluster's `RAY_TMP`: the
-    /// `ray start`s, gcs_server, raylets, dashboard, agents, workers, actors, their children.
+    /// Live processes (not zombies) whose environment holds this cluster's `RAY_TMP`, or whose
+    /// command line names its temp dir: the `ray start`s, gcs_server, raylets, dashboard,
+    /// agents, workers, actors, their children. (setproctitle may write over a process's
+    /// environment, so the command line is asked too.)
     pub fn census(&self) -> Vec<(i32, String)> {
-        let marker = format!("RAY_TMP={}", self.tmp.path().display());
+        let tmp = self.tmp.path().display().to_string();
+        let marker = format!("RAY_TMP={tmp}");
         let mut found = Vec::new();
         for e in std::fs::read_dir("/proc").unwrap().flatten() {
             let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
@@ -95,8 +98,9 @@ impl Env {
             if stat.contains(") Z ") || stat.is_empty() {
                 continue;
             }
-            if env.split(|b| *b == 0).any(|v| v == marker.as_bytes()) {
-                found.push((pid, cmdline(pid)));
+            let cmd = cmdline(pid);
+            if env.split(|b| *b == 0).any(|v| v == marker.as_bytes()) || cmd.contains(&tmp) {
+                found.push((pid, cmd));
             }
         }
         found
