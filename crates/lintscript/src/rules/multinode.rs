@@ -1,5 +1,5 @@
 //! Multi-node campaigns (Slurm steps, Ray clusters, vLLM's data parallel), under T2 — what
-//! they leave on a node for the next run (../docs/orchestration.md#multi-node):
+//! they leave on a node for the next run (../docs/orchestration.md#5-multi-node):
 //! - `ray start` without `--block` under `srun`: it daemonizes and returns, so the step ends
 //!   at once, with the Ray daemons either killed with it or left running outside any step;
 //! - vLLM started multi-node or data parallel by a script that never removes `/dev/shm/vllm-*`:
