@@ -48,13 +48,15 @@ if [[ -n ${RAY_LIGHT:-} ]]; then
     wait
     exit
 fi
-# The worker node joins once the head's GCS answers.
-for _ in $(seq 1 200); do
-    (exec 3<>"/dev/tcp/127.0.0.1/$((b + 38))") 2>/dev/null && break
+# The worker node joins once the head's raylet is up (its socket exists): a worker node waits
+# only 40 s for the head to register with the GCS (RAY_NUM_REDIS_GET_RETRIES 20 × 2 s), too little
+# on a loaded 2-core machine, so it is also given longer.
+for _ in $(seq 1 1200); do
+    [[ -S $RAY_TMP/head/session_latest/sockets/raylet ]] && break
     sleep 0.1
 done
 # shellcheck disable=SC2046
-"$ray" start --address=127.0.0.1:$((b + 38)) --temp-dir="$RAY_TMP/worker" \
+RAY_NUM_REDIS_GET_RETRIES=120 "$ray" start --address=127.0.0.1:$((b + 38)) --temp-dir="$RAY_TMP/worker" \
     --resources='{"worker": 1}' $(node_args 20) "${block[@]}" &
 worker=$!
 if [[ $mode != block ]]; then
