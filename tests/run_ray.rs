@@ -10,7 +10,7 @@
 //!
 //! Ray comes from .ci/ray.sh (`INFERLINT_RAY_VENV`, else the cache folder's venv). Without it
 //! each test says so and passes, except under CI=true, where it fails. The cases boot a real
-//! cluster each (36-80 s a case on a shared 2-core machine, the bystander ~10 s more): the
+//! cluster each (20-80 s a case on a shared 2-core machine, the bystander ~10 s more): the
 //! normal stop runs by default (45-95 s recorded), the other three are ignored; `cargo test
 //! --test run_ray -- --include-ignored --test-threads=1 --nocapture` runs them all and prints
 //! each case's time and leftovers.
@@ -276,7 +276,7 @@ fn a_normal_stop_leaves_no_ray_process() {
 }
 
 #[test]
-#[ignore = "boots three real Ray clusters: 2-5 min on 2 cores (127 s and 281 s recorded)"]
+#[ignore = "boots three real Ray clusters: 69-281 s recorded on a shared 2-core machine"]
 fn sigkill_daemonized_and_a_dead_server_leave_no_ray_process() {
     let Some(venv) = cluster::venv() else { return };
     let _t = turn();
