@@ -21,6 +21,8 @@
 #   SLURM_TEST_REQUIRED=1  fail instead of skipping when not root or Slurm cannot be installed
 #   SLURM_TEST_ISOLATE=0   do not run in a PID namespace of its own (see below)
 #   SLURM_TEST_RUN_OPTS  extra options the jobs give `inferlint run` (the scripts' RUN_OPTS)
+#   SLURM_TEST_RAY_VENV  a venv with Ray (.ci/ray.sh): adds the Ray case (scancel of a job whose
+#                        run's server is a real Ray cluster); SLURM_TEST_ONLY=ray runs it alone
 # By default the test re-runs itself in a new PID namespace (unshare --pid --fork --mount-proc):
 # the cluster, the jobs and every check see only the test's own processes, so the leftover checks
 # never count servers of other tests on a shared machine (a run signals only what it started),
@@ -503,6 +505,72 @@ PY
     fi
 }
 
+# Live processes of a Ray cluster started with RAY_TMP=$1 (tests/ray/cluster.sh): its environment
+# says so, or its command line names the folder (setproctitle writes over a process's
+# environment). Prints "pid comm".
+ray_processes() {
+    local dir=$1 p
+    for p in /proc/[0-9]*; do
+        if grep -qxF "RAY_TMP=$dir" < <(tr '\0' '\n' 2> /dev/null < "$p/environ") ||
+            tr '\0' ' ' 2> /dev/null < "$p/cmdline" | grep -qF "$dir"; then
+            printf '%s %s\n' "${p#/proc/}" "$(cat 2> /dev/null < "$p/comm")"
+        fi
+    done
+}
+
+# A Ray-backed server under `inferlint run` in a job (tests/ray/ray.sbatch: a head and a worker
+# node of a real Ray cluster, the Ray server as driver, with a detached actor): scancel mid-load
+# leaves no process of that cluster — no `ray start`, gcs_server, raylet, dashboard, worker,
+# detached actor or its child. A Ray cluster of the test's own, outside Slurm, survives and is
+# then stopped by pid. Needs Ray: SLURM_TEST_RAY_VENV (.ci/ray.sh installs it); else skipped.
+test_ray_scancel() {
+    local venv=${SLURM_TEST_RAY_VENV:-} job states out by_pid daemons left p
+    if [[ -z $venv || ! -x $venv/bin/ray ]]; then
+        say "no Ray (set SLURM_TEST_RAY_VENV, see .ci/ray.sh): the Ray case is skipped"
+        return
+    fi
+    local base=$((30000 + RANDOM % 400 * 50))
+    mkdir -p "$S/rj" "$S/rb"
+    RAY_VENV=$venv RAY_PORT_BASE=$((base + 40 < 60000 ? base + 40 : base - 40)) RAY_TMP=$S/rb \
+        RAY_NO_SERVER=1 RAY_LIGHT=1 setsid bash "$ROOT/tests/ray/cluster.sh" --port 1 \
+        > "$S/out/ray-bystander.log" 2>&1 &
+    by_pid=$!
+    for _ in $(seq 120); do
+        daemons=$(ray_processes "$S/rb" | awk '$2 == "raylet" || $2 == "gcs_server" { print $1 }')
+        (($(wc -w <<< "$daemons") >= 2)) && break
+        nap 1
+    done
+    (($(wc -w <<< "$daemons") >= 2)) || fail "the bystander Ray cluster did not start"
+    job=$(submit "RAY_VENV=$venv,RAY_PORT_BASE=$base,RAY_TMP=$S/rj,RAY_SCRIPT=$ROOT/tests/ray/cluster.sh" \
+        "$ROOT/tests/ray/ray.sbatch")
+    out="$S/runs/inferlint-ray-$job"
+    say "job $job (tests/ray/ray.sbatch, a Ray cluster under inferlint run, to be cancelled mid-load) submitted"
+    if ! wait_mid_load "$job" "$out" "$WAIT_S"; then
+        fail "job $job: the load never started (no recording in $out)"
+        show_output "$job"
+    fi
+    say "job $job: $(ray_processes "$S/rj" | wc -l) processes of its Ray cluster while the load runs"
+    scancel "$job"
+    wait_job_end "$job" 90 || fail "job $job did not end within 90 s of scancel"
+    states=$STATES
+    [[ $states == CANCELLED ]] || fail "job $job ended as '$states', not CANCELLED"
+    check_no_leftovers "$job"
+    left=$(ray_processes "$S/rj")
+    [[ -z $left ]] || { fail "job $job left Ray processes (pid comm):"; echo "$left" >&2; }
+    check_run_folder "$out" "cancelled Ray job $job"
+    for p in $daemons; do
+        [[ -d /proc/$p ]] || fail "the bystander Ray cluster's pid $p died with job $job"
+    done
+    kill -TERM -- "-$by_pid" 2> /dev/null || true
+    nap 3
+    left=$(ray_processes "$S/rb" | cut -d' ' -f1)
+    if [[ -n $left ]]; then
+        # shellcheck disable=SC2086
+        kill -9 $left 2> /dev/null || true
+    fi
+    say "job $job: $states, no Ray process left; the bystander Ray cluster survived"
+}
+
 # Proves the leftover check can fail: a job whose child ignores SIGTERM and outlives its shell
 # escapes Slurm's linuxproc tracking, and check_no_leftovers must report it. (SLURM_TEST_SELFCHECK=1)
 test_leftover_detection() {
@@ -583,12 +651,15 @@ main() {
     if [[ ${SLURM_TEST_SELFCHECK:-0} == 1 ]]; then
         test_leftover_detection
     fi
-    if inferlint_ready; then
+    if inferlint_ready && [[ ${SLURM_TEST_ONLY:-} == ray ]]; then
+        test_ray_scancel
+    elif inferlint_ready; then
         test_left_alone
         test_scancel_mid_load
         test_time_limit_warning
         test_time_limit_hard
         test_array_sweep
+        test_ray_scancel
     else
         test_cluster_only
     fi

@@ -644,6 +644,15 @@ fn bad_campaign_examples_trigger_exactly_their_trap() {
             "t12-tee-without-pipefail.sh",
             &[("T12", "warn", "tee-without-pipefail", 7)],
         ),
+        (
+            "t2-ray-start-without-block.sh",
+            &[("T2", "fail", "ray-start-without-block", 10)],
+        ),
+        (
+            "t2-shm-not-cleaned.sh",
+            &[("T2", "warn", "shm-not-cleaned", 11)],
+        ),
+        ("t2-kill-of-srun.sh", &[("T2", "fail", "kill-of-srun", 16)]),
     ];
     let dir = repo().join("examples/campaigns");
     let mut seen = 0;
@@ -743,3 +752,6 @@ fn t16_a_server_started_in_each_pass_or_without_prefix_caching_is_fresh() {
     );
     assert!(t16(&off).is_empty(), "{:?}", t16(&off));
 }
+
+#[path = "lint_script/multinode.rs"]
+mod multinode;

@@ -8,6 +8,8 @@
 //! | tripwire | rule | status |
 //! |---|---|---|
 //! | T2 | a cleanup that finds the server by name (misses `VLLM::EngineCore`) or kills only `$!` | FAIL |
+//! | T2 | `ray start` without `--block` under `srun`; `kill` of an `srun`'s pid | FAIL |
+//! | T2 | a data-parallel or multi-node vLLM with no cleanup of `/dev/shm/vllm-*` | WARN |
 //! | T3 | a `pkill -f`/`pgrep -f`/`killall` pattern that also matches the script's own shell | FAIL |
 //! | T10 | a duration from `date +%s` (or `$SECONDS`) differences | WARN |
 //! | T12 | a server or load piped into `tee` without `set -o pipefail` | WARN |
@@ -185,7 +187,11 @@ pub fn lint_file(path: &Path) -> Result<Vec<Finding>, LintError> {
 /// What each tripwire's PASS line says was checked.
 fn pass_message(t: Tripwire) -> &'static str {
     match t {
-        Tripwire::T2 => "no cleanup that finds the server by name or kills only $!",
+        Tripwire::T2 => {
+            "no cleanup that finds the server by name or kills only $! (or an srun's pid), no \
+             ray start without --block under srun, no data-parallel vLLM without a cleanup of \
+             /dev/shm/vllm-*"
+        }
         Tripwire::T3 => "no pkill -f/pgrep -f/killall pattern that matches the script's own shell",
         Tripwire::T10 => "no duration from whole-second date +%s stamps",
         Tripwire::T12 => "no server or load piped into tee without set -o pipefail",

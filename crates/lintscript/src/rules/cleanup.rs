@@ -179,7 +179,7 @@ pub(super) fn probes_only(argv: &[String]) -> bool {
 }
 
 /// The pid operands of `kill` (after its options; `-- -PGID` keeps the minus).
-fn kill_targets(argv: &[String]) -> Vec<String> {
+pub(super) fn kill_targets(argv: &[String]) -> Vec<String> {
     let mut out = Vec::new();
     let mut i = 1;
     let mut done = false;
@@ -327,7 +327,11 @@ fn last_background(s: &Script, offset: usize, at_exit: bool) -> Option<usize> {
 }
 
 /// The background statements a `kill` operand refers to, if it only names `$!`.
-fn last_pid_targets(s: &Script, c: &Cmd, operand: &super::super::word::Word) -> Option<Vec<usize>> {
+pub(super) fn last_pid_targets(
+    s: &Script,
+    c: &Cmd,
+    operand: &super::super::word::Word,
+) -> Option<Vec<usize>> {
     let at_exit = c.function.is_some() || s.traps.iter().any(|t| t.unit == Some(c.unit));
     if operand.is_last_pid() {
         return Some(
@@ -426,7 +430,11 @@ fn last_pid_only(s: &Script) -> Vec<Finding> {
                 None => only_last = false,
             }
         }
-        if !only_last || bgs.is_empty() {
+        // A kill of an srun is multinode.rs's: what it misses is the step, not the engine.
+        if !only_last
+            || bgs.is_empty()
+            || bgs.iter().any(|&b| super::multinode::srun_background(s, b))
+        {
             continue;
         }
         let Some((b, (engine, server))) = bgs.iter().find_map(|&b| server_in(s, b).map(|x| (b, x)))

@@ -1,6 +1,7 @@
 //! The rules, one file per trap. Each reads a parsed [`Script`] and returns its findings.
 
 mod cleanup;
+mod multinode;
 mod pipefail;
 mod readiness;
 mod seed;
@@ -21,6 +22,7 @@ pub fn check(s: &Script, script_name: &str) -> Vec<Finding> {
     out.extend(pipefail::check(s));
     out.extend(readiness::check(s));
     out.extend(seed::check(s));
+    out.extend(multinode::check(s));
     out
 }
 
