@@ -160,7 +160,7 @@ cluster_start() {
         # The node's hostname is set in a UTS namespace of its own; slurmd finds its NodeName by it.
         # nsenter, not `ip netns exec`: that one mounts a fresh /sys without /sys/fs/cgroup, and
         # slurmd 22.05 will not start without it ("Unable to initialize cgroup plugin").
-        nsenter --net=/run/netns/"cl-$n" unshare --uts "$BASH" -c 'hostname "$1"; exec slurmd -D -f "$2"' \
+        nsenter --no-fork --net=/run/netns/"cl-$n" unshare --uts "$BASH" -c 'hostname "$1"; exec slurmd -D -f "$2"' \
             slurmd-"$n" "$n" "$SLURM_CONF" > "$CL_DIR/slurmd-$n.out" 2>&1 &
         CL_SLURMD_PID[$n]=$!
     done
@@ -181,11 +181,16 @@ cluster_start() {
 }
 
 # node_exec NODE CMD...: CMD in the node's network and UTS namespaces (those of its slurmd), as a
-# step of Slurm would see them, but started directly.
+# step of Slurm would see them, but started directly. `node_exec n1 CMD &` leaves CMD's own pid
+# in $!: in the background (a subshell) it execs nsenter, which execs CMD (--no-fork; nsenter
+# forks by default, and a signal to its pid would miss CMD).
 node_exec() {
     local n=$1
     shift
-    nsenter -t "${CL_SLURMD_PID[$n]}" -n -u -- "$@"
+    if [[ $BASHPID != "$$" ]]; then
+        exec nsenter --no-fork -t "${CL_SLURMD_PID[$n]}" -n -u -- "$@"
+    fi
+    nsenter --no-fork -t "${CL_SLURMD_PID[$n]}" -n -u -- "$@"
 }
 
 # Cancels every job, then stops the daemons and munged by pid and removes the node namespaces.
