@@ -34,7 +34,12 @@ fn the_head_log_names_its_own_engine_and_the_coordinator_not_the_remote_engine()
         return;
     };
     let seen = names(&head);
-    for want in ["EngineCore_DP0", "VLLM_DP_Coordinator", "ApiServer_0", "ApiServer_1"] {
+    for want in [
+        "EngineCore_DP0",
+        "VLLM_DP_Coordinator",
+        "ApiServer_0",
+        "ApiServer_1",
+    ] {
         assert!(seen.contains(want), "{want} not in {seen:?}");
     }
     assert!(!seen.contains("EngineCore_DP1"), "{seen:?}");
