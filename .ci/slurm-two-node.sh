@@ -183,6 +183,24 @@ PY
     [[ -z $wrong ]] || fail "$what signalled processes of the other node: $wrong"
 }
 
+# Proves the leftover check can fail: a process started on n2 between two censuses must be
+# reported by new_since, and one that ended must not be.
+check_detection() {
+    local stray before=$CL_DIR/out/self-before.txt after=$CL_DIR/out/self-after.txt found
+    node_census n2 > "$before"
+    node_exec n2 sleep 300 &
+    stray=$!
+    cl_nap 0.5
+    node_census n2 > "$after"
+    found=$(new_since n2 "$before" "$after")
+    [[ $found == "$stray sleep" ]] || fail "self-check: a stray sleep (pid $stray) on n2 was not found (found: '$found')"
+    kill "$stray"
+    wait "$stray" 2> /dev/null
+    found=$(new_since n2 "$before" "$after")
+    [[ -z $found ]] || fail "self-check: an ended process was reported as left: $found"
+    say "self-check: a stray process on n2 is found by the leftover check, and a gone one is not"
+}
+
 run_case() {
     local t0 t1 job by_job n m
     W=$CL_DIR/case
@@ -278,6 +296,7 @@ main() {
     srun --nodes=2 --ntasks-per-node=1 -l hostname > "$CL_DIR/out/hostnames.txt"
     [[ $(sort "$CL_DIR/out/hostnames.txt" | tr '\n' ' ') == "0: n1 1: n2 " ]] \
         || fail "srun --nodes=2 hostname: $(cat "$CL_DIR/out/hostnames.txt")"
+    check_detection
     run_case
     if ((FAILURES > 0)); then
         say "$FAILURES check(s) failed"
@@ -286,8 +305,11 @@ main() {
     say "all checks passed"
 }
 
+TIMINGS_SHOWN=0
 print_timings() {
     local t
+    ((TIMINGS_SHOWN)) && return
+    TIMINGS_SHOWN=1
     say "timings:"
     for t in "${TIMINGS[@]}"; do printf '    %s\n' "$t"; done
 }
