@@ -98,6 +98,27 @@ fn a_death_on_node_1_is_printed_and_fails_t7_named_by_its_node() {
         node["deaths"][0].as_str().unwrap().starts_with(&said),
         "{node}"
     );
+    // The report names the node and its death, as the run wrote it and as `report` reads the
+    // folder back.
+    let html = std::fs::read_to_string(w.out().join("report.html")).unwrap();
+    assert!(
+        html.contains("The nodes") && html.contains(&said),
+        "no node section"
+    );
+    let again = w.dir.path().join("again.html");
+    let out = Command::new(crate::run_support::bin())
+        .arg("report")
+        .arg(w.out())
+        .arg("-o")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let html = std::fs::read_to_string(&again).unwrap();
+    assert!(
+        html.contains("The nodes") && html.contains(&said),
+        "report DIR: no node section"
+    );
     let log = std::fs::read_to_string(w.out().join("nodes/1/boot.log")).unwrap();
     assert!(log.contains("Application startup complete"), "{log}");
     assert!(r.stdout.contains("node 1 ("), "{}", r.all());

@@ -267,6 +267,18 @@ impl Run {
             run_folder: Some(self.out.display().to_string()),
             generated_at: None,
             missing: self.load.gaps.clone(),
+            nodes: self
+                .record
+                .nodes
+                .iter()
+                .map(|n| report::NodePart {
+                    node: n.node,
+                    hostname: n.hostname.clone(),
+                    command: n.command.clone(),
+                    teardown_left: n.teardown_left,
+                    deaths: n.deaths.clone(),
+                })
+                .collect(),
         }
     }
 
