@@ -5,16 +5,20 @@
 #   node n1: vllm serve M --data-parallel-size 2 --data-parallel-size-local 1
 #            --data-parallel-address 10.77.0.2 --data-parallel-rpc-port P      (API + engine 0)
 #   node n2: the same plus --headless --data-parallel-start-rank 1              (engine 1)
-# One sbatch --nodes=2 job runs each node's part under `inferlint node` (the per-node agent): the
+# One sbatch --nodes=2 job. The `run` case (default when `inferlint run` has --serve-node):
+#   inferlint run --serve HEAD --serve-node 1 NODE2 -- vllm bench serve …   (on n1; run starts
+#   node 2's part with srun --relative=1 under `inferlint node`). The `agent` case
+#   (TWO_NODE_CASE=agent) runs each node's part under `inferlint node` (the per-node agent): the
 # head's part in the batch script on n1, node 2's part with
 #   srun --nodes=1 --ntasks=1 --relative=1 --overlap inferlint node -- CMD
 # each agent's stdin a FIFO the job script holds open, its JSON-line events on its stdout.
 # The lane checks that
-#   - the job's two parts are on two nodes (hostnames n1/n2 in the agents' `started` events),
-#   - the head serves and its /metrics carries both engines (engine="0" and engine="1"),
-#   - stopping the run (`{"stop":"graceful"}` to the head's agent, end of file on node 2's) ends
-#     both trees: each agent reports `left: 0`, the job completes, and no process that was not
-#     there before the job is left in either node's namespace,
+#   - the job's two parts are on two nodes (run.json's `nodes` / the agents' `started` events
+#     name n2 and n1),
+#   - the head serves and its metrics carry both engines (engine="0" and engine="1"),
+#   - the run ends both trees (the run's own stop; in the agent case `{"stop":"graceful"}` to the
+#     head's agent and end of file on node 2's): nothing is left (`left: 0`), the job ends, and
+#     no process that was not there before the job is left in either node's namespace,
 #   - the bystanders survive: on each node a same-user process titled VLLM::EngineCore_DP0 and
 #     the step of another job.
 # Each phase is timed (cluster start, boot on two nodes, teardown) and printed at the end.
@@ -26,6 +30,7 @@
 #                        the `node` command
 #   INFERLINT_CACHE      where vllmcpu/ is (default /var/cache/inferlint; .ci/real-vllm.sh
 #                        installs it)
+#   TWO_NODE_CASE        run (default) or agent
 #   TWO_NODE_WAIT        seconds the boot may take (default 600: two boots on two cores)
 #   TWO_NODE_REQUIRED=1  fail instead of skipping when something it needs is missing
 #   CLUSTER_PORT, CLUSTER_NET, CLUSTER_KEEP  see .ci/slurm-cluster.sh
@@ -133,6 +138,61 @@ exec 3>&-
 EOF
 }
 
+# The job script of the `run` case: `inferlint run` on n1 with the head's part as --serve and
+# node 2's as --serve-node 1 (run starts it with srun --relative=1 under the agent), a short
+# `vllm bench serve` as the load; the run ends by itself after the load.
+write_run_job() {
+    local vllm="$VLLM_PREFIX/venv/bin/vllm" args
+    args=$(serve_args)
+    cat > "$W/two-node.sbatch" << EOF
+#!/bin/bash
+#SBATCH --nodes=2 --ntasks-per-node=1
+exec "$INFERLINT" run -o "$W/run" \\
+    --serve "$vllm serve $args --host 0.0.0.0 --port $API_PORT" \\
+    --serve-node 1 "$vllm serve $args --headless --data-parallel-start-rank 1" \\
+    -- $vllm bench serve --model smollm2-135m --tokenizer "$VLLM_PREFIX/smollm2-135m" \\
+    --base-url http://127.0.0.1:$API_PORT --dataset-name random --random-input-len 32 \\
+    --random-output-len 8 --num-prompts 4 --max-concurrency 4
+EOF
+}
+
+# The run folder of the `run` case: run.json names node 1 on n2 with nothing left, the load
+# completed, and the server's last scrape carries both engines.
+check_run_folder() {
+    local msg
+    if ! msg=$(python3 - "$W/run" << 'PY'
+import json, sys
+d = sys.argv[1]
+run = json.load(open(f"{d}/run.json"))
+bad = []
+nodes = run.get("nodes") or []
+if [n.get("hostname") for n in nodes] != ["n2"]:
+    bad.append(f"nodes: {nodes}")
+for n in nodes:
+    if n.get("teardown_left") != 0 or n.get("error"):
+        bad.append(f"node {n.get('node')}: left {n.get('teardown_left')}, error {n.get('error')}")
+if run.get("host") != "n1":
+    bad.append(f"host {run.get('host')}")
+if run.get("exit_reason") != "completed":
+    bad.append(f"exit {run.get('exit_code')} ({run.get('exit_reason')})")
+after = json.dumps(json.load(open(f"{d}/after.snapshot.json")))
+for e in ("0", "1"):
+    if f'generation_tokens_total{{engine=\\"{e}\\"' not in after:
+        bad.append(f"after.snapshot.json has no engine {e}")
+bench = json.load(open(f"{d}/bench.json"))
+if bench.get("completed") != 4 or bench.get("failed"):
+    bad.append(f"bench: {bench.get('completed')} completed, {bench.get('failed')} failed")
+ok = f"host n1, node 1 on n2 left 0, exit {run.get('exit_code')}, 4 of 4 requests, engines 0 and 1"
+print("; ".join(bad) if bad else ok)
+sys.exit(1 if bad else 0)
+PY
+    ); then
+        fail "the run folder: $msg"
+    else
+        say "run folder: $msg"
+    fi
+}
+
 # A same-user process on the node titled like a vLLM engine, which the run must leave alone.
 start_bystander() {
     local n=$1
@@ -202,7 +262,7 @@ check_detection() {
 }
 
 run_case() {
-    local t0 t1 job by_job n m
+    local by_job n left
     W=$CL_DIR/case
     mkdir -p "$W"
     # $$ is 1 in the lane's PID namespace: the clock and $RANDOM make the id the run's own.
@@ -217,7 +277,60 @@ run_case() {
     done
     cl_nap 2
     for n in "${CL_NODES[@]}"; do node_census "$n" > "$W/before-$n.txt"; done
+    if [[ $CASE == run ]]; then
+        run_with_serve_node
+    else
+        run_with_agents
+    fi
+    cl_nap 2
+    for n in "${CL_NODES[@]}"; do
+        node_census "$n" > "$W/after-$n.txt"
+        left=$(new_since "$n" "$W/before-$n.txt" "$W/after-$n.txt")
+        [[ -z $left ]] || fail "node $n: processes of the run left: $(echo $left)"
+        [[ -z $(comm -23 "$W/before-$n.txt" "$W/after-$n.txt") ]] \
+            || fail "node $n: processes there before the run are gone: $(comm -23 "$W/before-$n.txt" "$W/after-$n.txt" | tr '\n' ' ')"
+        kill -0 "${BYSTANDER[$n]}" 2> /dev/null || fail "node $n: the bystander VLLM::EngineCore_DP0 died"
+    done
+    [[ $(squeue -h -j "$by_job" -o %T) == RUNNING ]] || fail "the bystander job $by_job is no longer running"
+    say "nothing of the run left on n1 or n2; both bystanders and the bystander job's step still run"
+    scancel "$by_job"
+    for n in "${CL_NODES[@]}"; do kill "${BYSTANDER[$n]}" 2> /dev/null; done
+}
 
+# The `run` case: the run boots both parts, probes, loads and stops; the job ends on its own.
+run_with_serve_node() {
+    local t0 t1 job state
+    write_run_job
+    t0=$(now)
+    job=$(sbatch --parsable -o "$W/job-%j.out" "$W/two-node.sbatch")
+    say "job $job (inferlint run --serve on n1, --serve-node 1 on n2) submitted"
+    if ! wait_health "$job"; then
+        fail "the head did not serve within ${WAIT_S}s (job $(squeue -h -j "$job" -o %T))"
+        tail -n 30 "$W"/job-*.out "$W"/run/boot.log "$W"/run/nodes/1/boot.log >&2
+    fi
+    t1=$(now)
+    timing "job queued (submit to RUNNING)" "$t0" "${RUNNING_AT:-$t1}"
+    timing "vLLM boot on two nodes (/health)" "${RUNNING_AT:-$t0}" "$t1"
+    for n in "${CL_NODES[@]}"; do node_tree "$n" > "$W/tree-$n.txt"; done
+    grep -q 'VLLM::EngineCore_DP1' "$W/tree-n2.txt" || fail "no VLLM::EngineCore_DP1 on n2: $(cat "$W/tree-n2.txt")"
+    for _ in $(seq "$WAIT_S"); do
+        [[ -z $(squeue -h -j "$job" 2> /dev/null) ]] && break
+        cl_nap 1
+    done
+    t0=$(now)
+    timing "probe, load and stop (to job end)" "$t1" "$t0"
+    state=$(scontrol show job -o "$job" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+    # inferlint exits 1 when a tripwire fails and 2 when one could not tell: verdicts, not a
+    # broken run (check_run_folder tells a broken run).
+    say "job $job: $state, exit $(scontrol show job -o "$job" | sed -n 's/.* ExitCode=\([^ ]*\).*/\1/p')"
+    [[ $state == COMPLETED || $state == FAILED ]] || fail "job $job ended as $state"
+    tail -n 25 "$W/job-$job.out"
+    check_run_folder
+}
+
+# The `agent` case: each node's part under `inferlint node` directly, stopped by the lane.
+run_with_agents() {
+    local t0 t1 job m state
     write_job
     t0=$(now)
     job=$(sbatch --parsable -o "$W/job-%j.out" "$W/two-node.sbatch")
@@ -228,7 +341,7 @@ run_case() {
     fi
     t1=$(now)
     timing "job queued (submit to RUNNING)" "$t0" "${RUNNING_AT:-$t1}"
-    timing "vLLM boot on two nodes" "${RUNNING_AT:-$t0}" "$t1"
+    timing "vLLM boot on two nodes (/health)" "${RUNNING_AT:-$t0}" "$t1"
     curl -s "http://${CL_ADDR[n1]}:$API_PORT/metrics" > "$W/metrics.prom"
     for m in 0 1; do
         grep -q "^vllm:generation_tokens_total{engine=\"$m\"" "$W/metrics.prom" \
@@ -252,7 +365,6 @@ run_case() {
     t1=$(now)
     timing "teardown on two nodes (to job end)" "$t0" "$t1"
     [[ -n $(squeue -h -j "$job" 2> /dev/null) ]] && fail "job $job still there 60 s after the stop"
-    local state
     state=$(scontrol show job -o "$job" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
     [[ $state == COMPLETED ]] || fail "job $job ended as $state: $(cat "$W"/job-"$job".out)"
     say "job $job: $state; $(tr '\n' ';' < "$W/job-$job.out")"
@@ -260,20 +372,6 @@ run_case() {
     check_events "$W/node2.events" n2 "node 2's agent (srun --relative=1)"
     check_own_node "$W/head.events" "$W/serving-n2.txt" "the head's agent"
     check_own_node "$W/node2.events" "$W/serving-n1.txt" "node 2's agent"
-    cl_nap 2
-    local left
-    for n in "${CL_NODES[@]}"; do
-        node_census "$n" > "$W/after-$n.txt"
-        left=$(new_since "$n" "$W/before-$n.txt" "$W/after-$n.txt")
-        [[ -z $left ]] || fail "node $n: processes of the run left: $(echo $left)"
-        [[ -z $(comm -23 "$W/before-$n.txt" "$W/after-$n.txt") ]] \
-            || fail "node $n: processes there before the run are gone: $(comm -23 "$W/before-$n.txt" "$W/after-$n.txt" | tr '\n' ' ')"
-        kill -0 "${BYSTANDER[$n]}" 2> /dev/null || fail "node $n: the bystander VLLM::EngineCore_DP0 died"
-    done
-    [[ $(squeue -h -j "$by_job" -o %T) == RUNNING ]] || fail "the bystander job $by_job is no longer running"
-    say "nothing of the run left on n1 or n2; both bystanders and the bystander job's step still run"
-    scancel "$by_job"
-    for n in "${CL_NODES[@]}"; do kill "${BYSTANDER[$n]}" 2> /dev/null; done
 }
 
 main() {
@@ -284,6 +382,16 @@ main() {
     done
     [[ -x $VLLM_PREFIX/venv/bin/vllm ]] || skip "no vLLM in $VLLM_PREFIX (.ci/real-vllm.sh installs it)"
     "$INFERLINT" node --help > /dev/null 2>&1 || skip "$INFERLINT has no node command"
+    CASE=${TWO_NODE_CASE:-run}
+    if [[ $CASE == run ]] && ! "$INFERLINT" run --help 2> /dev/null | grep -q -- '--serve-node'; then
+        say "$INFERLINT run has no --serve-node: the agent case instead"
+        CASE=agent
+    fi
+    [[ $CASE == run || $CASE == agent ]] || skip "TWO_NODE_CASE must be run or agent"
+    # As .ci/real-vllm.sh serves (tests/real/install.rs): the CPU platform, a 1 GiB KV budget, no
+    # CPU pinning on a small box, no hub.
+    export VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind \
+        HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1
     cluster_isolate "$@"
     trap 'cluster_stop; print_timings' EXIT
     trap 'exit 143' TERM
