@@ -3,7 +3,8 @@
 //! `--headless --data-parallel-start-rank 1` on node n2 (two network namespaces of one host).
 //! The head's boot log names only its own engine, the headless node's log only the other; the
 //! head's /metrics carries both engines, and the remote engine's counters are the ones that
-//! moved for the requests it served.
+//! moved for the requests it served. The same server as a two-node Slurm job under `inferlint run
+//! --serve-node 1` leaves a run.json whose `nodes` name node 1 on n2 with nothing left.
 
 use std::collections::BTreeSet;
 
@@ -91,4 +92,33 @@ fn the_heads_metrics_carry_both_engines_and_the_remote_one_served() {
         .metrics
         .total_where("vllm:generation_tokens_total", &[("engine", "1")]);
     assert_eq!(idle_tokens, Some(0.0));
+}
+
+/// The same server as one real two-node Slurm job under `inferlint run --serve-node 1`
+/// (`slurm-run/`): run.json's `nodes` reads as the report reads it, and node 1's log, as the run
+/// wrote it through `srun` and the agent, is the headless engine's.
+#[test]
+fn a_run_across_two_slurm_nodes_records_node_1_on_n2_with_nothing_left() {
+    let Some(text) = inferlint_core::testkit::evidence_text(&format!("{DIR}/slurm-run/run.json"))
+    else {
+        return;
+    };
+    let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(doc["host"], "n1");
+    assert_eq!(doc["exit_reason"], "completed");
+    let nodes: Vec<inferlint_report::NodePart> =
+        serde_json::from_value(doc["nodes"].clone()).unwrap();
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0].node, 1);
+    assert_eq!(nodes[0].hostname.as_deref(), Some("n2"));
+    assert_eq!(nodes[0].teardown_left, Some(0));
+    assert!(nodes[0].deaths.is_empty(), "{:?}", nodes[0].deaths);
+    assert!(nodes[0]
+        .command
+        .contains("--headless --data-parallel-start-rank 1"));
+    let node1 = facts("slurm-run/nodes/1/boot.log").unwrap();
+    let seen = names(&node1);
+    assert!(seen.contains("EngineCore_DP1"), "{seen:?}");
+    assert!(!seen.contains("ApiServer_0"), "{seen:?}");
+    assert!(!node1.ready);
 }
