@@ -3,6 +3,9 @@
 //! still reads as the old format, and T8, T9, T14 and T1 decide on it, both ways, with one
 //! number of the real evidence changed to flip each verdict.
 
+#[path = "data_parallel/multinode.rs"]
+mod multinode;
+
 use inferlint_core::bootlog::BootFacts;
 use inferlint_core::checks::{t1, t14, t8, t9};
 use inferlint_core::series::{Series, SeriesHeader, SeriesSample, SeriesWriter};

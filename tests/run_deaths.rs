@@ -11,6 +11,9 @@
 
 mod run_support;
 
+#[path = "run_deaths/nodes.rs"]
+mod nodes;
+
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;

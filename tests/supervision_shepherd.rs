@@ -11,6 +11,9 @@ use inferlint_supervisor::{
     Supervised,
 };
 
+#[path = "supervision_shepherd/node_agent.rs"]
+mod node_agent;
+
 const BIN: &str = env!("CARGO_BIN_EXE_inferlint");
 
 fn graces() -> Graces {

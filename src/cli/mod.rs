@@ -14,6 +14,7 @@ pub mod gpu_inspect;
 mod inputs;
 pub mod install;
 pub mod lint_script;
+pub mod node;
 pub mod preemption;
 pub mod probe;
 pub mod rate;
@@ -89,6 +90,8 @@ enum Command {
     Sim(sim::Args),
     #[command(hide = true)]
     Shepherd(shepherd::Args),
+    #[command(hide = true)]
+    Node(node::Args),
 }
 
 /// Commands a user may type, for "Did you mean".
@@ -114,7 +117,7 @@ const COMMANDS: &[&str] = &[
     "completions",
     "man",
 ];
-const HIDDEN_COMMANDS: &[&str] = &["sim", "shepherd", "help"];
+const HIDDEN_COMMANDS: &[&str] = &["sim", "shepherd", "node", "help"];
 
 /// Runs the command line and returns the process exit status.
 pub fn main() -> i32 {
@@ -178,6 +181,7 @@ pub fn main_with(args: Vec<OsString>) -> i32 {
         Command::Man(a) => install::man(a),
         Command::Sim(a) => sim::run(a),
         Command::Shepherd(a) => shepherd::run(a),
+        Command::Node(a) => node::run(a),
     };
     match outcome {
         Ok(code) => code,

@@ -78,6 +78,16 @@ pub struct Args {
     /// Without a terminal, print the server's state every this many seconds
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     pub status_every: f64,
+    /// Another node's part of the server: K (its Slurm relative node index) and its command, in
+    /// quotes; repeatable. Each is started with `srun --relative=K` (or --node-launcher) under
+    /// inferlint's node agent, which stops it with the run
+    #[arg(long, num_args = 2, value_names = ["K", "CMD"], action = clap::ArgAction::Append, allow_hyphen_values = true)]
+    pub serve_node: Vec<String>,
+    /// How --serve-node parts are started instead of srun: a command line in which {node} is K
+    /// and {cmd} the agent's command as one word (else it is appended) (default:
+    /// $INFERLINT_NODE_LAUNCHER)
+    #[arg(long, value_name = "TEMPLATE")]
+    pub node_launcher: Option<String>,
     #[command(flatten)]
     pub http: super::HttpOptions,
     /// The load command (everything after --)
@@ -154,6 +164,7 @@ pub fn inputs(args: &Args) -> anyhow::Result<RunInputs> {
             anyhow::bail!("--serve: cannot split {serve:?} into a command (unbalanced quotes?)");
         }
     }
+    node_parts(args, &mut i)?;
     if i.keep_server && i.serve.is_some() {
         anyhow::bail!("--keep-server is for attaching to a running server; a server the run starts with --serve never outlives it");
     }
@@ -166,6 +177,47 @@ pub fn inputs(args: &Args) -> anyhow::Result<RunInputs> {
         }
     }
     Ok(i)
+}
+
+/// `--serve-node K CMD` pairs and the launcher they need (docs/design/nodes.md).
+fn node_parts(args: &Args, i: &mut RunInputs) -> anyhow::Result<()> {
+    if args.serve_node.is_empty() {
+        return Ok(());
+    }
+    if i.serve.is_none() {
+        anyhow::bail!("--serve-node starts a part of the server on another node; it needs --serve for the head's part");
+    }
+    for pair in args.serve_node.chunks(2) {
+        let [k, cmd] = pair else {
+            anyhow::bail!("--serve-node needs a node index and a command");
+        };
+        let index: u32 = k.parse().map_err(|_| {
+            anyhow::anyhow!(
+                "--serve-node {k:?}: the node index must be a whole number (Slurm's --relative)"
+            )
+        })?;
+        if index == 0 {
+            anyhow::bail!("--serve-node 0: node 0 is the head, whose part is --serve");
+        }
+        if i.serve_nodes.iter().any(|p| p.index == index) {
+            anyhow::bail!("--serve-node {index} is given twice");
+        }
+        if shlex::split(cmd).is_none_or(|a| a.is_empty()) {
+            anyhow::bail!(
+                "--serve-node {index}: cannot split {cmd:?} into a command (unbalanced quotes?)"
+            );
+        }
+        i.serve_nodes.push(inferlint_run::nodes::NodePart {
+            index,
+            command: cmd.clone(),
+        });
+    }
+    let launcher = inferlint_run::nodes::Launcher::choose(args.node_launcher.as_deref(), |k| {
+        std::env::var(k).ok()
+    })
+    .map_err(anyhow::Error::msg)?;
+    i.node_launcher = Some(launcher);
+    Ok(())
 }
 
 /// Runs the sequence with the terminal and the signals, and prints the closing lines.

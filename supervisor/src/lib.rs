@@ -105,6 +105,8 @@
 pub mod cgroup;
 pub mod member_exit;
 pub mod names;
+pub mod node_agent;
+pub mod node_protocol;
 pub mod output;
 pub mod pidfd;
 pub mod procfs;

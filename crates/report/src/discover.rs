@@ -215,6 +215,11 @@ impl RunFiles {
             untimed_requests: untimed,
             load: self.folder.as_deref().and_then(recorded_load),
             observed: self.folder.as_deref().and_then(recorded_observation),
+            nodes: self
+                .folder
+                .as_deref()
+                .map(recorded_nodes)
+                .unwrap_or_default(),
             run_folder: self.folder.as_ref().map(|f| f.display().to_string()),
             ..Inputs::default()
         })
@@ -238,6 +243,16 @@ fn recorded_observation(folder: &Path) -> Option<inferlint_core::observed::LoadO
     let text = std::fs::read_to_string(folder.join("run.json")).ok()?;
     let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
     serde_json::from_value(doc.get("during_load")?.clone()).ok()
+}
+
+/// The other nodes of a run that spanned nodes (`nodes` in `run.json`); empty without them or
+/// when they do not read.
+fn recorded_nodes(folder: &Path) -> Vec<crate::NodePart> {
+    std::fs::read_to_string(folder.join("run.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|doc| serde_json::from_value(doc.get("nodes")?.clone()).ok())
+        .unwrap_or_default()
 }
 
 /// Why a run folder's run checks cannot all be made: the files its load should have left that

@@ -46,6 +46,23 @@ pub struct BootLog {
     pub text: String,
 }
 
+/// Another node of a run that spans nodes, as run.json's `nodes` records it
+/// (docs/design/nodes.md).
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize)]
+pub struct NodePart {
+    /// The Slurm relative index (`--serve-node K`).
+    pub node: u32,
+    pub hostname: Option<String>,
+    /// The part's command, secrets masked.
+    #[serde(default)]
+    pub command: String,
+    /// How many processes its teardown left (None: no teardown report came).
+    pub teardown_left: Option<usize>,
+    /// What each death on the node said.
+    #[serde(default)]
+    pub deaths: Vec<String>,
+}
+
 /// Everything a report is made from. Every input is optional; a report needs a boot log or
 /// both snapshots to say anything.
 #[derive(Clone, Debug, Default)]
@@ -83,6 +100,8 @@ pub struct Inputs {
     /// Why run checks could not be made from these inputs (a run folder that lacks a file):
     /// each one left out is reported as "can't tell".
     pub missing: inferlint_core::checks::gaps::Gaps,
+    /// The server's parts on other nodes (empty for a one-node run).
+    pub nodes: Vec<NodePart>,
 }
 
 impl Inputs {

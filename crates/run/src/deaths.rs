@@ -132,16 +132,32 @@ pub fn how(exit: &MemberExit) -> String {
 /// `VLLM::EngineCore (pid 4711) was killed by SIGKILL`; the leader is `the server (vllm, pid
 /// 4700) exited with code 0`.
 pub fn describe(exit: &MemberExit) -> String {
+    describe_on(None, exit)
+}
+
+/// As [`describe`], on a node of a run that spans nodes: `node 1: VLLM::Worker_DP1 (pid 123)
+/// was killed by SIGKILL`; a node's leader is its part of the server (`node 1: the server's
+/// part (vllm, pid 4700) exited with code 0`).
+pub fn describe_on(node: Option<u32>, exit: &MemberExit) -> String {
     let name = display_name(exit);
-    if exit.leader {
-        format!("the server ({name}, pid {}) {}", exit.pid, how(exit))
-    } else {
-        format!("{name} (pid {}) {}", exit.pid, how(exit))
+    match (node, exit.leader) {
+        (None, true) => format!("the server ({name}, pid {}) {}", exit.pid, how(exit)),
+        (None, false) => format!("{name} (pid {}) {}", exit.pid, how(exit)),
+        (Some(k), true) => format!(
+            "node {k}: the server's part ({name}, pid {}) {}",
+            exit.pid,
+            how(exit)
+        ),
+        (Some(k), false) => format!("node {k}: {name} (pid {}) {}", exit.pid, how(exit)),
     }
 }
 
 struct Inner {
     rx: mpsc::UnboundedReceiver<MemberExit>,
+    /// The deaths on the other nodes of a run that spans nodes, each node's own stream.
+    nodes: Vec<(u32, mpsc::UnboundedReceiver<MemberExit>)>,
+    /// The watching task, woken when a node's stream is added.
+    waker: Option<std::task::Waker>,
     sink: Arc<dyn Sink>,
     phase: Phase,
     since: SystemTime,
@@ -152,8 +168,8 @@ struct Inner {
 }
 
 impl Inner {
-    fn handle(&mut self, exit: MemberExit) {
-        if exit.leader {
+    fn handle(&mut self, node: Option<u32>, exit: MemberExit) {
+        if exit.leader && node.is_none() {
             self.leader_reported = true;
         }
         if self.stopped {
@@ -168,7 +184,7 @@ impl Inner {
             .map(|d| d.as_millis() as u64)
             .unwrap_or(0);
         let at = Duration::from_millis(exit.at_unix_ms.saturating_sub(since_ms));
-        let what = describe(&exit);
+        let what = describe_on(node, &exit);
         let when = format!("{} {}", elapsed(at), self.phase.words());
         let line = format!("{when}: {what}");
         self.sink.alert(&line);
@@ -178,6 +194,7 @@ impl Inner {
             None => (None, None),
         };
         let death = Death {
+            node,
             pid: exit.pid,
             name: display_name(&exit),
             phase: self.phase.key(),
@@ -199,7 +216,54 @@ impl Inner {
 
     fn drain(&mut self) {
         while let Ok(e) = self.rx.try_recv() {
-            self.handle(e);
+            self.handle(None, e);
+        }
+        let mut got = Vec::new();
+        for (k, rx) in &mut self.nodes {
+            while let Ok(e) = rx.try_recv() {
+                got.push((*k, e));
+            }
+        }
+        got.sort_by_key(|(_, e)| e.at_unix_ms);
+        for (k, e) in got {
+            self.handle(Some(k), e);
+        }
+    }
+
+    /// Handles what is ready on every stream; Ready once all of them are closed.
+    fn poll_all(&mut self, cx: &mut std::task::Context<'_>) -> Poll<()> {
+        self.waker = Some(cx.waker().clone());
+        let mut open = false;
+        loop {
+            match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(e)) => self.handle(None, e),
+                Poll::Ready(None) => break,
+                Poll::Pending => {
+                    open = true;
+                    break;
+                }
+            }
+        }
+        let mut got = Vec::new();
+        for (k, rx) in &mut self.nodes {
+            loop {
+                match rx.poll_recv(cx) {
+                    Poll::Ready(Some(e)) => got.push((*k, e)),
+                    Poll::Ready(None) => break,
+                    Poll::Pending => {
+                        open = true;
+                        break;
+                    }
+                }
+            }
+        }
+        for (k, e) in got {
+            self.handle(Some(k), e);
+        }
+        if open {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
         }
     }
 }
@@ -217,6 +281,8 @@ impl DeathWatch {
         let (tx, broken) = watch::channel(None);
         let inner = Arc::new(Mutex::new(Inner {
             rx,
+            nodes: Vec::new(),
+            waker: None,
             sink,
             phase: Phase::Boot,
             since: SystemTime::now(),
@@ -229,17 +295,8 @@ impl DeathWatch {
         // Each death is handled under the lock as it arrives, so `drain_now` (from the run's
         // own steps) and this task never handle one twice or out of order.
         let task = tokio::spawn(async move {
-            std::future::poll_fn(|cx| {
-                let mut g = i.lock().unwrap_or_else(|e| e.into_inner());
-                loop {
-                    match g.rx.poll_recv(cx) {
-                        Poll::Ready(Some(e)) => g.handle(e),
-                        Poll::Ready(None) => return Poll::Ready(()),
-                        Poll::Pending => return Poll::Pending,
-                    }
-                }
-            })
-            .await
+            std::future::poll_fn(|cx| i.lock().unwrap_or_else(|e| e.into_inner()).poll_all(cx))
+                .await
         });
         DeathWatch {
             inner,
@@ -250,6 +307,16 @@ impl DeathWatch {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Watches the deaths on node `node` too (a part of the server started there), printed and
+    /// judged with the head's, in the same phases.
+    pub fn add_node(&self, node: u32, rx: mpsc::UnboundedReceiver<MemberExit>) {
+        let mut g = self.lock();
+        g.nodes.push((node, rx));
+        if let Some(w) = g.waker.take() {
+            w.wake();
+        }
     }
 
     /// The run moves on to `phase`; its deaths are timed from now.
@@ -349,6 +416,44 @@ mod tests {
         assert_eq!(
             describe(&e),
             "the server (sglang.launch_server, pid 4711) exited (how, the kernel could no longer tell)"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_death_on_another_node_is_named_by_its_node() {
+        let (_head_tx, rx) = mpsc::unbounded_channel();
+        let sink = Arc::new(Collect::default());
+        let w = DeathWatch::start(rx, sink.clone());
+        let (tx1, rx1) = mpsc::unbounded_channel();
+        w.add_node(1, rx1);
+        w.set_phase(Phase::Load);
+        let mut e = exit(&["VLLM::Worker_DP1"], false, KILL, false);
+        e.at_unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        tx1.send(e).unwrap();
+        // The watching task handles it by itself (woken by the new stream).
+        for _ in 0..200 {
+            if !w.deaths().is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let d = w.deaths();
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].node, Some(1));
+        assert!(
+            d[0].summary
+                .starts_with("node 1: VLLM::Worker_DP1 (pid 4711) was killed by SIGKILL"),
+            "{}",
+            d[0].summary
+        );
+        assert!(!w.leader_reported());
+        let lead = exit(&["vllm"], true, Some(ExitKind::Code(0)), false);
+        assert_eq!(
+            describe_on(Some(2), &lead),
+            "node 2: the server's part (vllm, pid 4711) exited with code 0"
         );
     }
 

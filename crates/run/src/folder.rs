@@ -132,6 +132,9 @@ pub struct RunRecord {
     pub timings: Option<super::Timings>,
     /// Processes of the server's tree that ended before the stop (docs/supervision.md).
     pub deaths: Vec<super::deaths::Death>,
+    /// The server's parts on other nodes (`--serve-node`); absent for a one-node run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<super::nodes::NodeRecord>,
     /// What the run saw of the load while it ran: the server's warm-up lines, the client's CPU
     /// (T20, T21); null until the load has run.
     pub during_load: Option<inferlint_core::observed::LoadObserved>,
@@ -165,6 +168,7 @@ impl RunRecord {
             report: None,
             timings: None,
             deaths: Vec::new(),
+            nodes: Vec::new(),
             during_load: None,
         }
     }

@@ -36,6 +36,7 @@ pub mod live;
 pub mod load;
 pub mod monitor;
 pub mod neighbours;
+pub mod nodes;
 pub mod probe;
 pub mod proc;
 pub mod procs;
@@ -113,6 +114,10 @@ pub struct RunInputs {
     /// The program that runs the shepherds (default: this executable's `shepherd`
     /// subcommand; a library user names the inferlint binary here).
     pub shepherd: Option<inferlint_supervisor::ShepherdProgram>,
+    /// The server's parts on other nodes (`--serve-node K CMD`), each under a node agent.
+    pub serve_nodes: Vec<crate::nodes::NodePart>,
+    /// How the node agents are started (needed when `serve_nodes` is not empty).
+    pub node_launcher: Option<crate::nodes::Launcher>,
 }
 
 impl RunInputs {
@@ -144,6 +149,8 @@ impl RunInputs {
             pin_server_gpus: false,
             probe_options: crate::probe::ProbeOptions::default(),
             shepherd: None,
+            serve_nodes: Vec::new(),
+            node_launcher: None,
         }
     }
 }

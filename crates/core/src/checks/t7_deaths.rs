@@ -13,6 +13,10 @@ pub const BOOT_PHASE: &str = "boot";
 /// One death in the server's tree, as `run.json` records it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Death {
+    /// The node it ran on, for a run that spans nodes (the Slurm relative index of a
+    /// `--serve-node` part); absent on the head.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<u32>,
     pub pid: i32,
     /// Its title or program name (`VLLM::EngineCore`, `vllm`).
     pub name: String,
@@ -83,6 +87,7 @@ mod tests {
 
     fn death(pid: i32, phase: &'static str, at_unix_ms: u64) -> Death {
         Death {
+            node: None,
             pid,
             name: "VLLM::EngineCore".into(),
             phase,

@@ -3,6 +3,7 @@
 //! the server did, the server that ran, the tripwire guide, footer.
 
 mod happened;
+mod nodes;
 mod results;
 mod server;
 
@@ -42,6 +43,7 @@ pub fn render(report: &Report, mode: Mode) -> String {
                 (results::section(report))
                 (server::charts_section(report))
                 (server::boot_section(report))
+                (nodes::section(report))
                 (server::guide_section(report))
             }
             (footer(report))

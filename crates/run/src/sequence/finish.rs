@@ -75,6 +75,10 @@ impl Run {
             ),
             None => graces_within(self.inputs.stop_grace),
         };
+        // Every node's part stops with the head's, each by its own agent.
+        for n in &mut self.server.nodes {
+            n.stop(mode).await;
+        }
         server.proc.stop_with(mode, graces);
         let report: TeardownReport = tokio::select! {
             r = server.proc.done() => r,
@@ -108,6 +112,7 @@ impl Run {
         for l in report.leftover_lines() {
             self.sink.line(&l);
         }
+        self.finish_nodes(graces).await;
         let t2_timeout = if self.interrupt.interrupted() {
             // Two readings, no more: the run is being stopped.
             self.inputs.teardown_timeout.min(Duration::from_secs(4))
@@ -262,6 +267,18 @@ impl Run {
             run_folder: Some(self.out.display().to_string()),
             generated_at: None,
             missing: self.load.gaps.clone(),
+            nodes: self
+                .record
+                .nodes
+                .iter()
+                .map(|n| report::NodePart {
+                    node: n.node,
+                    hostname: n.hostname.clone(),
+                    command: n.command.clone(),
+                    teardown_left: n.teardown_left,
+                    deaths: n.deaths.clone(),
+                })
+                .collect(),
         }
     }
 

@@ -25,6 +25,7 @@ mod deaths;
 mod engine;
 mod finish;
 mod gaps;
+mod nodes;
 mod serve;
 
 use super::deaths::{DeathWatch, Phase};
@@ -105,6 +106,8 @@ struct Server {
     deaths_judged: bool,
     /// The run's marker (`INFERLINT_RUN_ID` of its server), once the server started.
     run_id: Option<String>,
+    /// The server's parts on other nodes, under their agents.
+    nodes: Vec<super::nodes::RemoteNode>,
 }
 
 /// What the boot log says.

@@ -93,12 +93,19 @@ impl Run {
             .take_member_exits()
             .map(|rx| DeathWatch::start(rx, self.sink.clone()));
         let (events, log_task) = server::watch_log(lines, Some(self.engine()));
-        let s = self.server.started.insert(Started {
+        self.server.started = Some(Started {
             proc,
             events,
             log_task,
             failed: false,
         });
+        // The other nodes' parts start once the head's runs (the head's part is what they join).
+        if !self.start_nodes() {
+            return false;
+        }
+        let Some(s) = self.server.started.as_mut() else {
+            return false;
+        };
         let readiness = server::wait_ready(
             &s.proc,
             &mut s.events,

@@ -1,0 +1,352 @@
+//! The other nodes of a run that spans nodes (docs/design/nodes.md): each `--serve-node K CMD`
+//! part runs under a node agent (`inferlint node -- CMD`) started through a launcher — Slurm's
+//! `srun --relative=K` by default, a `--node-launcher` template otherwise — and is seen here
+//! through the agent's JSON-line events: its output goes to `nodes/K/boot.log`, its members'
+//! deaths to the run's death watch (named by node), its teardown report to `run.json`.
+//!
+//! The agent's stdin is the only stop channel: `{"stop":"graceful"}` at the run's stop, and
+//! end of file if this process dies, however — the agent then ends its tree by itself.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use inferlint_supervisor::node_protocol::{NodeCommand, NodeEvent, TitleCount};
+use inferlint_supervisor::{MemberExit, StopMode};
+use serde::Serialize;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin};
+use tokio::sync::{mpsc, watch};
+
+/// Names the launcher template when `--node-launcher` does not.
+pub const LAUNCHER_ENV: &str = "INFERLINT_NODE_LAUNCHER";
+
+/// The launcher a run with `--serve-node` needs and did not get.
+pub const NO_LAUNCHER: &str = "--serve-node needs Slurm (SLURM_JOB_ID is not set) or a launcher: --node-launcher TEMPLATE or INFERLINT_NODE_LAUNCHER";
+
+/// One other node's part of the server: its Slurm relative index and its command.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodePart {
+    pub index: u32,
+    pub command: String,
+}
+
+/// How the agents reach their nodes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Launcher {
+    /// `srun --nodes=1 --ntasks=1 --relative=K --overlap --kill-on-bad-exit=1 --quiet`.
+    Slurm,
+    /// A command line with `{node}` for K; `{cmd}` for the agent's command as one word (for
+    /// `sh -c`), else the agent's words are appended.
+    Template(String),
+}
+
+impl Launcher {
+    /// The launcher for this run: the template given, else [`LAUNCHER_ENV`], else Slurm's when
+    /// `SLURM_JOB_ID` is set; else the error to print (a usage error).
+    pub fn choose(
+        template: Option<&str>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Launcher, String> {
+        let named = template
+            .map(str::to_string)
+            .or_else(|| env(LAUNCHER_ENV))
+            .filter(|t| !t.trim().is_empty());
+        match named {
+            Some(t) => Ok(Launcher::Template(t)),
+            None if env("SLURM_JOB_ID").is_some_and(|v| !v.is_empty()) => Ok(Launcher::Slurm),
+            None => Err(NO_LAUNCHER.into()),
+        }
+    }
+
+    /// The whole command line that starts node `index`'s agent.
+    pub fn argv(&self, index: u32, agent: &[String]) -> Result<Vec<String>, String> {
+        match self {
+            Launcher::Slurm => {
+                let mut v: Vec<String> = [
+                    "srun",
+                    "--nodes=1",
+                    "--ntasks=1",
+                    &format!("--relative={index}"),
+                    "--overlap",
+                    "--kill-on-bad-exit=1",
+                    "--quiet",
+                ]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+                v.extend(agent.iter().cloned());
+                Ok(v)
+            }
+            Launcher::Template(t) => {
+                let words = shlex::split(t)
+                    .ok_or_else(|| format!("--node-launcher '{t}': its quotes do not balance"))?;
+                let joined = shlex::try_join(agent.iter().map(String::as_str))
+                    .map_err(|e| format!("the node command cannot be quoted: {e}"))?;
+                let has_cmd = words.iter().any(|w| w.contains("{cmd}"));
+                let mut v: Vec<String> = words
+                    .iter()
+                    .map(|w| {
+                        w.replace("{node}", &index.to_string())
+                            .replace("{cmd}", &joined)
+                    })
+                    .collect();
+                if !has_cmd {
+                    v.extend(agent.iter().cloned());
+                }
+                Ok(v)
+            }
+        }
+    }
+}
+
+/// `inferlint node --run-id ID --grace-ms MS -- CMD…`: the agent's own command line.
+pub fn agent_argv(exe: &Path, run_id: &str, grace: Duration, command: &[String]) -> Vec<String> {
+    let mut v = vec![
+        exe.display().to_string(),
+        "node".into(),
+        "--run-id".into(),
+        run_id.into(),
+        "--grace-ms".into(),
+        grace.as_millis().to_string(),
+        "--".into(),
+    ];
+    v.extend(command.iter().cloned());
+    v
+}
+
+/// What `run.json` keeps of a node (docs/design/formats.md#runjson).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct NodeRecord {
+    /// The Slurm relative index (`--serve-node K`).
+    pub node: u32,
+    /// The node's hostname, as its agent said (null if it never started).
+    pub hostname: Option<String>,
+    /// The part's command, secrets masked.
+    pub command: String,
+    /// The agent's pid on its node and the part's leader pid.
+    pub agent_pid: Option<i32>,
+    pub leader_pid: Option<i32>,
+    /// How many processes the node's teardown left (null: no teardown report arrived).
+    pub teardown_left: Option<usize>,
+    pub left_by_title: Vec<TitleCount>,
+    /// What each death on the node said (`run.json`'s `deaths` has them in full).
+    pub deaths: Vec<String>,
+    /// The agent's exit code from its `done` event, else the launcher's.
+    pub exit_code: Option<i32>,
+    /// Why the part could not start, when it could not.
+    pub error: Option<String>,
+}
+
+/// What the agent has said so far.
+#[derive(Default)]
+struct Heard {
+    record: NodeRecord,
+    leftover_lines: Vec<String>,
+}
+
+/// One node's agent, as the head holds it.
+pub struct RemoteNode {
+    pub index: u32,
+    child: Child,
+    stdin: Option<ChildStdin>,
+    heard: Arc<Mutex<Heard>>,
+    over: watch::Receiver<bool>,
+}
+
+impl RemoteNode {
+    /// Starts `argv` (the launcher and the agent) with its output going to `log`; the part's
+    /// deaths go to `deaths`.
+    pub fn spawn(
+        part: &NodePart,
+        command_shown: String,
+        argv: &[String],
+        log: PathBuf,
+        deaths: mpsc::UnboundedSender<MemberExit>,
+    ) -> Result<RemoteNode, String> {
+        let (prog, args) = argv.split_first().ok_or("empty launcher")?;
+        if let Some(dir) = log.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let file = std::fs::File::create(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+        let mut cmd = tokio::process::Command::new(prog);
+        cmd.args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own group: a terminal's Ctrl-C reaches only the head, which stops the node
+            // through the agent's stdin, once.
+            .process_group(0);
+        let mut child = cmd.spawn().map_err(|e| format!("{prog}: {e}"))?;
+        let heard = Arc::new(Mutex::new(Heard {
+            record: NodeRecord {
+                node: part.index,
+                command: command_shown,
+                ..NodeRecord::default()
+            },
+            ..Heard::default()
+        }));
+        let (over_tx, over) = watch::channel(false);
+        let log = Arc::new(Mutex::new(file));
+        if let Some(err) = child.stderr.take() {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(err).lines();
+                while let Ok(Some(l)) = lines.next_line().await {
+                    append(&log, &l);
+                }
+            });
+        }
+        let stdout = child.stdout.take().ok_or("the launcher's stdout")?;
+        let h = heard.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stdout).lines();
+            while let Ok(Some(l)) = lines.next_line().await {
+                match NodeEvent::parse(&l) {
+                    Some(ev) => hear(&h, &log, &deaths, ev),
+                    // The launcher's own words (srun's errors) belong in the node's log.
+                    None => append(&log, &l),
+                }
+            }
+            let _ = over_tx.send(true);
+        });
+        Ok(RemoteNode {
+            index: part.index,
+            stdin: child.stdin.take(),
+            child,
+            heard,
+            over,
+        })
+    }
+
+    /// Tells the agent to stop (returns at once; a lost stream is the agent's stop too).
+    pub async fn stop(&mut self, mode: StopMode) {
+        if let Some(s) = self.stdin.as_mut() {
+            let _ = s.write_all(&NodeCommand::Stop(mode).to_line()).await;
+            let _ = s.flush().await;
+        }
+    }
+
+    /// Waits up to `limit` for the agent's last word and the launcher's exit, then closes its
+    /// stdin (which stops an agent that did not hear the command) and, past a second limit,
+    /// kills the launcher. Returns what `run.json` keeps and the leftover lines to print.
+    pub async fn finish(&mut self, limit: Duration) -> (NodeRecord, Vec<String>) {
+        let mut over = self.over.clone();
+        let _ = tokio::time::timeout(limit, over.wait_for(|o| *o)).await;
+        self.stdin = None;
+        let status = match tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await {
+            Ok(s) => s.ok(),
+            Err(_) => {
+                let _ = self.child.start_kill();
+                self.child.wait().await.ok()
+            }
+        };
+        let mut g = self.heard.lock().unwrap_or_else(|e| e.into_inner());
+        if g.record.exit_code.is_none() {
+            g.record.exit_code = status.and_then(|s| s.code());
+        }
+        (g.record.clone(), g.leftover_lines.clone())
+    }
+}
+
+fn append(log: &Mutex<std::fs::File>, line: &str) {
+    use std::io::Write;
+    let mut f = log.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = writeln!(f, "{line}");
+}
+
+/// Takes one event in.
+fn hear(
+    heard: &Mutex<Heard>,
+    log: &Mutex<std::fs::File>,
+    deaths: &mpsc::UnboundedSender<MemberExit>,
+    ev: NodeEvent,
+) {
+    let mut g = heard.lock().unwrap_or_else(|e| e.into_inner());
+    match ev {
+        NodeEvent::Output { line, .. } => append(log, &line),
+        NodeEvent::Started {
+            hostname,
+            pid,
+            leader_pid,
+            ..
+        } => {
+            g.record.hostname = Some(hostname);
+            g.record.agent_pid = Some(pid);
+            g.record.leader_pid = Some(leader_pid);
+        }
+        NodeEvent::Failed { error } => g.record.error = Some(error),
+        NodeEvent::MemberExited { exit, .. } => {
+            let _ = deaths.send(exit);
+        }
+        NodeEvent::Exited { .. } => {}
+        NodeEvent::Teardown {
+            left,
+            left_by_title,
+            report,
+        } => {
+            g.record.teardown_left = Some(left);
+            g.record.left_by_title = left_by_title;
+            g.leftover_lines = report.leftover_lines();
+        }
+        NodeEvent::Done { exit_code } => g.record.exit_code = Some(exit_code),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn the_launcher_is_the_template_else_slurm_else_an_error() {
+        assert_eq!(
+            Launcher::choose(Some("ssh n{node}"), env(&[("SLURM_JOB_ID", "7")])),
+            Ok(Launcher::Template("ssh n{node}".into()))
+        );
+        assert_eq!(
+            Launcher::choose(None, env(&[(LAUNCHER_ENV, "env")])),
+            Ok(Launcher::Template("env".into()))
+        );
+        assert_eq!(
+            Launcher::choose(None, env(&[("SLURM_JOB_ID", "7")])),
+            Ok(Launcher::Slurm)
+        );
+        assert_eq!(Launcher::choose(None, env(&[])), Err(NO_LAUNCHER.into()));
+    }
+
+    #[test]
+    fn launch_lines() {
+        let agent = agent_argv(
+            Path::new("/bin/inferlint"),
+            "r1-node1",
+            Duration::from_secs(30),
+            &["vllm".into(), "serve".into(), "m".into()],
+        );
+        assert_eq!(
+            Launcher::Slurm.argv(1, &agent).unwrap().join(" "),
+            "srun --nodes=1 --ntasks=1 --relative=1 --overlap --kill-on-bad-exit=1 --quiet \
+             /bin/inferlint node --run-id r1-node1 --grace-ms 30000 -- vllm serve m"
+        );
+        let t = Launcher::Template("ip netns exec ns{node}".into());
+        assert_eq!(
+            t.argv(2, &agent).unwrap()[..5].join(" "),
+            "ip netns exec ns2 /bin/inferlint"
+        );
+        let sh = Launcher::Template("sh -c '{cmd}'".into());
+        let v = sh.argv(1, &agent).unwrap();
+        assert_eq!(v.len(), 3);
+        assert_eq!(shlex::split(&v[2]).unwrap(), agent);
+        assert!(Launcher::Template("sh -c 'x".into())
+            .argv(1, &agent)
+            .is_err());
+    }
+}

@@ -1,0 +1,158 @@
+//! The server's parts on other nodes (docs/design/nodes.md): started right after the head's
+//! part, each under its node agent; stopped together with it; recorded in `run.json`.
+
+use std::time::Duration;
+
+use inferlint_supervisor::Graces;
+
+use super::super::nodes::{agent_argv, Launcher, RemoteNode};
+use super::super::redact;
+use super::Run;
+
+/// The folder of node K's files inside the run folder.
+pub fn node_dir(k: u32) -> String {
+    format!("nodes/{k}")
+}
+
+impl Run {
+    /// Starts every `--serve-node` part; false (with the problem set) when one cannot start.
+    pub(super) fn start_nodes(&mut self) -> bool {
+        let parts = self.inputs.serve_nodes.clone();
+        if parts.is_empty() {
+            return true;
+        }
+        let Some(launcher) = self.inputs.node_launcher.clone() else {
+            self.set_problem(super::super::nodes::NO_LAUNCHER);
+            return false;
+        };
+        let exe = match self.shepherd() {
+            Ok(s) => s.program,
+            Err(e) => {
+                self.set_problem(e);
+                return false;
+            }
+        };
+        // Each node's part carries its own marker, so that a teardown on one node (or on a
+        // host that holds several parts, as in the tests) ends only its own part.
+        let run_id = self
+            .server
+            .run_id
+            .clone()
+            .unwrap_or_else(inferlint_supervisor::new_run_id);
+        for part in parts {
+            let Some(command) = shlex::split(&part.command).filter(|a| !a.is_empty()) else {
+                self.set_problem(format!(
+                    "the --serve-node {} command is empty (or its quotes do not balance)",
+                    part.index
+                ));
+                return false;
+            };
+            let agent = agent_argv(
+                &exe,
+                &format!("{run_id}-node{}", part.index),
+                self.inputs.stop_grace,
+                &command,
+            );
+            if !self.start_node(&launcher, &part, &command, &agent) {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn start_node(
+        &mut self,
+        launcher: &Launcher,
+        part: &super::super::nodes::NodePart,
+        command: &[String],
+        agent: &[String],
+    ) -> bool {
+        let argv = match launcher.argv(part.index, agent) {
+            Ok(a) => a,
+            Err(e) => {
+                self.set_problem(e);
+                return false;
+            }
+        };
+        let log = self
+            .out
+            .join(node_dir(part.index))
+            .join(super::super::folder::BOOT_LOG);
+        self.line(&format!(
+            "== start node {}'s part (output in {})",
+            part.index,
+            log.display()
+        ));
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let shown = redact::redact_command(command, &self.secrets);
+        match RemoteNode::spawn(part, shown, &argv, log, tx) {
+            Ok(node) => {
+                if let Some(d) = &self.server.deaths {
+                    d.add_node(part.index, rx);
+                }
+                self.server.nodes.push(node);
+                true
+            }
+            Err(e) => {
+                self.set_problem(format!(
+                    "cannot start node {}'s part ({}): {e}",
+                    part.index, argv[0]
+                ));
+                false
+            }
+        }
+    }
+
+    /// Waits for every node's teardown, prints what each left and records the nodes.
+    pub(super) async fn finish_nodes(&mut self, graces: Graces) {
+        if self.server.nodes.is_empty() {
+            return;
+        }
+        let limit = graces.total() + Duration::from_secs(5);
+        let mut nodes = std::mem::take(&mut self.server.nodes);
+        let finished = futures_util::future::join_all(nodes.iter_mut().map(|n| n.finish(limit)));
+        let deaths = self
+            .server
+            .deaths
+            .as_ref()
+            .map(|d| d.deaths())
+            .unwrap_or_default();
+        for (mut rec, leftovers) in finished.await {
+            rec.deaths = deaths
+                .iter()
+                .filter(|d| d.node == Some(rec.node))
+                .map(|d| d.summary.clone())
+                .collect();
+            let host = rec.hostname.clone().unwrap_or_else(|| "?".into());
+            match rec.teardown_left {
+                Some(left) => self.line(&format!(
+                    "node {} ({host}): stopped, {left} process(es) left",
+                    rec.node
+                )),
+                None => self.line(&format!(
+                    "node {} ({host}): no teardown report from its agent (exit {})",
+                    rec.node,
+                    rec.exit_code.map_or("unknown".into(), |c| c.to_string())
+                )),
+            }
+            for l in &leftovers {
+                self.line(&format!("node {}: {l}", rec.node));
+            }
+            if let Some(e) = &rec.error {
+                self.set_problem(format!("node {}'s part could not start: {e}", rec.node));
+            }
+            if rec.teardown_left.is_none_or(|n| n > 0) {
+                self.set_problem(format!(
+                    "node {}'s part may not be stopped: {}",
+                    rec.node,
+                    rec.teardown_left
+                        .map_or("its agent sent no teardown report".into(), |n| format!(
+                            "{n} process(es) left"
+                        ))
+                ));
+            }
+            self.record.nodes.push(rec);
+        }
+        self.save_record();
+    }
+}

@@ -1,0 +1,88 @@
+//! `inferlint node` (hidden): the per-node agent of a run that spans nodes, started by `inferlint
+//! run --serve-node K CMD` through a launcher (Slurm's `srun` by default), never by hand. It
+//! runs CMD under a shepherd and speaks JSON lines on stdin and stdout
+//! (docs/design/nodes.md; the messages are `inferlint_supervisor::node_protocol`).
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use inferlint_supervisor::node_agent::{self, AgentOptions};
+use inferlint_supervisor::{CgroupMode, Graces};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The marker value this node's processes carry (the head gives its run id and the node)
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// The node's GPUs for the command (CUDA_VISIBLE_DEVICES)
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
+    /// The teardown's graces in milliseconds: one budget for all stages, or four numbers
+    /// LEADER,AFTER_LEADER,GROUP,FORCE
+    #[arg(long, value_name = "MS")]
+    pub grace_ms: Option<String>,
+    /// cgroup: auto, require or off
+    #[arg(long, default_value = "auto")]
+    pub cgroup: String,
+    /// The command, after `--`
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub command: Vec<OsString>,
+}
+
+/// The graces a `--grace-ms` value names.
+pub fn parse_graces(text: &str) -> Result<Graces, String> {
+    let n: Vec<u64> = text
+        .split(',')
+        .map(|x| x.trim().parse::<u64>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("--grace-ms '{text}' is not a number of milliseconds"))?;
+    let d = Duration::from_millis;
+    match n[..] {
+        [budget] => Ok(Graces::within(d(budget))),
+        [leader, after_leader, group, force] => Ok(Graces {
+            leader: d(leader),
+            after_leader: d(after_leader),
+            group: d(group),
+            force: d(force),
+        }),
+        _ => Err(format!(
+            "--grace-ms '{text}' needs one budget or four numbers LEADER,AFTER_LEADER,GROUP,FORCE"
+        )),
+    }
+}
+
+pub fn run(args: Args) -> anyhow::Result<i32> {
+    let graces = match &args.grace_ms {
+        Some(t) => parse_graces(t).map_err(anyhow::Error::msg)?,
+        None => Graces::default(),
+    };
+    let cgroup: CgroupMode = args.cgroup.parse().map_err(anyhow::Error::msg)?;
+    let mut env = Vec::new();
+    if let Some(g) = args.gpus {
+        env.push((OsString::from("CUDA_VISIBLE_DEVICES"), OsString::from(g)));
+    }
+    Ok(node_agent::run(AgentOptions {
+        shepherd: inferlint_run::proc::this_shepherd()?,
+        names: inferlint_run::proc::names(),
+        command: args.command,
+        run_id: args.run_id,
+        env,
+        graces,
+        cgroup,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn graces_are_one_budget_or_four_stages() {
+        let g = parse_graces("100,20,30,40").unwrap();
+        assert_eq!(g.leader, Duration::from_millis(100));
+        assert_eq!(g.force, Duration::from_millis(40));
+        assert!(parse_graces("3000").unwrap().total() <= Duration::from_millis(3000));
+        assert!(parse_graces("1,2").is_err());
+        assert!(parse_graces("x").is_err());
+    }
+}

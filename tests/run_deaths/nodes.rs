@@ -1,0 +1,175 @@
+//! A run that spans nodes (docs/design/nodes.md), on one host: the head's part is a simulated
+//! vLLM under the run, node 1's part a second one under a node agent started through a local
+//! launcher (`--node-launcher env`, where Slurm would use `srun --relative=1`). A death on node 1
+//! is printed and fails T7 named by its node; SIGKILL of the head leaves no process of either
+//! part; a bystander titled like an engine survives both.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::run_support::{free_port, json_file, message_of, status_of, World};
+use crate::{Bystander, Live, BOUND, LOAD, SERVE};
+
+impl World {
+    /// The run with node 1's part: a simulated vLLM on `port1`.
+    fn two_node_command(&self, port1: u16) -> Command {
+        let node1 = format!(
+            "{} sim serve m --port {port1} --boot-secs 0.2 {SERVE}",
+            shlex::try_quote(crate::run_support::bin()).unwrap()
+        );
+        let args = vec![
+            "--serve".to_string(),
+            self.sim_serve("0.2", SERVE),
+            "--serve-node".into(),
+            "1".into(),
+            node1,
+            "--node-launcher".into(),
+            "env".into(),
+        ];
+        let mut cmd = self.run_command(&args, &self.sim_bench(LOAD));
+        cmd.env_remove("SLURM_JOB_ID")
+            .env_remove("INFERLINT_NODE_LAUNCHER");
+        cmd
+    }
+
+    /// The live processes of node 1's part (their marker ends with `-node1`).
+    fn node1_processes(&self) -> Vec<(i32, String)> {
+        self.live_processes()
+            .into_iter()
+            .filter(|(pid, _)| {
+                std::fs::read(format!("/proc/{pid}/environ"))
+                    .unwrap_or_default()
+                    .split(|b| *b == 0)
+                    .any(|v| v.starts_with(b"INFERLINT_RUN_ID=") && v.ends_with(b"-node1"))
+            })
+            .collect()
+    }
+
+    fn wait_none_alive(&self, limit: Duration) -> Vec<(i32, String)> {
+        let t0 = Instant::now();
+        loop {
+            let alive = self.live_processes();
+            if alive.is_empty() || t0.elapsed() > limit {
+                return alive;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[test]
+fn a_death_on_node_1_is_printed_and_fails_t7_named_by_its_node() {
+    let w = World::new();
+    let mut bystander = Bystander::start();
+    let mut live = Live::spawn(w.two_node_command(free_port()));
+    live.wait_line("== load:", Duration::from_secs(40))
+        .expect("the load starts");
+    std::thread::sleep(Duration::from_millis(1000));
+    let engine = w
+        .node1_processes()
+        .into_iter()
+        .find(|(_, cmd)| cmd.starts_with("VLLM::EngineCore"))
+        .map(|(pid, _)| pid)
+        .expect("node 1's engine runs");
+    // SAFETY: a pid this test's run started on "node 1" (found by its marker), just above.
+    assert_eq!(unsafe { libc::kill(engine, libc::SIGKILL) }, 0);
+    let said = format!("node 1: VLLM::EngineCore (pid {engine}) was killed by SIGKILL");
+    let printed = live.wait_line(&said, Duration::from_secs(10));
+    let r = live.finish(BOUND);
+    assert!(printed.is_some(), "no `{said}`\n{}", r.all());
+    assert!(
+        r.alerts().iter().any(|l| l.contains(&said)),
+        "not an alert\n{}",
+        r.all()
+    );
+    assert_eq!(r.code, 1, "{}", r.all());
+    let res = json_file(&w.out().join("results.json"));
+    assert_eq!(status_of(&res, "T7").as_deref(), Some("fail"), "{res}");
+    let t7 = message_of(&res, "T7").unwrap();
+    assert!(t7.starts_with(&said), "{t7}");
+    let run = json_file(&w.out().join("run.json"));
+    assert_eq!(run["deaths"][0]["node"], 1, "{}", run["deaths"]);
+    assert_eq!(run["deaths"][0]["pid"], engine);
+    let node = &run["nodes"][0];
+    assert_eq!(node["node"], 1, "{node}");
+    assert_eq!(node["teardown_left"], 0, "{node}");
+    assert!(node["hostname"].as_str().is_some_and(|h| !h.is_empty()));
+    assert!(
+        node["deaths"][0].as_str().unwrap().starts_with(&said),
+        "{node}"
+    );
+    // The report names the node and its death, as the run wrote it and as `report` reads the
+    // folder back.
+    let html = std::fs::read_to_string(w.out().join("report.html")).unwrap();
+    assert!(
+        html.contains("The nodes") && html.contains(&said),
+        "no node section"
+    );
+    let again = w.dir.path().join("again.html");
+    let out = Command::new(crate::run_support::bin())
+        .arg("report")
+        .arg(w.out())
+        .arg("-o")
+        .arg(&again)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let html = std::fs::read_to_string(&again).unwrap();
+    assert!(
+        html.contains("The nodes") && html.contains(&said),
+        "report DIR: no node section"
+    );
+    let log = std::fs::read_to_string(w.out().join("nodes/1/boot.log")).unwrap();
+    assert!(log.contains("Application startup complete"), "{log}");
+    assert!(r.stdout.contains("node 1 ("), "{}", r.all());
+    let alive = w.wait_none_alive(Duration::from_secs(5));
+    assert!(alive.is_empty(), "left alive: {alive:?}\n{}", r.all());
+    assert!(bystander.alive(), "the bystander was hit");
+}
+
+#[test]
+fn a_sigkilled_head_leaves_no_process_on_either_node() {
+    let w = World::new();
+    let mut bystander = Bystander::start();
+    let mut live = Live::spawn(w.two_node_command(free_port()));
+    live.wait_line("== load:", Duration::from_secs(40))
+        .expect("the load starts");
+    let before = w.live_processes();
+    assert!(
+        !w.node1_processes().is_empty(),
+        "node 1's part runs: {before:?}"
+    );
+    live.child.kill().unwrap();
+    let _ = live.child.wait();
+    // The head's shepherd ends the head's part; node 1's agent sees its stdin close and ends
+    // its own (graces of the default --stop-grace, but the simulator stops at once).
+    let alive = w.wait_none_alive(Duration::from_secs(30));
+    assert!(alive.is_empty(), "left alive: {alive:?} (were {before:?})");
+    assert!(bystander.alive(), "the bystander was hit");
+}
+
+#[test]
+fn serve_node_outside_slurm_without_a_launcher_is_a_usage_error() {
+    let w = World::new();
+    let args = vec![
+        "--serve".to_string(),
+        w.sim_serve("0.2", SERVE),
+        "--serve-node".into(),
+        "1".into(),
+        "sleep 1".into(),
+    ];
+    let out = w
+        .run_command(&args, &w.sim_bench(LOAD))
+        .env_remove("SLURM_JOB_ID")
+        .env_remove("INFERLINT_NODE_LAUNCHER")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--serve-node needs Slurm (SLURM_JOB_ID is not set) or a launcher"),
+        "{err}"
+    );
+    assert!(!w.out().exists(), "nothing was started");
+}
