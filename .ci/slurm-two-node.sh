@@ -22,6 +22,10 @@
 #   - the bystanders survive: on each node a same-user process titled VLLM::EngineCore_DP0 and
 #     the step of another job.
 # Each phase is timed (cluster start, boot on two nodes, teardown) and printed at the end.
+# The `sim` case (TWO_NODE_CASE=sim, what CI runs on every change: seconds instead of the two
+# real boots' minutes) is the `run` case with inferlint's simulated vLLM as both nodes' parts
+# (node 2's a second simulated server with two tensor-parallel workers, standing in for a
+# headless engine) and `inferlint sim bench` as the load; the same leftover and bystander checks.
 #
 # Usage: .ci/slurm-two-node.sh        (as root, with slurm-wlm and munge installed; see
 #                                       .ci/slurm-test.sh for their install)
@@ -30,7 +34,7 @@
 #                        the `node` command
 #   INFERLINT_CACHE      where vllmcpu/ is (default /var/cache/inferlint; .ci/real-vllm.sh
 #                        installs it)
-#   TWO_NODE_CASE        run (default) or agent
+#   TWO_NODE_CASE        run (default), agent or sim
 #   TWO_NODE_WAIT        seconds the boot may take (default 600: two boots on two cores)
 #   TWO_NODE_REQUIRED=1  fail instead of skipping when something it needs is missing
 #   CLUSTER_PORT, CLUSTER_NET, CLUSTER_KEEP  see .ci/slurm-cluster.sh
@@ -46,6 +50,7 @@ VLLM_PREFIX=${INFERLINT_CACHE:-/var/cache/inferlint}/vllmcpu
 WAIT_S=${TWO_NODE_WAIT:-600}
 RPC_PORT=13345
 API_PORT=8011
+SIM_PROMPTS=16
 FAILURES=0
 declare -a TIMINGS=()
 
@@ -156,13 +161,26 @@ exec "$INFERLINT" run -o "$W/run" \\
 EOF
 }
 
-# The run folder of the `run` case: run.json names node 1 on n2 with nothing left, the load
-# completed, and the server's last scrape carries both engines.
+# The job script of the `sim` case: as the `run` case's, with the simulator's parts and load.
+write_sim_job() {
+    cat > "$W/two-node.sbatch" << EOF
+#!/bin/bash
+#SBATCH --nodes=2 --ntasks-per-node=1
+exec "$INFERLINT" run -o "$W/run" \\
+    --serve "$INFERLINT sim serve m --host 0.0.0.0 --port $API_PORT" \\
+    --serve-node 1 "$INFERLINT sim serve m --host 0.0.0.0 --port $((API_PORT + 1)) --tensor-parallel-size 2" \\
+    -- "$INFERLINT" sim bench --base-url http://127.0.0.1:$API_PORT --model m \\
+    --num-prompts $SIM_PROMPTS --max-concurrency 4 --random-input-len 32 --random-output-len 8
+EOF
+}
+
+# The run folder of the `run` and `sim` cases: run.json names node 1 on n2 with nothing left,
+# the load completed, and (real vLLM) the server's last scrape carries both engines.
 check_run_folder() {
     local msg
-    if ! msg=$(python3 - "$W/run" << 'PY'
+    if ! msg=$(python3 - "$W/run" "$CASE" "$PROMPTS" << 'PY'
 import json, sys
-d = sys.argv[1]
+d, case, prompts = sys.argv[1], sys.argv[2], int(sys.argv[3])
 run = json.load(open(f"{d}/run.json"))
 bad = []
 nodes = run.get("nodes") or []
@@ -176,13 +194,13 @@ if run.get("host") != "n1":
 if run.get("exit_reason") != "completed":
     bad.append(f"exit {run.get('exit_code')} ({run.get('exit_reason')})")
 after = json.dumps(json.load(open(f"{d}/after.snapshot.json")))
-for e in ("0", "1"):
+for e in ("0", "1") if case == "run" else ():
     if f'generation_tokens_total{{engine=\\"{e}\\"' not in after:
         bad.append(f"after.snapshot.json has no engine {e}")
 bench = json.load(open(f"{d}/bench.json"))
-if bench.get("completed") != 4 or bench.get("failed"):
+if bench.get("completed") != prompts or bench.get("failed"):
     bad.append(f"bench: {bench.get('completed')} completed, {bench.get('failed')} failed")
-ok = f"host n1, node 1 on n2 left 0, exit {run.get('exit_code')}, 4 of 4 requests, engines 0 and 1"
+ok = f"host n1, node 1 on n2 left 0, exit {run.get('exit_code')}, {prompts} of {prompts} requests"
 print("; ".join(bad) if bad else ok)
 sys.exit(1 if bad else 0)
 PY
@@ -277,7 +295,7 @@ run_case() {
     done
     cl_nap 2
     for n in "${CL_NODES[@]}"; do node_census "$n" > "$W/before-$n.txt"; done
-    if [[ $CASE == run ]]; then
+    if [[ $CASE == run || $CASE == sim ]]; then
         run_with_serve_node
     else
         run_with_agents
@@ -300,7 +318,7 @@ run_case() {
 # The `run` case: the run boots both parts, probes, loads and stops; the job ends on its own.
 run_with_serve_node() {
     local t0 t1 job state
-    write_run_job
+    if [[ $CASE == sim ]]; then write_sim_job; else write_run_job; fi
     t0=$(now)
     job=$(sbatch --parsable -o "$W/job-%j.out" "$W/two-node.sbatch")
     say "job $job (inferlint run --serve on n1, --serve-node 1 on n2) submitted"
@@ -312,7 +330,9 @@ run_with_serve_node() {
     timing "job queued (submit to RUNNING)" "$t0" "${RUNNING_AT:-$t1}"
     timing "vLLM boot on two nodes (/health)" "${RUNNING_AT:-$t0}" "$t1"
     for n in "${CL_NODES[@]}"; do node_tree "$n" > "$W/tree-$n.txt"; done
-    grep -q 'VLLM::EngineCore_DP1' "$W/tree-n2.txt" || fail "no VLLM::EngineCore_DP1 on n2: $(cat "$W/tree-n2.txt")"
+    local part=VLLM::EngineCore_DP1
+    [[ $CASE == sim ]] && part=VLLM::Worker_TP1
+    grep -q "$part" "$W/tree-n2.txt" || fail "no $part on n2: $(cat "$W/tree-n2.txt")"
     for _ in $(seq "$WAIT_S"); do
         [[ -z $(squeue -h -j "$job" 2> /dev/null) ]] && break
         cl_nap 1
@@ -380,14 +400,17 @@ main() {
     for tool in slurmctld slurmd sbatch srun munged ip nsenter unshare curl; do
         command -v "$tool" > /dev/null || skip "$tool is missing (.ci/slurm-test.sh installs Slurm)"
     done
-    [[ -x $VLLM_PREFIX/venv/bin/vllm ]] || skip "no vLLM in $VLLM_PREFIX (.ci/real-vllm.sh installs it)"
-    "$INFERLINT" node --help > /dev/null 2>&1 || skip "$INFERLINT has no node command"
     CASE=${TWO_NODE_CASE:-run}
+    [[ $CASE == sim || -x $VLLM_PREFIX/venv/bin/vllm ]] \
+        || skip "no vLLM in $VLLM_PREFIX (.ci/real-vllm.sh installs it)"
+    "$INFERLINT" node --help > /dev/null 2>&1 || skip "$INFERLINT has no node command"
     if [[ $CASE == run ]] && ! "$INFERLINT" run --help 2> /dev/null | grep -q -- '--serve-node'; then
         say "$INFERLINT run has no --serve-node: the agent case instead"
         CASE=agent
     fi
-    [[ $CASE == run || $CASE == agent ]] || skip "TWO_NODE_CASE must be run or agent"
+    [[ $CASE == run || $CASE == agent || $CASE == sim ]] || skip "TWO_NODE_CASE must be run, agent or sim"
+    PROMPTS=4
+    [[ $CASE == sim ]] && PROMPTS=$SIM_PROMPTS
     # As .ci/real-vllm.sh serves (tests/real/install.rs): the CPU platform, a 1 GiB KV budget, no
     # CPU pinning on a small box, no hub.
     export VLLM_TARGET_DEVICE=cpu VLLM_CPU_KVCACHE_SPACE=1 VLLM_CPU_OMP_THREADS_BIND=nobind \
