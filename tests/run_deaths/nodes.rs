@@ -173,3 +173,43 @@ fn serve_node_outside_slurm_without_a_launcher_is_a_usage_error() {
     );
     assert!(!w.out().exists(), "nothing was started");
 }
+
+#[test]
+fn a_node_part_that_ends_before_ready_ends_the_boot_wait() {
+    let w = World::new();
+    let mut bystander = Bystander::start();
+    // The head boots for 5 s; node 1's part gives up at once. Without the node's end, the run
+    // would wait the whole boot (and, for a real head, its ready timeout).
+    let args = vec![
+        "--serve".to_string(),
+        w.sim_serve("5", SERVE),
+        "--serve-node".into(),
+        "1".into(),
+        "sh -c 'echo no peers; exit 3'".into(),
+        "--node-launcher".into(),
+        "env".into(),
+    ];
+    let mut cmd = w.run_command(&args, &w.sim_bench(LOAD));
+    cmd.env_remove("SLURM_JOB_ID")
+        .env_remove("INFERLINT_NODE_LAUNCHER");
+    let t0 = Instant::now();
+    let r = Live::spawn(cmd).finish(BOUND);
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "waited for the head's boot: {:?}\n{}",
+        t0.elapsed(),
+        r.all()
+    );
+    assert_eq!(r.code, 1, "{}", r.all());
+    assert!(
+        r.stdout
+            .contains("node 1's part ended before the server was ready"),
+        "{}",
+        r.all()
+    );
+    let log = std::fs::read_to_string(w.out().join("nodes/1/boot.log")).unwrap();
+    assert!(log.contains("no peers"), "{log}");
+    let alive = w.wait_none_alive(Duration::from_secs(5));
+    assert!(alive.is_empty(), "left alive: {alive:?}\n{}", r.all());
+    assert!(bystander.alive(), "the bystander was hit");
+}

@@ -146,6 +146,20 @@ struct Heard {
     leftover_lines: Vec<String>,
 }
 
+/// Resolves with the index of the first node whose agent's stream ends; never without nodes.
+pub async fn first_ended(nodes: &[RemoteNode]) -> u32 {
+    if nodes.is_empty() {
+        return std::future::pending().await;
+    }
+    let waits = nodes.iter().map(|n| {
+        Box::pin(async move {
+            n.ended().await;
+            n.index
+        })
+    });
+    futures_util::future::select_all(waits).await.0
+}
+
 /// One node's agent, as the head holds it.
 pub struct RemoteNode {
     pub index: u32,
@@ -226,6 +240,12 @@ impl RemoteNode {
             let _ = s.write_all(&NodeCommand::Stop(mode).to_line()).await;
             let _ = s.flush().await;
         }
+    }
+
+    /// Resolves when the agent's stream has ended (its part is over, or the agent is gone).
+    pub async fn ended(&self) {
+        let mut over = self.over.clone();
+        let _ = over.wait_for(|o| *o).await;
     }
 
     /// Waits up to `limit` for the agent's last word and the launcher's exit, then closes its

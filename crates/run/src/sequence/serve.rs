@@ -106,15 +106,27 @@ impl Run {
         let Some(s) = self.server.started.as_mut() else {
             return false;
         };
-        let readiness = server::wait_ready(
-            &s.proc,
-            &mut s.events,
-            &self.url,
-            self.inputs.ready_timeout,
-            &self.sink,
-            &self.interrupt,
-        )
-        .await;
+        // A node's part that ends before ready ends the wait: the head's part would wait for
+        // it until the ready timeout. The head's part is then stopped at once (it does not
+        // exit by itself, so it is not "failed" and given time to).
+        let readiness = tokio::select! {
+            r = server::wait_ready(
+                &s.proc,
+                &mut s.events,
+                &self.url,
+                self.inputs.ready_timeout,
+                &self.sink,
+                &self.interrupt,
+            ) => r,
+            k = crate::nodes::first_ended(&self.server.nodes) => {
+                self.timings.boot_s = started.elapsed().as_secs_f64();
+                self.set_problem(format!(
+                    "node {k}'s part ended before the server was ready (its output is in {}/boot.log)",
+                    super::nodes::node_dir(k)
+                ));
+                return false;
+            }
+        };
         self.timings.boot_s = started.elapsed().as_secs_f64();
         match readiness {
             Readiness::Ready { without_line, .. } => {
