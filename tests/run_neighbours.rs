@@ -149,36 +149,10 @@ impl World {
 
     /// Starts the run with its output piped: a thread collects every line and says when the
     /// load has begun.
-    fn start(
-        &self,
-        serve: &str,
-        args: &[&str],
-        load: &[String],
-    ) -> (
-        Child,
-        std::sync::mpsc::Receiver<()>,
-        std::thread::JoinHandle<String>,
-    ) {
+    fn start(&self, serve: &str, args: &[&str], load: &[String]) -> run_support::Watched {
         let mut cmd = self.command(serve, args, load);
-        cmd.stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .stdin(Stdio::null());
-        let mut child = cmd.spawn().unwrap();
-        let mut reader = BufReader::new(child.stdout.take().unwrap());
-        let (tx, rx) = std::sync::mpsc::channel();
-        let rest = std::thread::spawn(move || {
-            let mut all = String::new();
-            let mut l = String::new();
-            while reader.read_line(&mut l).unwrap_or(0) > 0 {
-                if l.starts_with("== load:") {
-                    let _ = tx.send(());
-                }
-                all.push_str(&l);
-                l.clear();
-            }
-            all
-        });
-        (child, rx, rest)
+        cmd.stderr(Stdio::null()).stdin(Stdio::null());
+        run_support::spawn_watching_load(cmd)
     }
 
     /// As [`World::start`], returning once the load has begun (at most 60 s).

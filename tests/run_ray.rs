@@ -19,8 +19,7 @@
 mod cluster;
 mod run_support;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -78,14 +77,7 @@ impl Case {
     }
 
     /// Starts the run; a thread collects its output and says when the load has begun.
-    fn start(
-        &self,
-        load: &[String],
-    ) -> (
-        Child,
-        std::sync::mpsc::Receiver<()>,
-        std::thread::JoinHandle<String>,
-    ) {
+    fn start(&self, load: &[String]) -> run_support::Watched {
         let args: Vec<String> = [
             "--serve",
             &self.serve(),
@@ -99,25 +91,9 @@ impl Case {
         .collect();
         let mut cmd = self.world.run_command(&args, load);
         cmd.envs(self.ray.vars(self.mode))
-            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .stdin(Stdio::null());
-        let mut child = cmd.spawn().unwrap();
-        let mut reader = BufReader::new(child.stdout.take().unwrap());
-        let (tx, rx) = std::sync::mpsc::channel();
-        let rest = std::thread::spawn(move || {
-            let mut all = String::new();
-            let mut l = String::new();
-            while reader.read_line(&mut l).unwrap_or(0) > 0 {
-                if l.starts_with("== load:") {
-                    let _ = tx.send(());
-                }
-                all.push_str(&l);
-                l.clear();
-            }
-            all
-        });
-        (child, rx, rest)
+        run_support::spawn_watching_load(cmd)
     }
 
     /// The pids the server printed: its actors, the detached actor and that actor's child.

@@ -300,6 +300,36 @@ async fn prometheus_metrics(State(app): State<Arc<App>>) -> Response {
 }
 
 /// Reads a JSON file.
+/// A run started with its stdout piped: a thread collects every line and says on the channel
+/// when the load has begun (the `== load:` line); its handle gives the whole output.
+pub type Watched = (
+    std::process::Child,
+    std::sync::mpsc::Receiver<()>,
+    std::thread::JoinHandle<String>,
+);
+
+/// Spawns `cmd` (its stdout piped by this function) and watches its output for the load's start.
+pub fn spawn_watching_load(mut cmd: Command) -> Watched {
+    use std::io::{BufRead, BufReader};
+    cmd.stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let mut reader = BufReader::new(child.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let rest = std::thread::spawn(move || {
+        let mut all = String::new();
+        let mut l = String::new();
+        while reader.read_line(&mut l).unwrap_or(0) > 0 {
+            if l.starts_with("== load:") {
+                let _ = tx.send(());
+            }
+            all.push_str(&l);
+            l.clear();
+        }
+        all
+    });
+    (child, rx, rest)
+}
+
 pub fn json_file(p: &Path) -> Value {
     let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     serde_json::from_str(&t).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
