@@ -1,6 +1,6 @@
 //! `inferlint run` end to end: the real binary supervising `inferlint sim serve` (a simulated
-//! vLLM with its own engine process and simulated GPU; TensorRT-LLM in [`trtllm`]) while
-//! `inferlint sim bench` loads it.
+//! vLLM with its own engine process and simulated GPU; SGLang in [`sglang`], TensorRT-LLM in
+//! [`trtllm`], their fault cases in [`faults`]) while `inferlint sim bench` loads it.
 //!
 //! These tests take turns (one lock) to keep their timings steady; a run signals only what it
 //! started, so they no longer need to for safety (tests/run_neighbours.rs runs them side by
@@ -563,6 +563,12 @@ fn api_key_reaches_no_file() {
 
 #[path = "run_sim/exit_paths.rs"]
 mod exit_paths;
+/// Ctrl-C, SIGKILL of inferlint and an orphaned worker on the simulated SGLang and TensorRT-LLM.
+#[path = "run_sim/faults.rs"]
+mod faults;
+/// The simulated SGLang under `run`.
+#[path = "run_sim/sglang.rs"]
+mod sglang;
 /// The simulated TensorRT-LLM under `run`.
 #[path = "run_sim/trtllm.rs"]
 mod trtllm;

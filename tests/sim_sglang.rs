@@ -448,3 +448,53 @@ fn requests_beyond_the_running_cap_wait_in_the_queue_gauge() {
     let (_, m) = metrics(&sim);
     assert_eq!(sample(&m, "sglang:num_queue_reqs", None), 0.0);
 }
+
+/// `--fail-boot value_error|runtime_error`: the scheduler's recorded traceback, then the
+/// launcher's sigquit lines and its own SIGKILL (SGLang's `kill_process_tree` includes the
+/// parent); the analyzer classifies the simulated log as the recorded one, to the line text.
+#[test]
+fn start_up_failures_classify_as_the_recorded_ones() {
+    use std::os::unix::process::ExitStatusExt;
+    for (kind, file) in [
+        ("value_error", "boot_fail_mem_advice.log"),
+        ("runtime_error", "boot_fail_mamba_state.log"),
+    ] {
+        let mut sim = Sim::builder()
+            .args(&["--engine", "sglang", "--fail-boot", kind])
+            .no_wait()
+            .start();
+        let status = sim.wait_exit(Duration::from_secs(20)).expect("it exits");
+        assert_eq!(status.signal(), Some(libc::SIGKILL), "{kind}: {status:?}");
+        let log = sim.log();
+        let got = bootlog::parse_text(&log, Some(Engine::Sglang));
+        let text = std::fs::read_to_string(Path::new(REC).join(file)).unwrap();
+        let rec = bootlog::parse_text(&text, Some(Engine::Sglang));
+        let (g, r) = (got.failure.expect(kind), rec.failure.expect(file));
+        assert_eq!(
+            (g.kind, g.phase, &g.detail),
+            (r.kind, r.phase, &r.detail),
+            "{kind}: {log}"
+        );
+        assert!(
+            log.contains(
+                "Received sigquit from a child process. It usually means the child failed."
+            ),
+            "{log}"
+        );
+        assert!(
+            eventually(Duration::from_secs(5), || sim.processes().is_empty()),
+            "{kind}: left behind"
+        );
+    }
+    let mut sim = Sim::builder()
+        .args(&["--engine", "sglang", "--fail-boot", "jit_toolchain"])
+        .no_wait()
+        .start();
+    let status = sim.wait_exit(Duration::from_secs(10)).expect("it exits");
+    assert_eq!(
+        status.code(),
+        Some(2),
+        "an unrecorded failure is a usage error"
+    );
+    assert!(sim.log().contains("its recorded failures"), "{}", sim.log());
+}

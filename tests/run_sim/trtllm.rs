@@ -2,15 +2,14 @@
 //! the run takes the engine from the serve command, reads the TensorRT-LLM boot log, scrapes
 //! /prometheus/metrics, judges it as TensorRT-LLM (T14 does not apply; its gauges lag, or are
 //! missing without iteration stats), and stops every process the server started (the launcher,
-//! `prte` and the MPI ranks) on a clean end, on Ctrl-C, on SIGKILL of inferlint and with an
-//! orphaned rank, while same-user bystanders of other engines live on.
+//! `prte` and the MPI ranks) on a clean end, while same-user bystanders of other engines live
+//! on; Ctrl-C, SIGKILL of inferlint and an orphaned rank are [`super::faults`]' cases.
 //!
 //! They take turns with tests/run_sim.rs's (its lock) to keep their timings steady.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::faults::{assert_bystanders_live, assert_nothing_left, bystanders, command};
 use super::turn;
 use crate::run_support::{
     clean_exit_code, json_file, message_of, run_with_limit, status_of, text, World,
@@ -18,7 +17,7 @@ use crate::run_support::{
 use serde_json::Value;
 
 /// The `--serve` command of a simulated TensorRT-LLM with this `--config` YAML body.
-fn serve(w: &World, yaml: &str, extra: &str) -> String {
+pub(super) fn serve(w: &World, yaml: &str, extra: &str) -> String {
     let path = w.dir.path().join("perf.yaml");
     std::fs::write(&path, yaml).unwrap();
     w.sim_serve(
@@ -30,61 +29,14 @@ fn serve(w: &World, yaml: &str, extra: &str) -> String {
     )
 }
 
-const ITERATION_STATS: &str = "return_perf_metrics: true\nenable_iter_perf_stats: true\n";
-
-fn command(w: &World, serve: &str, args: &[&str], load: &str) -> Command {
-    let mut all: Vec<String> = vec!["--serve".into(), serve.into()];
-    all.extend(args.iter().map(|s| s.to_string()));
-    w.run_command(&all, &w.sim_bench(load))
-}
+pub(super) const ITERATION_STATS: &str =
+    "return_perf_metrics: true\nenable_iter_perf_stats: true\n";
 
 fn run(w: &World, serve: &str, args: &[&str], load: &str) -> (i32, String, Value) {
     let out = run_with_limit(command(w, serve, args, load), Duration::from_secs(150));
     let stdout = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
     let results = json_file(&w.out().join("results.json"));
     (out.status.code().unwrap_or(-1), stdout, results)
-}
-
-/// Same-user processes that look like other engines' (and an MPI server under no server).
-fn bystanders() -> Vec<Child> {
-    [
-        "exec -a sglang::scheduler_TP0 sleep 120",
-        "exec -a 'vllm serve other-model' sleep 120",
-        "exec -a 'python3 -R -m mpi4py.futures.server' sleep 120",
-    ]
-    .iter()
-    .map(|c| {
-        Command::new("bash")
-            .args(["-c", c])
-            .env_remove("INFERLINT_GPU")
-            .spawn()
-            .unwrap()
-    })
-    .collect()
-}
-
-fn assert_bystanders_live(mut v: Vec<Child>) {
-    for c in &mut v {
-        assert!(
-            c.try_wait().unwrap().is_none(),
-            "a bystander was killed: {}",
-            c.id()
-        );
-        let _ = c.kill();
-        let _ = c.wait();
-    }
-}
-
-fn assert_nothing_left(w: &World) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !w.live_processes().is_empty() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    assert!(
-        w.live_processes().is_empty(),
-        "left behind: {:?}",
-        w.live_processes()
-    );
 }
 
 /// T8 on gauges that move only when a request completes: PASS when a completion showed the
@@ -186,105 +138,6 @@ fn without_iteration_stats_t8_and_t9_cannot_tell() {
         "{stdout}"
     );
     assert_nothing_left(&w);
-}
-
-#[test]
-fn an_orphaned_rank_is_found_and_killed() {
-    let _t = turn();
-    let w = World::new();
-    let others = bystanders();
-    let serve = serve(
-        &w,
-        ITERATION_STATS,
-        "--orphan-engine --escape setsid --engine-ignores-sigterm",
-    );
-    let (_, stdout, results) = run(
-        &w,
-        &serve,
-        &["--stop-grace", "2"],
-        "--num-prompts 4 --max-concurrency 2 --random-output-len 8",
-    );
-    assert!(
-        stdout.contains("outside the server's process group"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("mpi4py.futures.server"), "{stdout}");
-    assert_eq!(
-        status_of(&results, "T2").as_deref(),
-        Some("pass"),
-        "{results}"
-    );
-    assert_nothing_left(&w);
-    assert_bystanders_live(others);
-}
-
-/// Starts a long run and returns once its load has begun.
-fn start_and_wait_for_load(w: &World, args: &[&str]) -> Child {
-    let serve = serve(w, ITERATION_STATS, "--tokens-per-s 100");
-    let load = "--max-concurrency 4 --num-prompts 400 --random-input-len 32 --random-output-len 400 --ignore-eos";
-    let mut cmd = command(w, &serve, args, load);
-    cmd.stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .stdin(Stdio::null());
-    let mut child = cmd.spawn().unwrap();
-    let mut reader = BufReader::new(child.stdout.take().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let mut seen = Vec::new();
-    loop {
-        let mut l = String::new();
-        if reader.read_line(&mut l).unwrap() == 0 || Instant::now() > deadline {
-            break;
-        }
-        seen.push(l.clone());
-        if l.starts_with("== load:") {
-            break;
-        }
-    }
-    assert!(seen.iter().any(|l| l.starts_with("== load:")), "{seen:?}");
-    std::thread::spawn(move || {
-        let mut sink = String::new();
-        while reader.read_line(&mut sink).unwrap_or(0) > 0 {
-            sink.clear();
-        }
-    });
-    std::thread::sleep(Duration::from_millis(1500));
-    child
-}
-
-#[test]
-fn ctrl_c_mid_load_stops_every_rank() {
-    let _t = turn();
-    let w = World::new();
-    let others = bystanders();
-    let mut child = start_and_wait_for_load(&w, &[]);
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
-    }
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
-    let run = json_file(&w.out().join("run.json"));
-    assert_eq!(run["exit_reason"], "interrupted");
-    assert_nothing_left(&w);
-    assert_bystanders_live(others);
-}
-
-#[test]
-fn sigkill_of_inferlint_leaves_no_rank() {
-    let _t = turn();
-    let w = World::new();
-    let others = bystanders();
-    let mut child = start_and_wait_for_load(&w, &["--stop-grace", "5"]);
-    assert!(
-        w.live_processes().iter().any(|(_, c)| c.contains("mpi4py")),
-        "{:?}",
-        w.live_processes()
-    );
-    unsafe {
-        libc::kill(child.id() as i32, libc::SIGKILL);
-    }
-    let _ = child.wait();
-    assert_nothing_left(&w);
-    assert_bystanders_live(others);
 }
 
 /// `sim bench --backend trtllm` is TensorRT-LLM's own client to `run`: rewritten to save its

@@ -430,6 +430,9 @@ impl ServeConfig {
         if a.engine == Engine::Trtllm {
             crate::trtllm::failures::supported(a.fail_boot)?;
         }
+        if a.engine == Engine::Sglang {
+            crate::sglang::failures::supported(a.fail_boot)?;
+        }
         let sglang = a.engine == Engine::Sglang;
         let block_size = if a.hybrid {
             HYBRID_BLOCK_SIZE

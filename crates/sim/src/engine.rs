@@ -157,7 +157,11 @@ pub fn run_engine() -> anyhow::Result<i32> {
         .filter(|k| *k != FailKind::EngineDead)
         .or(cfg.pool_too_small().then_some(FailKind::KvCacheTooSmall));
     if let Some(kind) = fail {
-        failures::print_engine_failure(&log, kind, &cfg);
+        if cfg.engine == EngineKind::Sglang {
+            crate::sglang::failures::print_scheduler_failure(&log, kind);
+        } else {
+            failures::print_engine_failure(&log, kind, &cfg);
+        }
         return Ok(1);
     }
     if cfg.fail_boot == Some(FailKind::EngineDead) {

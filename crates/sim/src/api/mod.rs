@@ -272,6 +272,11 @@ async fn serve(
                     for p in &mut procs {
                         let _ = p.child.wait();
                     }
+                    if cfg.engine == Engine::Sglang {
+                        crate::sglang::failures::print_launcher_failure(&log);
+                        // SGLang's kill_process_tree ends the launcher too, with SIGKILL.
+                        let _ = kill(Pid::this(), Signal::SIGKILL);
+                    }
                     failures::print_api_boot_failure(&log, cfg.fail_boot.unwrap_or(FailKind::RuntimeError));
                     return Ok(1);
                 }

@@ -8,6 +8,7 @@
 //! (docs/design/engines.md#the-simulated-sglang) lists them.
 
 pub mod boot;
+pub mod failures;
 mod families;
 pub mod http;
 pub mod metrics;

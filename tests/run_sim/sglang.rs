@@ -1,13 +1,14 @@
 //! `inferlint run` end to end against the simulated SGLang (`sim serve --engine sglang`): the
 //! run takes the engine from the serve command, reads the SGLang boot log, scrapes SGLang's
 //! /metrics, and judges it as SGLang (T14 does not apply; T1 counts retractions), then stops
-//! every process the server started.
-
-mod run_support;
+//! every process the server started; its fault cases are [`super::faults`]'.
 
 use std::time::Duration;
 
-use run_support::{clean_exit_code, json_file, message_of, run_with_limit, status_of, text, World};
+use super::turn;
+use crate::run_support::{
+    clean_exit_code, json_file, message_of, run_with_limit, status_of, text, World,
+};
 use serde_json::Value;
 
 fn run(w: &World, extra: &str, load: &str) -> (i32, String, Value) {
@@ -35,6 +36,7 @@ fn retractions(w: &World, which: &str) -> f64 {
 
 #[test]
 fn a_run_of_the_simulated_sglang_is_judged_as_sglang() {
+    let _t = turn();
     let w = World::new();
     let (code, stdout, results) = run(
         &w,
@@ -85,6 +87,7 @@ fn a_run_of_the_simulated_sglang_is_judged_as_sglang() {
 
 #[test]
 fn retractions_of_the_simulated_sglang_fail_t1() {
+    let _t = turn();
     let w = World::new();
     // 8 requests growing to 50 + 150 tokens cannot share a pool of 800.
     let (_, stdout, results) = run(
@@ -116,6 +119,7 @@ fn retractions_of_the_simulated_sglang_fail_t1() {
 /// request is the one untimed request T15 expects.
 #[test]
 fn the_sglang_clients_result_line_is_read() {
+    let _t = turn();
     let w = World::new();
     let (code, stdout, results) = run(
         &w,
