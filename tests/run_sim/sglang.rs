@@ -78,6 +78,12 @@ fn a_run_of_the_simulated_sglang_is_judged_as_sglang() {
         message_of(&results, "T15").is_some_and(|m| m.contains("8 requests, 320 output tokens")),
         "{stdout}"
     );
+    // The report names the engine and carries the verdicts the run printed.
+    let page = std::fs::read_to_string(w.out().join("report.html")).unwrap();
+    assert!(
+        page.contains("SGLang") && page.contains("no retractions"),
+        "the report does not name SGLang or T1's verdict"
+    );
     assert!(
         w.live_processes().is_empty(),
         "left behind: {:?}",

@@ -106,6 +106,12 @@ fn a_run_of_the_simulated_trtllm_is_judged_as_trtllm() {
         "{stdout}"
     );
     assert_t8_reads_lagging_gauges(&results);
+    // The report names the engine and carries the verdicts the run printed.
+    let page = std::fs::read_to_string(w.out().join("report.html")).unwrap();
+    assert!(
+        page.contains("TensorRT-LLM") && page.contains("no pause in the server log"),
+        "the report does not name TensorRT-LLM or T1's verdict"
+    );
     let snap = json_file(&w.out().join("after.snapshot.json"));
     assert!(snap["url"]
         .as_str()
