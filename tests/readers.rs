@@ -619,3 +619,6 @@ mod never_panics {
 
 #[path = "readers/sglang_client.rs"]
 mod sglang_client;
+
+#[path = "readers/guidellm.rs"]
+mod guidellm;

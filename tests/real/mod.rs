@@ -13,6 +13,7 @@
 //! started bare and its processes are found by a marker in their environment and by their process
 //! groups (vLLM's renamed children wipe their environment, but stay in the API server's group).
 
+pub mod engines;
 pub mod files;
 pub mod install;
 pub mod multiproc;
