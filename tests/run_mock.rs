@@ -158,19 +158,19 @@ fn check_attach_run(engine: MockEngine, key: &str, jsonl: bool) {
     let header: Value = serde_json::from_str(header.lines().next().unwrap()).unwrap();
     assert_eq!(header["engine"], key);
     let t8 = message_of(r, "T8").unwrap();
-    assert!(t8.contains('4'), "{t8}");
+    assert!(t8.starts_with("requested 4 concurrent"), "{t8}");
     assert!(a.stdout.contains("[T15] PASS"), "{}", a.stdout);
     assert!(a.stdout.contains("report: ") && a.stdout.contains("report.html"));
+    // The mock's running gauge never moves: no sample saw a request, so T8 cannot tell (and the
+    // run exits 2), on every engine.
+    assert_eq!(status_of(r, "T8").as_deref(), Some("unknown"), "{all}");
+    assert_eq!(a.code, 2, "{all}");
     if engine == MockEngine::Trtllm {
-        assert_eq!(status_of(r, "T8").as_deref(), Some("unknown"), "{all}");
         assert_eq!(status_of(r, "T1").as_deref(), Some("unknown"));
         assert!(message_of(r, "T1").unwrap().contains("counts no pauses"));
-        assert_eq!(a.code, 2, "{all}");
     } else {
-        assert_eq!(status_of(r, "T8").as_deref(), Some("fail"), "{all}");
-        assert!(t8.starts_with("requested 4"), "{t8}");
+        assert!(t8.contains("no sample saw a request"), "{t8}");
         assert_eq!(status_of(r, "T1").as_deref(), Some("pass"));
-        assert_eq!(a.code, 1, "{all}");
     }
     assert!(a.stdout.contains(&format!(
         "== engine: {} (from its metrics)",

@@ -159,6 +159,17 @@ pub fn check(
         return evidence(CheckResult::unknown(Tripwire::T8, msg));
     };
     let n = requested as f64;
+    // No sample saw a request: the load sent none the engine saw (a client that failed at once,
+    // every request refused before the queue), or each ended between two samples. Neither is a
+    // server that held requests back: can't tell, as T16 says for an empty window.
+    if peak == 0.0 && peak_in_flight.is_none_or(|f| f == 0.0) && n > 0.0 {
+        return evidence(CheckResult::unknown(
+            Tripwire::T8,
+            format!(
+                "requested {requested} concurrent, but no sample saw a request running or waiting: the load sent none, none reached the engine, or each ended between two samples (the load's exit code, T15 and T17 say which)"
+            ),
+        ));
+    }
     if peak >= n {
         return evidence(CheckResult::pass(
             Tripwire::T8,
@@ -252,6 +263,23 @@ mod tests {
             r.message,
             "requested 5 concurrent, server never ran more than 4"
         );
+    }
+
+    #[test]
+    fn a_load_that_sent_nothing_is_unknown_not_a_failure() {
+        let idle = series(&[(Some(0.0), Some(0.0)), (Some(0.0), Some(0.0))]);
+        let r = check(&idle, 4, None, Engine::Sglang);
+        assert_eq!(r.status, Status::Unknown, "{}", r.message);
+        assert!(
+            r.message.contains("no sample saw a request"),
+            "{}",
+            r.message
+        );
+        // One request seen (running, or only waiting) is evidence: the rule judges again.
+        let one = series(&[(Some(0.0), Some(0.0)), (Some(1.0), Some(0.0))]);
+        assert_eq!(check(&one, 4, None, Engine::Sglang).status, Status::Fail);
+        let queued = series(&[(Some(0.0), Some(3.0))]);
+        assert_eq!(check(&queued, 4, None, Engine::Sglang).status, Status::Fail);
     }
 
     #[test]
