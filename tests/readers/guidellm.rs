@@ -41,3 +41,36 @@ fn guidellm_081_report_reads_and_agrees_with_the_server() {
     let t = t15::check(&fewer, &before, &after, 0, Engine::Sglang);
     assert_ne!(t.status, Status::Pass, "{}", t.message);
 }
+
+/// The same run with GuideLLM 0.8's constraint mistyped (`value=` for `count=`): the client
+/// exits 2 before sending anything, the recording never sees a request, and T8 cannot tell
+/// (it said "never ran more than 0" before); one sample with two running makes it a failure.
+#[test]
+fn guidellm_refusing_its_arguments_leaves_t8_unable_to_tell() {
+    use inferlint_core::checks::t8;
+    use inferlint_core::series::Series;
+    let (Some(series), Some(log)) = (
+        evidence("guidellm-0.8/refused-constraint/run.series.jsonl"),
+        evidence("guidellm-0.8/refused-constraint/load.log"),
+    ) else {
+        return;
+    };
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(log.contains("Field required (at 'constraints[0].max_requests.count')"));
+    let s = Series::load(&series).unwrap();
+    let r = t8::check(&s, 4, None, Engine::Sglang);
+    assert_eq!(r.status, Status::Unknown, "{}", r.message);
+    assert!(
+        r.message.contains("no sample saw a request"),
+        "{}",
+        r.message
+    );
+    let mut seen = s.clone();
+    seen.samples[3].running = Some(2.0);
+    let r = t8::check(&seen, 4, None, Engine::Sglang);
+    assert_eq!(r.status, Status::Fail, "{}", r.message);
+    assert_eq!(
+        r.message,
+        "requested 4 concurrent, server never ran more than 2"
+    );
+}
