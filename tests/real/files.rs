@@ -163,6 +163,21 @@ pub fn boot_log_tail(launch: &Launch, n: usize) -> String {
 
 /// The stop's T2 (N/A on a machine without NVIDIA GPUs: no GPU memory to free, no server
 /// process alive) and, from outside, nothing of the run alive and its port free again.
+/// T15's result, asserting it read aiperf's own file (`profile_export_aiperf.json`) and counted
+/// `completed` requests on the client's side.
+pub fn aiperf_t15(results: &Value, completed: f64) -> &Value {
+    let t15 = result(results, "T15");
+    let ev = &t15["evidence"];
+    assert!(
+        ev["result_file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("profile_export_aiperf.json")),
+        "T15 did not read aiperf's file: {t15}"
+    );
+    assert_eq!(num(&ev["client_completed"]), completed, "{t15}");
+    t15
+}
+
 pub fn assert_stopped_clean(launch: &Launch, results: &Value) {
     let t2 = result(results, "T2");
     assert_eq!(t2["status"], "not_applicable", "T2 after the stop: {t2}");
