@@ -328,7 +328,7 @@ run_with_serve_node() {
     fi
     t1=$(now)
     timing "job queued (submit to RUNNING)" "$t0" "${RUNNING_AT:-$t1}"
-    timing "vLLM boot on two nodes (/health)" "${RUNNING_AT:-$t0}" "$t1"
+    timing "server boot on two nodes (/health)" "${RUNNING_AT:-$t0}" "$t1"
     for n in "${CL_NODES[@]}"; do node_tree "$n" > "$W/tree-$n.txt"; done
     local part=VLLM::EngineCore_DP1
     [[ $CASE == sim ]] && part=VLLM::Worker_TP1
@@ -361,7 +361,7 @@ run_with_agents() {
     fi
     t1=$(now)
     timing "job queued (submit to RUNNING)" "$t0" "${RUNNING_AT:-$t1}"
-    timing "vLLM boot on two nodes (/health)" "${RUNNING_AT:-$t0}" "$t1"
+    timing "server boot on two nodes (/health)" "${RUNNING_AT:-$t0}" "$t1"
     curl -s "http://${CL_ADDR[n1]}:$API_PORT/metrics" > "$W/metrics.prom"
     for m in 0 1; do
         grep -q "^vllm:generation_tokens_total{engine=\"$m\"" "$W/metrics.prom" \
