@@ -124,6 +124,17 @@ class Engine:
         return "\n".join(lines) + "\n"
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A client that hangs up mid-answer (a probe's timeout, a cancelled load) is not a server
+    failure: uvicorn logs nothing for it, where socketserver prints a BrokenPipeError traceback
+    that the boot-log analyzer would rightly read as one."""
+
+    def handle_error(self, request, client_address):
+        if isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            return
+        super().handle_error(request, client_address)
+
+
 def handler(engine):
     class H(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -204,7 +215,7 @@ def main():
     pid, child = ray.get(holder.pids.remote())
     print(f"INFO detached actor pid={pid} holds child pid={child}", flush=True)
     engine = Engine(workers)
-    server = ThreadingHTTPServer(("127.0.0.1", args.port), handler(engine))
+    server = QuietServer(("127.0.0.1", args.port), handler(engine))
     server.daemon_threads = True
     print("INFO:     Application startup complete.", flush=True)
     server.serve_forever()
