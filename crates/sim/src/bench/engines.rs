@@ -47,6 +47,27 @@ struct Latencies {
     itl: Vec<f64>,
 }
 
+/// What both engines' result files sum over the successful requests, and the run's duration
+/// (never 0, it divides).
+struct Totals<'a> {
+    ok: Vec<&'a Outcome>,
+    input: u64,
+    output: u64,
+    l: Latencies,
+    d: f64,
+}
+
+fn totals(outs: &[Outcome], duration: f64) -> Totals<'_> {
+    let ok: Vec<&Outcome> = outs.iter().filter(|o| o.success).collect();
+    Totals {
+        input: ok.iter().map(|o| u64::from(o.prompt_len)).sum(),
+        output: ok.iter().map(|o| u64::from(o.output_tokens)).sum(),
+        l: latencies(&ok),
+        d: duration.max(1e-9),
+        ok,
+    }
+}
+
 fn latencies(ok: &[&Outcome]) -> Latencies {
     let sorted = |mut v: Vec<f64>| {
         v.sort_by(f64::total_cmp);
@@ -78,11 +99,13 @@ pub fn sglang_result(
     outs: &[Outcome],
     vllm: &Map<String, Value>,
 ) -> Map<String, Value> {
-    let ok: Vec<&Outcome> = outs.iter().filter(|o| o.success).collect();
-    let input: u64 = ok.iter().map(|o| u64::from(o.prompt_len)).sum();
-    let output: u64 = ok.iter().map(|o| u64::from(o.output_tokens)).sum();
-    let l = latencies(&ok);
-    let d = duration.max(1e-9);
+    let Totals {
+        ok,
+        input,
+        output,
+        l,
+        d,
+    } = totals(outs, duration);
     let mut r = Map::new();
     let mut put = |k: &str, v: Value| {
         r.insert(k.to_string(), v);
@@ -210,11 +233,13 @@ pub fn trtllm_result(
     outs: &[Outcome],
     vllm: &Map<String, Value>,
 ) -> Map<String, Value> {
-    let ok: Vec<&Outcome> = outs.iter().filter(|o| o.success).collect();
-    let input: u64 = ok.iter().map(|o| u64::from(o.prompt_len)).sum();
-    let output: u64 = ok.iter().map(|o| u64::from(o.output_tokens)).sum();
-    let l = latencies(&ok);
-    let d = duration.max(1e-9);
+    let Totals {
+        ok,
+        input,
+        output,
+        l,
+        d,
+    } = totals(outs, duration);
     let mut r = Map::new();
     let mut put = |k: &str, v: Value| {
         r.insert(k.to_string(), v);
