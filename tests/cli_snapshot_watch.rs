@@ -2,7 +2,7 @@
 //! (127.0.0.1, a free port, stopped when the test ends), plus the recorder and the scraper's
 //! clocks through the library.
 
-mod loopback;
+use crate::loopback;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -1,6 +1,6 @@
 //! `inferlint demo`: the README's main-job command, on a machine with nothing but the binary.
 
-mod run_support;
+use crate::run_support;
 
 use std::time::{Duration, Instant};
 

@@ -89,10 +89,14 @@ fn probe_reads_one_evidence_file() {
 
 fn probe_with(evidence: &Path, require: Option<&str>) -> (bool, String) {
     let mut cmd = Command::new(std::env::current_exe().unwrap());
-    cmd.args(["--exact", "probe_reads_one_evidence_file", "--nocapture"])
-        .env("INFERLINT_EVIDENCE", evidence)
-        .env_remove("CI")
-        .env_remove("INFERLINT_REQUIRE_EVIDENCE");
+    cmd.args([
+        "--exact",
+        "evidence_home::probe_reads_one_evidence_file",
+        "--nocapture",
+    ])
+    .env("INFERLINT_EVIDENCE", evidence)
+    .env_remove("CI")
+    .env_remove("INFERLINT_REQUIRE_EVIDENCE");
     if let Some(v) = require {
         cmd.env("INFERLINT_REQUIRE_EVIDENCE", v);
     }

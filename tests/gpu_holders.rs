@@ -3,8 +3,8 @@
 //! a container's pid found through NSpid, a same-numbered stranger, `[Not Found]`), and the
 //! simulated GPU with several cards and real holder processes of this test.
 
-mod sim_support;
-mod smi_support;
+use crate::sim_support;
+use crate::smi_support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! processes holding memory on it; memory on other cards is a note. On the simulated GPU
 //! (held by this test) and on the recorded H200 node through a stand-in nvidia-smi.
 
-mod smi_support;
+use crate::smi_support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

@@ -4,7 +4,7 @@
 //! backwards, a 50 MB body, and a connection closed in the middle of the answer. Each must give
 //! a clear message and the right exit status, write nothing half-done, and never panic or hang.
 
-mod loopback;
+use crate::loopback;
 
 use std::path::Path;
 use std::process::{Command, Output};

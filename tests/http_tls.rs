@@ -195,8 +195,5 @@ fn a_private_ca_is_trusted_only_when_named() {
     assert!(err.starts_with("inferlint: --cacert server.csr: "), "{err}");
 }
 
-#[path = "run_support/mod.rs"]
-mod run_support;
-
 #[path = "http_tls/hosts.rs"]
 mod hosts;

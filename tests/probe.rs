@@ -1,7 +1,7 @@
 //! `inferlint probe URL` (T7) against mock servers: healthy, dying on the first request, dying
 //! under the burst, answering empty completions, and nothing listening.
 
-mod run_support;
+use crate::run_support;
 
 use std::time::Duration;
 

@@ -5,9 +5,9 @@
 //! computed in exact integers.
 //!
 //! Each property runs a modest number of cases so that `cargo test` stays fast; for a long run:
-//! `PROPTEST_CASES=100000 cargo test --release --test proptest_blocks`.
+//! `PROPTEST_CASES=100000 cargo test --release --test proptests proptest_blocks::`.
 
-mod proptest_support;
+use crate::proptest_support;
 
 use std::collections::BTreeSet;
 

@@ -8,9 +8,9 @@
 //! the server processes and their descendants, and never inferlint, its ancestors, a bystander,
 //! or (when limited to one user) another user's process.
 //!
-//! For a long run: `PROPTEST_CASES=100000 cargo test --release --test proptest_bystanders`.
+//! For a long run: `PROPTEST_CASES=100000 cargo test --release --test proptests proptest_bystanders::`.
 
-mod proptest_support;
+use crate::proptest_support;
 
 use std::collections::BTreeSet;
 

@@ -5,9 +5,9 @@
 //! nanoseconds.
 //!
 //! Each property runs a modest number of cases so that `cargo test` stays fast; for a long run:
-//! `PROPTEST_CASES=100000 cargo test --release --test proptest_counters`.
+//! `PROPTEST_CASES=100000 cargo test --release --test proptests proptest_counters::`.
 
-mod proptest_support;
+use crate::proptest_support;
 
 use inferlint_core::checks::counters::{counter_delta, CounterQuery, DeltaError, Restart};
 use inferlint_core::checks::{t1, t10};

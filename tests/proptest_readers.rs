@@ -5,9 +5,9 @@
 //! skipped, damaged rows counted, the first row with a `schema` key is the header).
 //!
 //! The fuzz targets in fuzz/ cover the same readers for hours; these run in seconds under
-//! `cargo test`. For a long run: `PROPTEST_CASES=100000 cargo test --release --test proptest_readers`.
+//! `cargo test`. For a long run: `PROPTEST_CASES=100000 cargo test --release --test proptests proptest_readers::`.
 
-mod proptest_support;
+use crate::proptest_support;
 
 use inferlint_core::bench::{self, BenchResult};
 use inferlint_core::bootlog::{self, Analyzer};
@@ -385,9 +385,6 @@ proptest! {
         let _ = inferlint_core::checks::t12::check(&text, &bootlog::parse_text(&text, hint));
     }
 }
-
-#[path = "run_support/mod.rs"]
-mod run_support;
 
 #[path = "proptest_readers/hostile.rs"]
 mod hostile;

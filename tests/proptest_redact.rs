@@ -3,9 +3,9 @@
 //! a URL password or token parameter), or in a secret-named environment variable, never appears in
 //! the redacted command nor in text scrubbed of the collected secrets, wherever it sits.
 //!
-//! For a long run: `PROPTEST_CASES=100000 cargo test --release --test proptest_redact`.
+//! For a long run: `PROPTEST_CASES=100000 cargo test --release --test proptests proptest_redact::`.
 
-mod proptest_support;
+use crate::proptest_support;
 
 use inferlint_run::redact::{redact_command, Secrets, MASK};
 use proptest::prelude::*;

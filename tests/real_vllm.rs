@@ -12,6 +12,7 @@
 //! of its own (8011 and up).
 
 mod real;
+mod serial;
 
 use std::path::Path;
 use std::time::Duration;

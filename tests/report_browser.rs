@@ -6,7 +6,7 @@
 //! skipped with a message, except under CI=true, where it fails.
 //! `INFERLINT_UPDATE_SCREENSHOTS=1` writes docs/report-light.png and docs/report-dark.png.
 
-mod report_support;
+use crate::report_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

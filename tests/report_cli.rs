@@ -1,7 +1,7 @@
 //! `inferlint report` on the command line: finding a run's files, its errors, never
 //! overwriting an input, hostile input, reading a page back, and comparing runs.
 
-mod report_support;
+use crate::report_support;
 
 use std::process::Command;
 

@@ -2,7 +2,7 @@
 //! docs/design/evidence.md#tensorrt-llm-13): titles, the N/A row, the engine's own words, the
 //! charts each engine can support, and the insights.
 
-mod report_support;
+use crate::report_support;
 
 use std::process::Command;
 

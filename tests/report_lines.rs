@@ -3,7 +3,7 @@
 //! "What limited this run" sentences keep their subject. The expected orders are what
 //! `inferlint==0.3.1 report` printed on the same folders.
 
-mod report_support;
+use crate::report_support;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,7 +1,7 @@
 //! The report on special inputs: a restart between the readings, a failed start, several boot
 //! logs, and the run's own results merged in.
 
-mod report_support;
+use crate::report_support;
 
 use inferlint_core::snapshot::Snapshot;
 use inferlint_core::{CheckResult, Status, Tripwire};

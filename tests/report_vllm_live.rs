@@ -1,7 +1,7 @@
 //! The report of the recorded vLLM 0.28 live run (docs/design/evidence.md#vllm-028-live): its
 //! results, summary, insights, the page's pinned strings and charts, and the CLI.
 
-mod report_support;
+use crate::report_support;
 
 use std::process::Command;
 

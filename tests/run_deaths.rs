@@ -9,7 +9,7 @@
 //! The OOM test needs a memory cgroup (v1 `memory` hierarchy or v2 with the controller at the
 //! root) and root; without one it fails under CI=true and is skipped otherwise.
 
-mod run_support;
+use crate::run_support;
 
 #[path = "run_deaths/nodes.rs"]
 mod nodes;
@@ -138,7 +138,7 @@ impl World {
         v
     }
 
-    fn command(&self, extra: &str, run_args: &[&str]) -> Command {
+    fn death_run(&self, extra: &str, run_args: &[&str]) -> Command {
         self.run_command(&self.serve_args(extra, run_args), &self.sim_bench(LOAD))
     }
 
@@ -240,7 +240,7 @@ fn assert_engine_death(w: &World, r: &Ran, engine: i32, how: &str) {
 fn an_engine_killed_mid_load_is_printed_recorded_and_fails_t7() {
     let w = World::new();
     let mut bystander = Bystander::start();
-    let mut live = Live::spawn(w.command("", &[]));
+    let mut live = Live::spawn(w.death_run("", &[]));
     let load_at = live
         .wait_line("== load:", Duration::from_secs(40))
         .expect("the load starts");
@@ -284,7 +284,7 @@ fn an_engine_killed_mid_load_is_printed_recorded_and_fails_t7() {
 fn a_healthy_run_prints_no_death_and_passes_t7() {
     let w = World::new();
     let mut bystander = Bystander::start();
-    let r = Live::spawn(w.command("", &[])).finish(BOUND);
+    let r = Live::spawn(w.death_run("", &[])).finish(BOUND);
     assert_eq!(r.code, clean_exit_code(&results(&w)), "{}", r.all());
     assert!(r.alerts().is_empty(), "{}", r.all());
     assert!(!r.stdout.contains("can no longer serve"), "{}", r.all());
@@ -401,7 +401,7 @@ fn an_engine_killed_by_the_oom_killer_is_named_so() {
     let w = World::new();
     // The engine takes 32 MiB of host memory per request: the 200 MiB limit ends it a few
     // requests into the load (no probe, whose requests would end it before).
-    let mut cmd = w.command("--host-memory-grow-mib 32", &["--no-probe"]);
+    let mut cmd = w.death_run("--host-memory-grow-mib 32", &["--no-probe"]);
     cg.run_inside(&mut cmd);
     let mut live = Live::spawn(cmd);
     live.wait_line("== load:", Duration::from_secs(40))
@@ -457,7 +457,7 @@ fn a_death_during_the_boot_is_printed_but_is_not_t7s() {
 #[test]
 fn the_api_servers_orphans_are_named_before_the_stop_clears_them() {
     let w = World::new();
-    let mut live = Live::spawn(w.command("--orphan-engine", &[]));
+    let mut live = Live::spawn(w.death_run("--orphan-engine", &[]));
     live.wait_line("== load:", Duration::from_secs(40))
         .expect("the load starts");
     std::thread::sleep(Duration::from_millis(1000));
@@ -486,7 +486,7 @@ fn the_api_servers_orphans_are_named_before_the_stop_clears_them() {
         r.all()
     );
     let healthy = World::new();
-    let r = Live::spawn(healthy.command("", &[])).finish(BOUND);
+    let r = Live::spawn(healthy.death_run("", &[])).finish(BOUND);
     assert!(
         !r.stdout.contains("left by the server's exit"),
         "a healthy run names no orphan\n{}",

@@ -4,7 +4,7 @@
 //! and T14 per engine pool, T1 sums the engines' preemptions, the live line shows each engine,
 //! and nothing is left. The same files with one number changed flip T8 and T14.
 
-mod run_support;
+use crate::run_support;
 
 use std::process::Command;
 use std::time::Duration;

@@ -8,11 +8,11 @@
 //! Most faults start after the run's first two scrapes (the engine check and the before
 //! snapshot), so they arrive while the load runs, as they would on a real server; some are
 //! also tried from the first scrape. Each test prints one `hostile:` line (fault, exit status,
-//! seconds, verdicts) for docs/guarantees.md: `cargo test --test run_hostile -- --nocapture
+//! seconds, verdicts) for docs/guarantees.md: `cargo test --test run run_hostile:: -- --nocapture
 //! --test-threads=1`.
 
-mod run_support;
-mod sim_support;
+use crate::run_support;
+use crate::sim_support;
 
 use std::time::{Duration, Instant};
 
@@ -33,7 +33,7 @@ const RUN_CHECKS: [&str; 6] = ["T1", "T10", "T14", "T9", "T8", "T15"];
 
 impl World {
     /// `inferlint run` with `args` (`--serve …` or `--url …`), the load, and this world's GPU.
-    fn run(&self, args: &[String], limit: Duration) -> Ran {
+    fn run_limited(&self, args: &[String], limit: Duration) -> Ran {
         let cmd = self.run_command(args, &self.sim_bench(LOAD));
         let t0 = Instant::now();
         // run_with_limit kills the run and fails the test past the limit: a hang.
@@ -56,7 +56,7 @@ impl World {
             self.sim_serve("0.2", &format!("{SERVE} {fault}")),
         ];
         args.extend(extra.iter().map(|s| s.to_string()));
-        self.run(&args, limit)
+        self.run_limited(&args, limit)
     }
 }
 
@@ -463,7 +463,7 @@ fn attach_mode_metrics_answering_500_mid_run() {
         .start();
     let mut w = World::new();
     w.port = sim.port;
-    let r = w.run(&["--url".to_string(), sim.url("")], BOUND);
+    let r = w.run_limited(&["--url".to_string(), sim.url("")], BOUND);
     r.report_line("status-500 (mid-run, attach mode)");
     assert_eq!(r.code, 2, "{}", r.all());
     assert!(r.took < BOUND);

@@ -3,7 +3,7 @@
 //! this test binary itself, re-run as the `load_helper` below: it sends N completions and writes a
 //! result file claiming M of them.
 
-mod run_support;
+use crate::run_support;
 
 use std::path::Path;
 use std::time::Duration;
@@ -86,7 +86,7 @@ fn attach(mock: &Mock, dir: &Path, send: u64, claim: u64, jsonl: bool, extra: &[
             me.to_str().unwrap(),
             "--ignored",
             "--exact",
-            "load_helper",
+            "run_mock::load_helper",
             "--nocapture",
             "--test-threads=1",
         ]

@@ -6,7 +6,7 @@
 //!
 //! Each test starts its own bystanders and kills only those (by their pid, on drop).
 
-mod run_support;
+use crate::run_support;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -118,19 +118,6 @@ fn cmdline(pid: i32) -> String {
 }
 
 impl World {
-    fn command(&self, serve: &str, args: &[&str], load: &[String]) -> Command {
-        let args: Vec<String> = ["--serve", serve]
-            .iter()
-            .chain(args)
-            .map(|s| s.to_string())
-            .collect();
-        self.run_command(&args, load)
-    }
-
-    fn results(&self) -> Value {
-        json_file(&self.out().join("results.json"))
-    }
-
     fn run_json(&self) -> Value {
         json_file(&self.out().join("run.json"))
     }

@@ -2,7 +2,7 @@
 //! and `probe` reach the simulated server directly, the "proxy" (a listener that counts the
 //! connections reaching it and answers none) sees nothing, and the run records its series.
 
-mod run_support;
+use crate::run_support;
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -18,20 +18,20 @@
 #[path = "run_ray/cluster.rs"]
 mod cluster;
 mod run_support;
+mod serial;
 
 use std::process::Stdio;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use cluster::{Bystander, Env};
 use run_support::{json_file, World};
 
 /// One Ray cluster at a time: two would starve each other on a small machine.
-static TURN: Mutex<()> = Mutex::new(());
 const LIMIT: Duration = Duration::from_secs(400);
 
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
+/// One supervised run at a time (two cores), in this binary and beside it.
+fn turn() -> crate::serial::Turn {
+    crate::serial::turn("ray")
 }
 
 /// How a case ends the run.

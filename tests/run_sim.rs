@@ -6,37 +6,27 @@
 //! started, so they no longer need to for safety (tests/run_neighbours.rs runs them side by
 //! side).
 
-mod run_support;
+use crate::run_support;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use run_support::{
     bin, clean_exit_code, json_file, message_of, names, run_with_limit, status_of, text, World,
 };
-use serde_json::Value;
 
-static TURN: Mutex<()> = Mutex::new(());
 const LIMIT: Duration = Duration::from_secs(150);
 
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
+/// One supervised run at a time (two cores), in this binary and beside it.
+fn turn() -> crate::serial::Turn {
+    crate::serial::turn("runs")
 }
 
 impl World {
     fn serve(&self, extra: &str) -> String {
         self.sim_serve("0.5", extra)
-    }
-    fn command(&self, serve: &str, args: &[&str], load: &[String]) -> Command {
-        let args: Vec<String> = ["--serve", serve]
-            .iter()
-            .chain(args)
-            .map(|s| s.to_string())
-            .collect();
-        self.run_command(&args, load)
     }
     fn run(&self, serve: &str, args: &[&str], load: &[String]) -> (i32, String, String) {
         let out = run_with_limit(self.command(serve, args, load), LIMIT);
@@ -45,9 +35,6 @@ impl World {
             text(&out.stdout),
             text(&out.stderr),
         )
-    }
-    fn results(&self) -> Value {
-        json_file(&self.out().join("results.json"))
     }
 }
 

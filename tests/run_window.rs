@@ -4,11 +4,10 @@
 //! at end-of-sequence (T18). Each is followed through the live output, results.json, run.json,
 //! the report page and `report --json`; every process the test started is gone at the end.
 
-mod run_support;
+use crate::run_support;
 
 use std::path::Path;
 use std::process::{Child, Command};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use run_support::{
@@ -16,11 +15,11 @@ use run_support::{
 };
 use serde_json::Value;
 
-static TURN: Mutex<()> = Mutex::new(());
 const LIMIT: Duration = Duration::from_secs(150);
 
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
+/// One supervised run at a time (two cores), in this binary and beside it.
+fn turn() -> crate::serial::Turn {
+    crate::serial::turn("runs")
 }
 
 /// 97 usable blocks of 16 tokens: no load here fills it.

@@ -2,7 +2,7 @@
 //! result keys, and counts that agree with the server's counters (T15), including the untimed
 //! test request of the releases that send one.
 
-mod sim_support;
+use crate::sim_support;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! labelled per engine as the real `vllm-0.32-cpu/dp2` scrapes show) and `--tensor-parallel-size
 //! N` (one simulated GPU per worker).
 
-mod sim_support;
+use crate::sim_support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

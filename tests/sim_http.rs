@@ -2,7 +2,7 @@
 //! bodies as vLLM's server (docs/design/engines.md#http-surface), SSE streaming with usage, and
 //! `--api-key`.
 
-mod sim_support;
+use crate::sim_support;
 
 use sim_support::*;
 

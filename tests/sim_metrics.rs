@@ -4,7 +4,7 @@
 //! its usage gauge counts out of num_gpu_blocks − 1 (T14), and T9's ceiling is the block
 //! arithmetic it was configured with.
 
-mod sim_support;
+use crate::sim_support;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -273,10 +273,8 @@ impl Recorder {
 
 /// The recording tests read the gauge at a fixed rate while a burst runs; on two cores, four of
 /// them at once starve each other's recorders of readings, so they take turns.
-static RECORDING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn one_recording_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    RECORDING.lock().unwrap_or_else(|e| e.into_inner())
+fn one_recording_at_a_time() -> crate::serial::Turn {
+    crate::serial::turn("sim-recording")
 }
 
 fn snapshot(sim: &Sim, name: &str) -> Snapshot {

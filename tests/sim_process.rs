@@ -3,7 +3,7 @@
 //! them, SIGKILL of the API server orphaning the engine only with `--orphan-engine`, and the
 //! simulated GPU memory held exactly as long as the holder lives.
 
-mod sim_support;
+use crate::sim_support;
 
 use std::time::Duration;
 

@@ -6,7 +6,7 @@
 //! endpoints answer, and its processes carry SGLang's titles until SIGTERM ends them all
 //! while a bystander lives on.
 
-mod sim_support;
+use crate::sim_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

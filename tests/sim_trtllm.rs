@@ -7,7 +7,7 @@
 //! answer, and its MPI processes carry their titles until SIGTERM ends them all while a
 //! bystander of another engine lives on.
 
-mod sim_support;
+use crate::sim_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

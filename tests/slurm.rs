@@ -2,7 +2,7 @@
 //! submits `examples/slurm/*.sbatch` running this binary, cancels one mid-load, lets one hit its
 //! time limit, and checks that every run folder is complete and no process of a run survives.
 //! It needs root and installs Slurm and munge with apt-get when they are missing, so it is
-//! ignored by default: `cargo test --test slurm -- --ignored`.
+//! ignored by default: `cargo test --test supervision slurm:: -- --ignored`.
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -2,16 +2,16 @@
 //! tests/fixtures/vllm-0.28/live copied to a folder named `run`, then
 //! `inferlint report run --requested 32 -o example-report.html` in the folder above it. This test
 //! makes it again and fails when the committed page is stale (anything but the footer's time of
-//! writing differs). `INFERLINT_BLESS=1 cargo test --test snapshots_docs` rewrites it.
+//! writing differs). `INFERLINT_BLESS=1 cargo test --test snapshots snapshots_docs::` rewrites it.
 //!
 //! docs/report-light.png and docs/report-dark.png are screenshots of that page, taken by the
 //! browser test's script (tests/browser/check.mjs, Debian's Chromium; see tests/report_browser.rs
-//! for what it needs): `cargo test --test snapshots_docs -- --ignored` takes them again. On one
+//! for what it needs): `cargo test --test snapshots snapshots_docs:: -- --ignored` takes them again. On one
 //! machine they come out the same byte for byte (the test checks it), but their pixels follow
 //! the Chromium build and the fonts installed, not only inferlint's output, so no test fails on
 //! them being stale: a Debian update of Chromium would fail every CI run.
 
-mod snapshots_support;
+use crate::snapshots_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -76,7 +76,7 @@ fn the_example_report_is_current() {
     panic!(
         "docs/example-report.html is stale: it is not what `inferlint report` writes for the \
          recorded live run today. First difference, at tag {}:\n  committed: {got}\n  today:     \
-         {want}\nINFERLINT_BLESS=1 cargo test --test snapshots_docs rewrites it.",
+         {want}\nINFERLINT_BLESS=1 cargo test --test snapshots snapshots_docs:: rewrites it.",
         n + 1
     );
 }

@@ -1,7 +1,7 @@
 //! `explain` (every tripwire, and each engine's notes) and `boot-facts` on recorded boot logs of
 //! each engine, under snapshot.
 
-mod snapshots_support;
+use crate::snapshots_support;
 
 use snapshots_support::cli;
 

@@ -1,6 +1,6 @@
 //! `--help` of the binary and of each of its commands, under snapshot (wrapped at 100 columns).
 
-mod snapshots_support;
+use crate::snapshots_support;
 
 use snapshots_support::cli;
 

@@ -1,7 +1,7 @@
 //! One report page under snapshot: `inferlint report tests/fixtures/vllm-0.28/live -o …`, the
 //! page itself (one tag to a line, the time of writing normalised) and what the command printed.
 
-mod snapshots_support;
+use crate::snapshots_support;
 
 use snapshots_support::{cli, page_for_review};
 

@@ -3,7 +3,7 @@
 //! exit status and anything printed to stderr. Exact lines are also pinned in tests/cli_checks.rs
 //! and tests/bootlog_cli.rs; these snapshots hold every line, so any change shows in review.
 
-mod snapshots_support;
+use crate::snapshots_support;
 
 use snapshots_support::cli;
 

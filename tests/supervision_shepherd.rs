@@ -220,8 +220,6 @@ fn a_command_that_cannot_start_is_an_error() {
 }
 
 /// Stale runs are global to the user: the tests that make or reap them take turns.
-static STALE_RUNS: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 /// An earlier run whose owners are both dead: a shepherd owned by a process that cannot exist,
 /// killed after its server (a renamed `VLLM::EngineCore` that ignores SIGTERM) started.
 /// The listing of a stale run of one engine process, as `reap` and `run` print it.
@@ -293,7 +291,7 @@ fn stale_run(run_id: &str) -> (ProcId, Reaper) {
 
 #[test]
 fn reap_tears_down_a_run_whose_owners_are_dead() {
-    let _turn = STALE_RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = crate::serial::turn("stale-runs");
     let run_id = format!("reaptest-{}", std::process::id());
     let (engine, _reaper) = stale_run(&run_id);
     let scan = ProcScanner::system();
@@ -328,7 +326,7 @@ fn reap_tears_down_a_run_whose_owners_are_dead() {
 
 #[test]
 fn every_run_first_reaps_what_earlier_runs_left() {
-    let _turn = STALE_RUNS.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = crate::serial::turn("stale-runs");
     let run_id = format!("runreap-{}", std::process::id());
     let (engine, _reaper) = stale_run(&run_id);
     let dir = tempfile::tempdir().unwrap();

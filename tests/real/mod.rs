@@ -26,14 +26,12 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-static TURN: Mutex<()> = Mutex::new(());
-
 /// One real vLLM at a time (the machine has two cores), even without `--test-threads=1`.
-pub fn turn() -> MutexGuard<'static, ()> {
-    TURN.lock().unwrap_or_else(|e| e.into_inner())
+pub fn turn() -> crate::serial::Turn {
+    crate::serial::turn("real-vllm")
 }
 
 /// Fails the test when the port is taken (each test has its own, 8011 and up).

@@ -7,8 +7,8 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::{Bystander, Live, BOUND, LOAD, SERVE};
 use crate::run_support::{free_port, json_file, message_of, status_of, World};
-use crate::{Bystander, Live, BOUND, LOAD, SERVE};
 
 impl World {
     /// The run with node 1's part: a simulated vLLM on `port1`.

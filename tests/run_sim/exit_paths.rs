@@ -96,7 +96,7 @@ const CASES: &[Case] = &[
 
 #[test]
 fn run_json_records_the_code_the_process_exits_with_on_every_path() {
-    let _t = crate::turn();
+    let _t = super::turn();
     let mut codes = Vec::new();
     for c in CASES {
         let w = World::new();

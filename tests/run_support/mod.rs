@@ -497,6 +497,21 @@ impl World {
         self.run_command_in(&self.out(), args, load)
     }
 
+    /// `inferlint run --serve SERVE ARGS -- LOAD` in this world.
+    pub fn command(&self, serve: &str, args: &[&str], load: &[String]) -> Command {
+        let args: Vec<String> = ["--serve", serve]
+            .iter()
+            .chain(args)
+            .map(|s| s.to_string())
+            .collect();
+        self.run_command(&args, load)
+    }
+
+    /// The run folder's results.json.
+    pub fn results(&self) -> Value {
+        json_file(&self.out().join("results.json"))
+    }
+
     /// [`World::run_command`] with the run folder `out`, for a test of several runs.
     pub fn run_command_in(&self, out: &Path, args: &[String], load: &[String]) -> Command {
         let mut cmd = Command::new(bin());
