@@ -6,7 +6,10 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use inferlint_supervisor::node_agent::{self, AgentOptions};
+use std::sync::Arc;
+
+use inferlint_run::gpu::GpuScope;
+use inferlint_supervisor::node_agent::{self, AfterTeardown, AgentOptions};
 use inferlint_supervisor::{CgroupMode, Graces};
 
 #[derive(clap::Args, Debug)]
@@ -21,6 +24,10 @@ pub struct Args {
     /// LEADER,AFTER_LEADER,GROUP,FORCE
     #[arg(long, value_name = "MS")]
     pub grace_ms: Option<String>,
+    /// How long the T2 readings of the node's GPUs after the teardown may take (milliseconds);
+    /// 0 sends no T2
+    #[arg(long, value_name = "MS", default_value_t = 120_000)]
+    pub gpu_timeout_ms: u64,
     /// cgroup: auto, require or off
     #[arg(long, default_value = "auto")]
     pub cgroup: String,
@@ -57,10 +64,19 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         None => Graces::default(),
     };
     let cgroup: CgroupMode = args.cgroup.parse().map_err(anyhow::Error::msg)?;
+    // The node's GPUs as a one-node run resolves them: --gpus, else what the step was given.
+    let scope = inferlint_run::gpu::GpuScope::from_env_noted(args.gpus.as_deref())?.scope;
     let mut env = Vec::new();
     if let Some(g) = args.gpus {
         env.push((OsString::from("CUDA_VISIBLE_DEVICES"), OsString::from(g)));
     }
+    let after_teardown = (args.gpu_timeout_ms > 0).then(|| {
+        node_t2(
+            Duration::from_millis(args.gpu_timeout_ms),
+            scope,
+            args.run_id.clone(),
+        )
+    });
     Ok(node_agent::run(AgentOptions {
         shepherd: inferlint_run::proc::this_shepherd()?,
         names: inferlint_run::proc::names(),
@@ -69,6 +85,17 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         env,
         graces,
         cgroup,
+        after_teardown,
+    }))
+}
+
+/// T2 on this node's GPUs once its part is torn down, judged as the head judges its own
+/// (docs/design/nodes.md#t2-on-every-node), as the JSON of the check's result.
+fn node_t2(timeout: Duration, scope: GpuScope, run_id: Option<String>) -> AfterTeardown {
+    AfterTeardown(Arc::new(move |report| {
+        let j =
+            inferlint_run::gate::after_stop_blocking(timeout, report, run_id.clone(), &scope, None);
+        serde_json::to_value(&j.t2).unwrap_or_default()
     }))
 }
 

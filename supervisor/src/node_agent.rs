@@ -22,7 +22,7 @@ use nix::poll::{PollFd, PollFlags, PollTimeout};
 use crate::node_protocol::{EventWriter, NodeCommand, NodeEvent};
 use crate::output::Stream;
 use crate::signals::{SignalMux, StopRequest};
-use crate::teardown::{Graces, LEFTOVER_EXIT_STATUS};
+use crate::teardown::{Graces, TeardownReport, LEFTOVER_EXIT_STATUS};
 use crate::{
     become_subreaper, CgroupMode, Names, ShepherdProgram, SpawnOptions, StopMode, Supervised,
 };
@@ -32,6 +32,17 @@ pub const FAILED_EXIT_STATUS: i32 = 2;
 
 /// How often the agent looks at the command's state and its stdout between events.
 const TICK: Duration = Duration::from_millis(5);
+
+/// What the agent's caller judges on its node once the teardown is over (the binary: T2 on the
+/// node's GPUs); its value goes to the run as a `checked` event of phase `stop`.
+#[derive(Clone)]
+pub struct AfterTeardown(pub Arc<dyn Fn(&TeardownReport) -> serde_json::Value + Send + Sync>);
+
+impl std::fmt::Debug for AfterTeardown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AfterTeardown(..)")
+    }
+}
 
 /// What the agent starts and how.
 #[derive(Clone, Debug)]
@@ -45,6 +56,8 @@ pub struct AgentOptions {
     pub env: Vec<(OsString, OsString)>,
     pub graces: Graces,
     pub cgroup: CgroupMode,
+    /// Judged after the teardown, before `done`.
+    pub after_teardown: Option<AfterTeardown>,
 }
 
 /// Why the agent stops.
@@ -117,7 +130,20 @@ pub fn run(opts: AgentOptions) -> i32 {
         let _ = done.recv_timeout(Duration::from_secs(1));
     }
     let clean = report.is_clean();
+    // The teardown's report goes first: the judgement may wait for readings.
+    let judged = opts.after_teardown.map(|judge| (judge, report.clone()));
     emit(&out, &tx, &NodeEvent::teardown(report));
+    if let Some((judge, report)) = judged {
+        let result = (judge.0)(&report);
+        emit(
+            &out,
+            &tx,
+            &NodeEvent::Checked {
+                phase: "stop".into(),
+                result,
+            },
+        );
+    }
     let exit_code = match (clean, signal) {
         (false, _) => LEFTOVER_EXIT_STATUS,
         (true, Some(sig)) => 128 + sig,

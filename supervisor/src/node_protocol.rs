@@ -76,6 +76,13 @@ pub enum NodeEvent {
         left_by_title: Vec<TitleCount>,
         report: TeardownReport,
     },
+    /// A result the agent's caller computed on its node after the teardown (the binary's T2 on
+    /// the node's GPUs), passed through as it is: this crate knows nothing of GPUs.
+    Checked {
+        /// When it was computed: `stop`.
+        phase: String,
+        result: serde_json::Value,
+    },
     /// The agent's last word; it exits with `exit_code` next.
     Done { exit_code: i32 },
 }

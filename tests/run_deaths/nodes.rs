@@ -13,6 +13,12 @@ use crate::run_support::{free_port, json_file, message_of, status_of, World};
 impl World {
     /// The run with node 1's part: a simulated vLLM on `port1`.
     fn two_node_command(&self, port1: u16) -> Command {
+        self.two_node_command_with(port1, "env")
+    }
+
+    /// [`World::two_node_command`] with the launcher `launcher` (`env VAR=… ` gives node 1's
+    /// part an environment of its own).
+    fn two_node_command_with(&self, port1: u16, launcher: &str) -> Command {
         let node1 = format!(
             "{} sim serve m --port {port1} --boot-secs 0.2 {SERVE}",
             shlex::try_quote(crate::run_support::bin()).unwrap()
@@ -24,7 +30,7 @@ impl World {
             "1".into(),
             node1,
             "--node-launcher".into(),
-            "env".into(),
+            launcher.into(),
         ];
         let mut cmd = self.run_command(&args, &self.sim_bench(LOAD));
         cmd.env_remove("SLURM_JOB_ID")
@@ -212,4 +218,66 @@ fn a_node_part_that_ends_before_ready_ends_the_boot_wait() {
     let alive = w.wait_none_alive(Duration::from_secs(5));
     assert!(alive.is_empty(), "left alive: {alive:?}\n{}", r.all());
     assert!(bystander.alive(), "the bystander was hit");
+}
+
+/// T2 on every node: node 1's agent judges its own node's GPUs after its teardown (here a
+/// simulated GPU of its own, through the launcher's environment). Held there by another process
+/// (this test), the run's T2 warns and names node 1 while the head's card is clear; the same run
+/// with node 1's card free passes and names node 1's PASS.
+#[test]
+fn t2_is_judged_on_each_nodes_own_gpus() {
+    for held in [false, true] {
+        let w = World::new();
+        let node_gpu = w.dir.path().join("gpu-node1");
+        std::fs::create_dir_all(&node_gpu).unwrap();
+        let hold = held.then(|| inferlint_sim::gpu::hold(&node_gpu, 4096, 0).unwrap());
+        let launcher = format!("env INFERLINT_GPU=sim:{}", node_gpu.display());
+        let r = Live::spawn(w.two_node_command_with(free_port(), &launcher)).finish(BOUND);
+        let res = json_file(&w.out().join("results.json"));
+        let t2 = message_of(&res, "T2").unwrap();
+        let node = &json_file(&w.out().join("run.json"))["nodes"][0];
+        let me = std::process::id();
+        if held {
+            assert_eq!(
+                status_of(&res, "T2").as_deref(),
+                Some("warn"),
+                "{t2}\n{}",
+                r.all()
+            );
+            assert!(
+                t2.starts_with("node 1 (")
+                    && t2.contains(&format!("not started by this run: pid {me}")),
+                "{t2}"
+            );
+            assert!(t2.contains("; the head, PASS: "), "{t2}");
+            assert_eq!(node["t2"]["status"], "warn", "{node}");
+        } else {
+            assert_eq!(
+                status_of(&res, "T2").as_deref(),
+                Some("pass"),
+                "{t2}\n{}",
+                r.all()
+            );
+            assert!(t2.contains("; node 1 ("), "{t2}");
+            assert!(t2.contains("), PASS: "), "{t2}");
+            assert_eq!(node["t2"]["status"], "pass", "{node}");
+        }
+        assert!(
+            r.stdout.contains("node 1 (") && r.stdout.contains("): [ T2]"),
+            "{}",
+            r.all()
+        );
+        assert_eq!(r.code, 0, "{}", r.all());
+        let html = std::fs::read_to_string(w.out().join("report.html")).unwrap();
+        let cell = if held {
+            "<strong>Warning</strong>: no process of this run is left"
+        } else {
+            "<strong>Pass</strong>: "
+        };
+        assert!(
+            html.contains("T2 on its GPUs") && html.contains(cell),
+            "the report's node row"
+        );
+        drop(hold);
+    }
 }

@@ -61,6 +61,9 @@ pub struct NodePart {
     /// What each death on the node said.
     #[serde(default)]
     pub deaths: Vec<String>,
+    /// T2 on the node's GPUs after its teardown (None: its agent sent none).
+    #[serde(default)]
+    pub t2: Option<inferlint_core::result::CheckResult>,
 }
 
 /// Everything a report is made from. Every input is optional; a report needs a boot log or

@@ -205,6 +205,28 @@ pub async fn after_stop(
     scope: &GpuScope,
     baseline_mib: Option<u64>,
 ) -> Judgement {
+    let (report, scope) = (report.clone(), scope.clone());
+    tokio::task::spawn_blocking(move || {
+        after_stop_blocking(timeout, &report, run_id, &scope, baseline_mib)
+    })
+    .await
+    .unwrap_or_else(|e| {
+        Judgement::only(CheckResult::unknown(
+            Tripwire::T2,
+            format!("the GPU check failed: {e}"),
+        ))
+    })
+}
+
+/// [`after_stop`] on the calling thread, which it blocks for the readings: a node agent's T2
+/// on its own node's GPUs (docs/design/nodes.md#t2-on-every-node).
+pub fn after_stop_blocking(
+    timeout: Duration,
+    report: &TeardownReport,
+    run_id: Option<String>,
+    scope: &GpuScope,
+    baseline_mib: Option<u64>,
+) -> Judgement {
     let signalled = report.signalled.clone();
     let leftovers: Vec<i32> = report.leftovers.iter().map(|l| l.pid).collect();
     let own = Own {
@@ -212,23 +234,18 @@ pub async fn after_stop(
         leftovers: leftovers.clone(),
         tree_gone: report.is_clean(),
     };
-    let sc = scope.clone();
-    let joined = tokio::task::spawn_blocking(move || {
-        if !std::path::Path::new("/proc/self").exists() {
-            return None;
-        }
-        let source = gpu::source_from_env();
-        let readable = !matches!(source, GpuSource::None);
-        let mut node = RealNode::new(source, sc);
-        Some(neighbours::wait_clear(
-            &mut node,
-            &own,
-            &options(timeout, readable, baseline_mib, true),
-        ))
-    })
-    .await;
-    match joined {
-        Ok(Some(Ok(j))) => {
+    if !std::path::Path::new("/proc/self").exists() {
+        return Judgement::only(t2::needs_linux("Checking that the GPU is free"));
+    }
+    let source = gpu::source_from_env();
+    let readable = !matches!(source, GpuSource::None);
+    let mut node = RealNode::new(source, scope.clone());
+    match neighbours::wait_clear(
+        &mut node,
+        &own,
+        &options(timeout, readable, baseline_mib, true),
+    ) {
+        Ok(j) => {
             let left: Vec<i32> = j.own_alive.iter().copied().chain(leftovers).collect();
             let mut left: Vec<i32> = left;
             left.sort_unstable();
@@ -249,11 +266,6 @@ pub async fn after_stop(
                 judged: Some(j),
             }
         }
-        Ok(None) => Judgement::only(t2::needs_linux("Checking that the GPU is free")),
-        Ok(Some(Err(e))) => Judgement::only(CheckResult::unknown(Tripwire::T2, e.to_string())),
-        Err(e) => Judgement::only(CheckResult::unknown(
-            Tripwire::T2,
-            format!("the GPU check failed: {e}"),
-        )),
+        Err(e) => Judgement::only(CheckResult::unknown(Tripwire::T2, e.to_string())),
     }
 }

@@ -12,6 +12,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use inferlint_core::result::{CheckResult, Tripwire};
 use inferlint_supervisor::node_protocol::{NodeCommand, NodeEvent, TitleCount};
 use inferlint_supervisor::{MemberExit, StopMode};
 use serde::Serialize;
@@ -101,8 +102,15 @@ impl Launcher {
     }
 }
 
-/// `inferlint node --run-id ID --grace-ms MS -- CMD…`: the agent's own command line.
-pub fn agent_argv(exe: &Path, run_id: &str, grace: Duration, command: &[String]) -> Vec<String> {
+/// `inferlint node --run-id ID --grace-ms MS --gpu-timeout-ms MS -- CMD…`: the agent's own
+/// command line; `gpu_timeout` bounds its T2 readings after its teardown.
+pub fn agent_argv(
+    exe: &Path,
+    run_id: &str,
+    grace: Duration,
+    gpu_timeout: Duration,
+    command: &[String],
+) -> Vec<String> {
     let mut v = vec![
         exe.display().to_string(),
         "node".into(),
@@ -110,6 +118,8 @@ pub fn agent_argv(exe: &Path, run_id: &str, grace: Duration, command: &[String])
         run_id.into(),
         "--grace-ms".into(),
         grace.as_millis().to_string(),
+        "--gpu-timeout-ms".into(),
+        gpu_timeout.as_millis().to_string(),
         "--".into(),
     ];
     v.extend(command.iter().cloned());
@@ -137,6 +147,8 @@ pub struct NodeRecord {
     pub exit_code: Option<i32>,
     /// Why the part could not start, when it could not.
     pub error: Option<String>,
+    /// T2 on the node's GPUs, as its agent judged it after its teardown (null: none arrived).
+    pub t2: Option<CheckResult>,
 }
 
 /// What the agent has said so far.
@@ -310,6 +322,21 @@ fn hear(
             g.record.left_by_title = left_by_title;
             g.leftover_lines = report.leftover_lines();
         }
+        NodeEvent::Checked { phase, result } if phase == "stop" => {
+            g.record.t2 = Some(
+                serde_json::from_value::<CheckResult>(result)
+                    .ok()
+                    .filter(|r| r.tripwire == Tripwire::T2)
+                    .unwrap_or_else(|| {
+                        CheckResult::unknown(
+                            Tripwire::T2,
+                            "its agent's T2 could not be read (not a T2 result)",
+                        )
+                    }),
+            );
+        }
+        // A phase this run does not know (an agent newer than the run) is not a verdict here.
+        NodeEvent::Checked { .. } => {}
         NodeEvent::Done { exit_code } => g.record.exit_code = Some(exit_code),
     }
 }
@@ -349,12 +376,14 @@ mod tests {
             Path::new("/bin/inferlint"),
             "r1-node1",
             Duration::from_secs(30),
+            Duration::from_secs(60),
             &["vllm".into(), "serve".into(), "m".into()],
         );
         assert_eq!(
             Launcher::Slurm.argv(1, &agent).unwrap().join(" "),
             "srun --nodes=1 --ntasks=1 --relative=1 --overlap --kill-on-bad-exit=1 --quiet \
-             /bin/inferlint node --run-id r1-node1 --grace-ms 30000 -- vllm serve m"
+             /bin/inferlint node --run-id r1-node1 --grace-ms 30000 --gpu-timeout-ms 60000 -- vllm \
+             serve m"
         );
         let t = Launcher::Template("ip netns exec ns{node}".into());
         assert_eq!(

@@ -2,7 +2,7 @@
 //! of [`crate::gpu::clear`]; this turns its outcome into the verdict (docs/design/tripwires.md#t2).
 
 use crate::gpu::ClearResult;
-use crate::result::{CheckResult, Tripwire};
+use crate::result::{CheckResult, Status, Tripwire};
 
 /// T2 from a clear result: PASS, FAIL with `prefix` before the reason, or UNKNOWN when no GPU
 /// could be read (the processes alone never prove the card free).
@@ -61,6 +61,71 @@ pub fn held_by_others(holders: &[String]) -> CheckResult {
     )
 }
 
+/// One node's T2 after the stop of a run that spans nodes, as its agent judged it on the node's
+/// GPUs (None when the agent sent none).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeT2 {
+    /// The node's index (`--serve-node K`).
+    pub node: u32,
+    /// Its hostname, as its agent said.
+    pub host: Option<String>,
+    pub t2: Option<CheckResult>,
+}
+
+/// How much a part's status weighs in T2 across nodes: a failure anywhere fails the run, a node
+/// that could not tell makes the whole unknown, and N/A (no GPU there) decides only when every
+/// part is N/A.
+fn weight(s: Status) -> u8 {
+    match s {
+        Status::Fail => 0,
+        Status::Unknown => 1,
+        Status::Warn => 2,
+        Status::Pass => 3,
+        Status::NotApplicable => 4,
+    }
+}
+
+/// T2 of a run that spans nodes: the head's T2 and each node's, judged on that node's GPUs
+/// (docs/design/nodes.md#t2-on-every-node). The verdict is the worst part's; the message leads
+/// with it and names every node's part. A node whose agent sent no T2 cannot be told clear.
+/// Without nodes, the head's T2 as it is.
+pub fn across_nodes(head: CheckResult, nodes: &[NodeT2]) -> CheckResult {
+    if nodes.is_empty() {
+        return head;
+    }
+    let mut parts: Vec<(Option<&NodeT2>, CheckResult)> = vec![(None, head.clone())];
+    for n in nodes {
+        let t2 = n.t2.clone().unwrap_or_else(|| {
+            CheckResult::unknown(
+                Tripwire::T2,
+                "its agent sent no T2 after its teardown, so its GPUs' memory is unknown",
+            )
+        });
+        parts.push((Some(n), t2));
+    }
+    // Stable: the head leads among equals.
+    parts.sort_by_key(|(_, r)| weight(r.status));
+    let name = |n: Option<&NodeT2>| match n {
+        None => "the head".to_string(),
+        Some(n) => format!("node {} ({})", n.node, n.host.as_deref().unwrap_or("?")),
+    };
+    let (lead, lead_result) = &parts[0];
+    let mut message = match lead {
+        None => lead_result.message.clone(),
+        Some(_) => format!("{}: {}", name(*lead), lead_result.message),
+    };
+    for (n, r) in &parts[1..] {
+        message.push_str(&format!(
+            "; {}, {}: {}",
+            name(*n),
+            r.status.label(),
+            r.message
+        ));
+    }
+    CheckResult::new(Tripwire::T2, lead_result.status, message)
+        .with_evidence(lead_result.evidence.clone())
+}
+
 /// T2 where there is no /proc: `what` (the command or step) cannot find the server's processes.
 pub fn needs_linux(what: &str) -> CheckResult {
     CheckResult::unknown(
@@ -75,7 +140,6 @@ pub fn needs_linux(what: &str) -> CheckResult {
 mod tests {
     use super::*;
     use crate::gpu::Reading;
-    use crate::result::Status;
 
     fn clear(clear: bool, unreadable: bool, n_live: usize) -> ClearResult {
         ClearResult {
@@ -139,5 +203,54 @@ mod tests {
         assert!(others
             .message
             .ends_with("no server process of this run is alive (2 not started by it left alone)"));
+    }
+
+    fn node(k: u32, t2: Option<CheckResult>) -> NodeT2 {
+        NodeT2 {
+            node: k,
+            host: Some(format!("n{}", k + 1)),
+            t2,
+        }
+    }
+
+    #[test]
+    fn across_nodes_the_worst_part_decides_and_every_node_is_named() {
+        let pass = |m: &str| CheckResult::pass(Tripwire::T2, m);
+        let head = pass("card clear");
+        let alone = across_nodes(head.clone(), &[]);
+        assert_eq!(alone, head);
+        let both = across_nodes(head.clone(), &[node(1, Some(pass("node card clear")))]);
+        assert_eq!(both.status, Status::Pass);
+        assert_eq!(
+            both.message,
+            "card clear; node 1 (n2), PASS: node card clear"
+        );
+        // One number changed: node 1's card is held.
+        let held = CheckResult::fail(Tripwire::T2, "GPU 0 still holds 21768 MiB");
+        let failed = across_nodes(head.clone(), &[node(1, Some(held))]);
+        assert_eq!(failed.status, Status::Fail);
+        assert_eq!(
+            failed.message,
+            "node 1 (n2): GPU 0 still holds 21768 MiB; the head, PASS: card clear"
+        );
+        // A node that said nothing cannot be told clear.
+        let silent = across_nodes(head.clone(), &[node(1, Some(pass("x"))), node(2, None)]);
+        assert_eq!(silent.status, Status::Unknown);
+        assert!(
+            silent
+                .message
+                .starts_with("node 2 (n3): its agent sent no T2"),
+            "{}",
+            silent.message
+        );
+        // N/A decides only when every part is N/A; a pass on a node with GPUs leads.
+        let na = CheckResult::not_applicable(Tripwire::T2, "no NVIDIA GPU here");
+        let all_na = across_nodes(na.clone(), &[node(1, Some(na.clone()))]);
+        assert_eq!(all_na.status, Status::NotApplicable);
+        let gpu_node = across_nodes(na, &[node(1, Some(pass("node card clear")))]);
+        assert_eq!(gpu_node.status, Status::Pass);
+        assert!(gpu_node
+            .message
+            .starts_with("node 1 (n2): node card clear; the head, N/A"));
     }
 }

@@ -1,5 +1,5 @@
 //! "The nodes": for a run that spans nodes, each other node's part, where it ran, what its
-//! teardown left and the deaths on it (docs/design/nodes.md).
+//! teardown left, its T2 on its own GPUs and the deaths on it (docs/design/nodes.md).
 
 use maud::{html, Markup};
 
@@ -18,7 +18,7 @@ pub fn section(report: &Report) -> Markup {
                 code { "--serve" } ") and the parts below, each under inferlint's node agent."
             }
             table class="nodes" {
-                thead { tr { th { "node" } th { "host" } th { "command" } th { "left after the stop" } th { "deaths" } } }
+                thead { tr { th { "node" } th { "host" } th { "command" } th { "left after the stop" } th { "T2 on its GPUs" } th { "deaths" } } }
                 tbody {
                     @for n in nodes {
                         tr {
@@ -30,6 +30,12 @@ pub fn section(report: &Report) -> Markup {
                                     Some(0) => "nothing",
                                     Some(k) => (format!("{k} process(es)")),
                                     None => "unknown: no teardown report",
+                                }
+                            }
+                            td {
+                                @match &n.t2 {
+                                    Some(t2) => { strong { (t2.status.display_name()) } ": " (t2.message) }
+                                    None => "Can't tell: its agent sent no T2",
                                 }
                             }
                             td {

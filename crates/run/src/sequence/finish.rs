@@ -113,14 +113,8 @@ impl Run {
             self.sink.line(&l);
         }
         self.finish_nodes(graces).await;
-        let t2_timeout = if self.interrupt.interrupted() {
-            // Two readings, no more: the run is being stopped.
-            self.inputs.teardown_timeout.min(Duration::from_secs(4))
-        } else {
-            self.inputs.teardown_timeout
-        };
         let j = gate::after_stop(
-            t2_timeout,
+            self.t2_timeout(),
             &report,
             self.server.run_id.clone(),
             &self.inputs.gpu_scope,
@@ -131,9 +125,20 @@ impl Run {
             self.sink.line(l);
         }
         self.note_scope(&j);
-        self.verdict.extra.push(j.t2.clone());
-        self.record_result(j.t2);
+        let t2 = self.t2_across_nodes(j.t2);
+        self.verdict.extra.push(t2.clone());
+        self.record_result(t2);
         self.timings.stop_s = t.elapsed().as_secs_f64();
+    }
+
+    /// How long the T2 readings after the stop may take, on the head and on each node.
+    pub(super) fn t2_timeout(&self) -> Duration {
+        if self.interrupt.interrupted() {
+            // Two readings, no more: the run is being stopped.
+            self.inputs.teardown_timeout.min(Duration::from_secs(4))
+        } else {
+            self.inputs.teardown_timeout
+        }
     }
 
     /// Steps 13 and 14: the problem line, the report, `results.json`, `run.json`, JUnit.
@@ -277,6 +282,7 @@ impl Run {
                     command: n.command.clone(),
                     teardown_left: n.teardown_left,
                     deaths: n.deaths.clone(),
+                    t2: n.t2.clone(),
                 })
                 .collect(),
         }

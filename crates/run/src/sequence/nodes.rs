@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use inferlint_core::checks::t2::{self, NodeT2};
+use inferlint_core::result::CheckResult;
 use inferlint_supervisor::Graces;
 
 use super::super::nodes::{agent_argv, Launcher, RemoteNode};
@@ -51,6 +53,7 @@ impl Run {
                 &exe,
                 &format!("{run_id}-node{}", part.index),
                 self.inputs.stop_grace,
+                self.inputs.teardown_timeout,
                 &command,
             );
             if !self.start_node(&launcher, &part, &command, &agent) {
@@ -103,12 +106,28 @@ impl Run {
         }
     }
 
+    /// The T2 of the head and of every node, by core's rule for a run across nodes.
+    pub(super) fn t2_across_nodes(&self, head: CheckResult) -> CheckResult {
+        let nodes: Vec<NodeT2> = self
+            .record
+            .nodes
+            .iter()
+            .map(|n| NodeT2 {
+                node: n.node,
+                host: n.hostname.clone(),
+                t2: n.t2.clone(),
+            })
+            .collect();
+        t2::across_nodes(head, &nodes)
+    }
+
     /// Waits for every node's teardown, prints what each left and records the nodes.
     pub(super) async fn finish_nodes(&mut self, graces: Graces) {
         if self.server.nodes.is_empty() {
             return;
         }
-        let limit = graces.total() + Duration::from_secs(5);
+        // Each agent's teardown, then its T2 readings on its node (bounded as the head's are).
+        let limit = graces.total() + self.t2_timeout() + Duration::from_secs(5);
         let mut nodes = std::mem::take(&mut self.server.nodes);
         let finished = futures_util::future::join_all(nodes.iter_mut().map(|n| n.finish(limit)));
         let deaths = self
@@ -137,6 +156,9 @@ impl Run {
             }
             for l in &leftovers {
                 self.line(&format!("node {}: {l}", rec.node));
+            }
+            if let Some(t2) = &rec.t2 {
+                self.line(&format!("node {} ({host}): {}", rec.node, t2.line()));
             }
             if let Some(e) = &rec.error {
                 self.set_problem(format!("node {}'s part could not start: {e}", rec.node));
