@@ -146,5 +146,4 @@ fn the_browser_check_fails_on_a_page_that_fetches() {
     assert_ne!(v["checks"]["no network request"], true, "{v:#}");
 }
 
-#[path = "report_support/long.rs"]
-mod long;
+use crate::report_support::long;

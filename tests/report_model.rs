@@ -116,8 +116,7 @@ fn the_runs_own_results_are_merged() {
     assert!(html.contains("T3 (runs at clean-up)"));
 }
 
-#[path = "report_support/long.rs"]
-mod long;
+use crate::report_support::long;
 
 #[test]
 fn a_day_long_recording_stays_small_and_exact_where_it_matters() {

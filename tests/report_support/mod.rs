@@ -2,6 +2,8 @@
 //! HTML tag-balance checker, and readers for the page's charts.
 #![allow(dead_code)]
 
+pub mod long;
+
 use std::path::{Path, PathBuf};
 
 use inferlint_report::discover::RunFiles;

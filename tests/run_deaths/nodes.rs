@@ -154,6 +154,54 @@ fn a_sigkilled_head_leaves_no_process_on_either_node() {
     assert!(bystander.alive(), "the bystander was hit");
 }
 
+/// The pid of the node agent the run `run_pid` started (the `env` launcher execs it, so the
+/// run is its parent).
+fn agent_of(run_pid: u32) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.find_map(|e| {
+        let pid: i32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let ppid: u32 = stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()?;
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+        (ppid == run_pid && args.get(1) == Some(&&b"node"[..])).then_some(pid)
+    })
+}
+
+/// SIGKILL of node 1's agent mid-load: its stream ends without its last word, which is a death
+/// of node 1's part: printed, T7 fails named by node 1, the load is stopped, the agent's
+/// shepherd ends the part, and the run's T2 cannot tell node 1's GPUs (no reading came).
+#[test]
+fn a_sigkilled_node_agent_is_a_death_of_its_part() {
+    let w = World::new();
+    let mut bystander = Bystander::start();
+    let mut live = Live::spawn(w.two_node_command(free_port()));
+    live.wait_line("== load:", Duration::from_secs(40))
+        .expect("the load starts");
+    let agent = agent_of(live.child.id()).expect("node 1's agent runs");
+    assert!(!w.node1_processes().is_empty(), "node 1's part runs");
+    // SAFETY: the agent this test's run started (its parent is the run), found just above.
+    assert_eq!(unsafe { libc::kill(agent, libc::SIGKILL) }, 0);
+    let said =
+        format!("node 1: the server's part (inferlint node, pid {agent}) was killed by SIGKILL");
+    let printed = live.wait_line(&said, Duration::from_secs(15));
+    let r = live.finish(BOUND);
+    assert!(printed.is_some(), "no `{said}`\n{}", r.all());
+    assert_eq!(r.code, 1, "{}", r.all());
+    let res = json_file(&w.out().join("results.json"));
+    assert_eq!(status_of(&res, "T7").as_deref(), Some("fail"), "{res}");
+    assert!(message_of(&res, "T7").unwrap().starts_with(&said), "{res}");
+    let t2 = message_of(&res, "T2").unwrap();
+    assert!(
+        t2.contains("node 1 (") && t2.contains("its agent sent no T2"),
+        "{t2}"
+    );
+    let run = json_file(&w.out().join("run.json"));
+    assert_eq!(run["deaths"][0]["node"], 1, "{}", run["deaths"]);
+    let alive = w.wait_none_alive(Duration::from_secs(10));
+    assert!(alive.is_empty(), "left alive: {alive:?}\n{}", r.all());
+    assert!(bystander.alive(), "the bystander was hit");
+}
+
 #[test]
 fn serve_node_outside_slurm_without_a_launcher_is_a_usage_error() {
     let w = World::new();

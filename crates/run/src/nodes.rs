@@ -9,16 +9,17 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use inferlint_core::result::{CheckResult, Tripwire};
 use inferlint_supervisor::node_protocol::{NodeCommand, NodeEvent, TitleCount};
-use inferlint_supervisor::{MemberExit, StopMode};
+use inferlint_supervisor::{ExitKind, MemberExit, StopMode};
 use serde::Serialize;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{Child, ChildStdin};
-use tokio::sync::{mpsc, watch};
+use tokio::process::ChildStdin;
+use tokio::sync::{mpsc, oneshot, watch};
 
 /// Names the launcher template when `--node-launcher` does not.
 pub const LAUNCHER_ENV: &str = "INFERLINT_NODE_LAUNCHER";
@@ -156,6 +157,8 @@ pub struct NodeRecord {
 struct Heard {
     record: NodeRecord,
     leftover_lines: Vec<String>,
+    /// The agent's `done` came.
+    done: bool,
 }
 
 /// Resolves with the index of the first node whose agent's stream ends; never without nodes.
@@ -175,10 +178,39 @@ pub async fn first_ended(nodes: &[RemoteNode]) -> u32 {
 /// One node's agent, as the head holds it.
 pub struct RemoteNode {
     pub index: u32,
-    child: Child,
     stdin: Option<ChildStdin>,
     heard: Arc<Mutex<Heard>>,
     over: watch::Receiver<bool>,
+    /// The launcher's exit status, once it exited (its task owns the child).
+    exit: watch::Receiver<Option<Option<std::process::ExitStatus>>>,
+    /// Kills the launcher.
+    kill: Option<oneshot::Sender<()>>,
+    /// The run asked this node to stop: an end of its stream is not a death from here on.
+    stopping: Arc<AtomicBool>,
+}
+
+/// The end of a node's stream without the agent's last word, before the run stopped it: the
+/// agent (and with it the node's part, which its shepherd ends) is gone. A death of the part's
+/// leader, so the death watch prints it, T7 fails named by the node, and the load stops.
+fn agent_death(pid: i32, status: Option<std::process::ExitStatus>) -> MemberExit {
+    use std::os::unix::process::ExitStatusExt;
+    let status = status.and_then(|s| match (s.code(), s.signal()) {
+        (Some(c), _) => Some(ExitKind::Code(c)),
+        (None, Some(sig)) => Some(ExitKind::from_signal_number(sig)),
+        _ => None,
+    });
+    MemberExit {
+        pid,
+        starttime: 0,
+        argv: vec!["inferlint node".into()],
+        comm: "inferlint".into(),
+        leader: true,
+        status,
+        oom_kill: false,
+        at_unix_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+    }
 }
 
 impl RemoteNode {
@@ -225,7 +257,23 @@ impl RemoteNode {
             });
         }
         let stdout = child.stdout.take().ok_or("the launcher's stdout")?;
-        let h = heard.clone();
+        let stdin = child.stdin.take();
+        let launcher_pid = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
+        let (exit_tx, exit) = watch::channel(None);
+        let (kill, kill_rx) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let mut kill_rx = kill_rx;
+            let status = tokio::select! {
+                s = child.wait() => s.ok(),
+                Ok(()) = &mut kill_rx => {
+                    let _ = child.start_kill();
+                    child.wait().await.ok()
+                }
+            };
+            exit_tx.send_replace(Some(status));
+        });
+        let stopping = Arc::new(AtomicBool::new(false));
+        let (h, stop_asked, mut launcher_exit) = (heard.clone(), stopping.clone(), exit.clone());
         tokio::spawn(async move {
             let mut lines = BufReader::new(stdout).lines();
             while let Ok(Some(l)) = lines.next_line().await {
@@ -235,19 +283,37 @@ impl RemoteNode {
                     None => append(&log, &l),
                 }
             }
+            let (said_done, agent_pid) = {
+                let g = h.lock().unwrap_or_else(|e| e.into_inner());
+                (g.done, g.record.agent_pid)
+            };
+            if !said_done && !stop_asked.load(Ordering::SeqCst) {
+                // How it ended, as its launcher's exit tells (srun's, or the agent's own).
+                let status = tokio::time::timeout(
+                    Duration::from_secs(2),
+                    launcher_exit.wait_for(Option::is_some),
+                )
+                .await
+                .ok()
+                .and_then(|r| r.ok().and_then(|s| s.flatten()));
+                let _ = deaths.send(agent_death(agent_pid.unwrap_or(launcher_pid), status));
+            }
             let _ = over_tx.send(true);
         });
         Ok(RemoteNode {
             index: part.index,
-            stdin: child.stdin.take(),
-            child,
+            stdin,
             heard,
             over,
+            exit,
+            kill: Some(kill),
+            stopping,
         })
     }
 
     /// Tells the agent to stop (returns at once; a lost stream is the agent's stop too).
     pub async fn stop(&mut self, mode: StopMode) {
+        self.stopping.store(true, Ordering::SeqCst);
         if let Some(s) = self.stdin.as_mut() {
             let _ = s.write_all(&NodeCommand::Stop(mode).to_line()).await;
             let _ = s.flush().await;
@@ -266,14 +332,19 @@ impl RemoteNode {
     pub async fn finish(&mut self, limit: Duration) -> (NodeRecord, Vec<String>) {
         let mut over = self.over.clone();
         let _ = tokio::time::timeout(limit, over.wait_for(|o| *o)).await;
+        self.stopping.store(true, Ordering::SeqCst);
         self.stdin = None;
-        let status = match tokio::time::timeout(Duration::from_secs(5), self.child.wait()).await {
-            Ok(s) => s.ok(),
-            Err(_) => {
-                let _ = self.child.start_kill();
-                self.child.wait().await.ok()
+        let mut exit = self.exit.clone();
+        if tokio::time::timeout(Duration::from_secs(5), exit.wait_for(Option::is_some))
+            .await
+            .is_err()
+        {
+            if let Some(kill) = self.kill.take() {
+                let _ = kill.send(());
             }
-        };
+            let _ = exit.wait_for(Option::is_some).await;
+        }
+        let status = exit.borrow().flatten();
         let mut g = self.heard.lock().unwrap_or_else(|e| e.into_inner());
         if g.record.exit_code.is_none() {
             g.record.exit_code = status.and_then(|s| s.code());
@@ -337,7 +408,10 @@ fn hear(
         }
         // A phase this run does not know (an agent newer than the run) is not a verdict here.
         NodeEvent::Checked { .. } => {}
-        NodeEvent::Done { exit_code } => g.record.exit_code = Some(exit_code),
+        NodeEvent::Done { exit_code } => {
+            g.record.exit_code = Some(exit_code);
+            g.done = true;
+        }
     }
 }
 
