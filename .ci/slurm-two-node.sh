@@ -204,7 +204,14 @@ for e in ("0", "1") if case == "run" else ():
 bench = json.load(open(f"{d}/bench.json"))
 if bench.get("completed") != prompts or bench.get("failed"):
     bad.append(f"bench: {bench.get('completed')} completed, {bench.get('failed')} failed")
-ok = f"host n1, node 1 on n2 left 0, exit {run.get('exit_code')}, {prompts} of {prompts} requests"
+t = run.get("timings") or {}
+try:
+    over = t["total_s"] - t["boot_s"] - t["load_s"]
+    overhead = (f"; overhead (total - boot - load) {over:.2f} s: gate {t.get('gate_s', 0):.2f}, "
+                f"stop {t.get('stop_s', 0):.2f}, probe and the rest {over - t.get('gate_s', 0) - t.get('stop_s', 0):.2f}")
+except (KeyError, TypeError):
+    overhead = f"; no overhead: run.json's timings are {t}"
+ok = f"host n1, node 1 on n2 left 0, exit {run.get('exit_code')}, {prompts} of {prompts} requests{overhead}"
 print("; ".join(bad) if bad else ok)
 sys.exit(1 if bad else 0)
 PY
