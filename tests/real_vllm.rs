@@ -776,7 +776,7 @@ fn aiperf_load_is_read_for_t15_and_its_concurrency_is_requested() {
 
     // The file's own concurrency and request count (aiperf 0.13 writes them under
     // input_config.phases, schema 1.4), as `report` would need them without the command line.
-    let read = inferlint_run::foreign::load_aiperf(&file).unwrap();
+    let read = inferlint_core::bench::foreign::load_aiperf(&file).unwrap();
     assert_eq!(read.completed, Some(completed));
     assert_eq!(
         read.max_concurrency,

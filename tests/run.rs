@@ -15,3 +15,4 @@ mod run_neighbours;
 mod run_proxy;
 mod run_sim;
 mod run_window;
+mod serial_turns;

@@ -20,7 +20,7 @@ fn guidellm_081_report_reads_and_agrees_with_the_server() {
     ) else {
         return;
     };
-    let r = inferlint_run::foreign::load_guidellm(&file).unwrap();
+    let r = inferlint_core::bench::foreign::load_guidellm(&file).unwrap();
     assert_eq!(r.completed, Some(16.0));
     assert_eq!(r.failed, Some(0.0));
     assert_eq!(r.total_output_tokens, Some(256.0));

@@ -14,9 +14,14 @@ use nix::fcntl::{Flock, FlockArg};
 /// Held while the test runs; the lock goes with it.
 pub struct Turn(#[allow(dead_code)] Flock<File>);
 
+/// The lock file of the turn called `name`.
+pub fn lock_path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("turn-{name}.lock"))
+}
+
 /// Waits for the turn called `name`: one holder at a time in every test binary of this package.
 pub fn turn(name: &str) -> Turn {
-    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("turn-{name}.lock"));
+    let path = lock_path(name);
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -26,7 +26,6 @@ pub mod client_cpu;
 pub mod deaths;
 pub mod drive;
 pub mod folder;
-pub mod foreign;
 pub mod gate;
 pub mod gpu;
 pub mod http;

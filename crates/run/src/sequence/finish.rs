@@ -317,10 +317,10 @@ pub(super) fn read_result(
         || name == "profile_export_aiperf.json";
     let guidellm = tool == Some(LoadTool::Guidellm) || name == "benchmarks.json";
     if aiperf {
-        return super::super::foreign::load_aiperf(path).map_err(|e| e.to_string());
+        return inferlint_core::bench::foreign::load_aiperf(path).map_err(|e| e.to_string());
     }
     if guidellm {
-        if let Ok(r) = super::super::foreign::load_guidellm(path) {
+        if let Ok(r) = inferlint_core::bench::foreign::load_guidellm(path) {
             return Ok(r);
         }
     }

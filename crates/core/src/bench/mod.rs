@@ -6,6 +6,8 @@
 //! Every field is optional: a missing or non-numeric key is None (a boolean is not a number), so
 //! a file without `completed` still loads and T15 says it can't tell.
 
+pub mod foreign;
+
 use std::path::Path;
 
 use serde_json::{Map, Value};

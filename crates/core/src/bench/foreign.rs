@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use inferlint_core::bench::BenchResult;
+use super::BenchResult;
 
 /// A result file that could not be read, naming the file.
 #[derive(Debug, thiserror::Error)]
