@@ -38,14 +38,18 @@ run_left() {
     done
 }
 
-# The pid on node $1 whose command line starts with "$INFERLINT $2".
+# The pid on node $1 whose command line starts with "$INFERLINT $2", waiting up to 10 s for it
+# (srun's step launch on a loaded machine can take that long).
 find_on_node() {
     local p
-    for p in $(node_pids "$1"); do
-        if [[ $(tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null) == "$INFERLINT $2"* ]]; then
-            echo "$p"
-            return 0
-        fi
+    for _ in $(seq 50); do
+        for p in $(node_pids "$1"); do
+            if [[ $(tr '\0' ' ' < "/proc/$p/cmdline" 2> /dev/null) == "$INFERLINT $2"* ]]; then
+                echo "$p"
+                return 0
+            fi
+        done
+        cl_nap 0.2
     done
     return 1
 }
@@ -80,7 +84,7 @@ wait_nothing_left() {
 # head's inferlint (node 2's agent then loses its stream), SIGKILL of node 2's agent. Each leaves
 # nothing of the run on either node; the agent's death fails T7 named by its node.
 fault_case() {
-    local fault=$1 job t1 pid took extra=""
+    local fault=$1 job t1 pid took extra="" failures_before=$FAILURES
     [[ $fault == time-limit ]] && extra="#SBATCH --time=1"
     rm -rf "$W/fault-run" "$W"/fault-*.out
     write_fault_job "$extra"
@@ -139,5 +143,6 @@ fault_case() {
     for n in "${CL_NODES[@]}"; do
         kill -0 "${BYSTANDER[$n]}" 2> /dev/null || fail "$fault: node $n's bystander VLLM::EngineCore_DP0 died"
     done
+    ((FAILURES > failures_before)) && tail -n 40 "$W"/fault-*.out >&2
     say "$fault: job $job, $(grep -h 'run exit' "$W"/fault-*.out || echo 'no run exit line (Slurm ended the script)')"
 }

@@ -8,8 +8,10 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
+use inferlint_core::result::Status;
 use inferlint_run::gpu::GpuScope;
-use inferlint_supervisor::node_agent::{self, AfterTeardown, AgentOptions};
+use inferlint_run::GpuCheck;
+use inferlint_supervisor::node_agent::{self, AfterTeardown, AgentOptions, BeforeStart};
 use inferlint_supervisor::{CgroupMode, Graces};
 
 #[derive(clap::Args, Debug)]
@@ -28,6 +30,10 @@ pub struct Args {
     /// 0 sends no T2
     #[arg(long, value_name = "MS", default_value_t = 120_000)]
     pub gpu_timeout_ms: u64,
+    /// How long the T2 gate on the node's GPUs may wait before the command starts
+    /// (milliseconds); 0 starts it without a gate
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    pub gate_timeout_ms: u64,
     /// cgroup: auto, require or off
     #[arg(long, default_value = "auto")]
     pub cgroup: String,
@@ -70,6 +76,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(g) = args.gpus {
         env.push((OsString::from("CUDA_VISIBLE_DEVICES"), OsString::from(g)));
     }
+    let before_start = (args.gate_timeout_ms > 0)
+        .then(|| node_gate(Duration::from_millis(args.gate_timeout_ms), scope.clone()));
     let after_teardown = (args.gpu_timeout_ms > 0).then(|| {
         node_t2(
             Duration::from_millis(args.gpu_timeout_ms),
@@ -85,7 +93,20 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         env,
         graces,
         cgroup,
+        before_start,
         after_teardown,
+    }))
+}
+
+/// The T2 gate on this node's GPUs before its part starts, as the head's gate judges the
+/// head's (docs/design/nodes.md#the-gate-on-every-node): the part does not start on a card that
+/// is not clear.
+fn node_gate(timeout: Duration, scope: GpuScope) -> BeforeStart {
+    BeforeStart(Arc::new(move || {
+        let j = inferlint_run::gate::before_start_blocking(timeout, GpuCheck::Auto, &scope);
+        let clear = matches!(j.t2.status, Status::Pass | Status::NotApplicable);
+        let refused = (!clear).then(|| format!("the GPU gate on this node: {}", j.t2.message));
+        (serde_json::to_value(&j.t2).unwrap_or_default(), refused)
     }))
 }
 

@@ -44,6 +44,18 @@ impl std::fmt::Debug for AfterTeardown {
     }
 }
 
+/// What the agent's caller judges on its node before the command starts (the binary: the T2
+/// gate on the node's GPUs): the result, which goes to the run as a `checked` event of phase
+/// `gate`, and why the command must not start, when it must not.
+#[derive(Clone)]
+pub struct BeforeStart(pub Arc<dyn Fn() -> (serde_json::Value, Option<String>) + Send + Sync>);
+
+impl std::fmt::Debug for BeforeStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BeforeStart(..)")
+    }
+}
+
 /// What the agent starts and how.
 #[derive(Clone, Debug)]
 pub struct AgentOptions {
@@ -56,6 +68,8 @@ pub struct AgentOptions {
     pub env: Vec<(OsString, OsString)>,
     pub graces: Graces,
     pub cgroup: CgroupMode,
+    /// Judged before the command starts; a refusal is the agent's `failed`.
+    pub before_start: Option<BeforeStart>,
     /// Judged after the teardown, before `done`.
     pub after_teardown: Option<AfterTeardown>,
 }
@@ -108,6 +122,20 @@ pub fn run(opts: AgentOptions) -> i32 {
         Ok(m) => m,
         Err(e) => return fail(format!("cannot install signal handlers: {e}")),
     };
+    if let Some(gate) = &opts.before_start {
+        let (result, refused) = (gate.0)();
+        emit(
+            &out,
+            &tx,
+            &NodeEvent::Checked {
+                phase: "gate".into(),
+                result,
+            },
+        );
+        if let Some(why) = refused {
+            return fail(why);
+        }
+    }
     let graces = opts.graces;
     let mut so = SpawnOptions::new(opts.shepherd, opts.command, opts.names);
     so.run_id = opts.run_id;

@@ -76,10 +76,11 @@ pub enum NodeEvent {
         left_by_title: Vec<TitleCount>,
         report: TeardownReport,
     },
-    /// A result the agent's caller computed on its node after the teardown (the binary's T2 on
-    /// the node's GPUs), passed through as it is: this crate knows nothing of GPUs.
+    /// A result the agent's caller computed on its node (the binary's T2 on the node's GPUs:
+    /// the gate before the command starts, the check after the teardown), passed through as it
+    /// is: this crate knows nothing of GPUs.
     Checked {
-        /// When it was computed: `stop`.
+        /// When it was computed: `gate` or `stop`.
         phase: String,
         result: serde_json::Value,
     },

@@ -13,7 +13,16 @@ use crate::run_support::{free_port, json_file, message_of, status_of, World};
 impl World {
     /// The run with node 1's part: a simulated vLLM on `port1`.
     fn two_node_command(&self, port1: u16) -> Command {
-        self.two_node_command_with(port1, "env")
+        let gpu = self.node1_gpu();
+        self.two_node_command_with(port1, &format!("env INFERLINT_GPU=sim:{}", gpu.display()))
+    }
+
+    /// Node 1's own simulated GPU (a real node has its own cards: its gate and its T2 judge
+    /// those, not the head's).
+    fn node1_gpu(&self) -> std::path::PathBuf {
+        let dir = self.dir.path().join("gpu-node1");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
     }
 
     /// [`World::two_node_command`] with the launcher `launcher` (`env VAR=… ` gives node 1's
@@ -268,19 +277,19 @@ fn a_node_part_that_ends_before_ready_ends_the_boot_wait() {
     assert!(bystander.alive(), "the bystander was hit");
 }
 
-/// T2 on every node: node 1's agent judges its own node's GPUs after its teardown (here a
-/// simulated GPU of its own, through the launcher's environment). Held there by another process
-/// (this test), the run's T2 warns and names node 1 while the head's card is clear; the same run
-/// with node 1's card free passes and names node 1's PASS.
+/// T2 on every node: node 1's agent judges its own node's GPUs after its teardown (a simulated
+/// GPU of its own). Taken there by another process (this test) during the load, the run's T2
+/// warns and names node 1 while the head's card is clear; the same run with node 1's card left
+/// free passes and names node 1's PASS.
 #[test]
 fn t2_is_judged_on_each_nodes_own_gpus() {
     for held in [false, true] {
         let w = World::new();
-        let node_gpu = w.dir.path().join("gpu-node1");
-        std::fs::create_dir_all(&node_gpu).unwrap();
-        let hold = held.then(|| inferlint_sim::gpu::hold(&node_gpu, 4096, 0).unwrap());
-        let launcher = format!("env INFERLINT_GPU=sim:{}", node_gpu.display());
-        let r = Live::spawn(w.two_node_command_with(free_port(), &launcher)).finish(BOUND);
+        let mut live = Live::spawn(w.two_node_command(free_port()));
+        live.wait_line("== load:", Duration::from_secs(40))
+            .expect("the load starts");
+        let hold = held.then(|| inferlint_sim::gpu::hold(&w.node1_gpu(), 4096, 0).unwrap());
+        let r = live.finish(BOUND);
         let res = json_file(&w.out().join("results.json"));
         let t2 = message_of(&res, "T2").unwrap();
         let node = &json_file(&w.out().join("run.json"))["nodes"][0];
@@ -310,6 +319,7 @@ fn t2_is_judged_on_each_nodes_own_gpus() {
             assert!(t2.contains("), PASS: "), "{t2}");
             assert_eq!(node["t2"]["status"], "pass", "{node}");
         }
+        assert_eq!(node["gate_t2"]["status"], "pass", "{node}");
         assert!(
             r.stdout.contains("node 1 (") && r.stdout.contains("): [ T2]"),
             "{}",
@@ -328,4 +338,51 @@ fn t2_is_judged_on_each_nodes_own_gpus() {
         );
         drop(hold);
     }
+}
+
+/// The gate on every node: node 1's card (a simulated GPU of its own) is held by another process
+/// (this test) before the run. Node 1's agent judges it as the head judges the head's, refuses
+/// to start its part, and the run stops before the load with node 1's gate as its problem; the
+/// head's own card was clear. The holder is left alone.
+#[test]
+fn a_node_whose_card_is_not_clear_refuses_its_part() {
+    let w = World::new();
+    let hold = inferlint_sim::gpu::hold(&w.node1_gpu(), 4096, 0).unwrap();
+    let r = Live::spawn(w.two_node_command(free_port())).finish(BOUND);
+    let all = r.all();
+    assert!(
+        all.contains("problem: node 1's part ended before the server was ready"),
+        "{all}"
+    );
+    let refused = "node 1: card not clear; refusing to start a server. not clear after 10s: last reading 4096 MiB used";
+    assert!(
+        all.contains(&format!(
+            "the gate: [ T2] TRIPWIRE-FAILED  {}",
+            &refused[8..]
+        )),
+        "{all}"
+    );
+    assert!(!all.contains("== load:"), "the load ran: {all}");
+    let res = json_file(&w.out().join("results.json"));
+    assert_eq!(status_of(&res, "T2").as_deref(), Some("fail"), "{all}");
+    let t2 = message_of(&res, "T2").unwrap();
+    assert!(t2.starts_with(refused), "{t2}");
+    assert_eq!(r.code, 1, "{all}");
+    let node = &json_file(&w.out().join("run.json"))["nodes"][0];
+    assert_eq!(node["gate_t2"]["status"], "fail", "{node}");
+    assert!(
+        node["leader_pid"].is_null(),
+        "node 1's part started: {node}"
+    );
+    let alive = w.wait_none_alive(Duration::from_secs(10));
+    assert!(alive.is_empty(), "left alive: {alive:?}\n{all}");
+    assert!(
+        w.dir
+            .path()
+            .join("gpu-node1")
+            .join(format!("holding-{}.json", std::process::id()))
+            .exists(),
+        "the holder's card was touched"
+    );
+    drop(hold);
 }

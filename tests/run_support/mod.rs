@@ -532,6 +532,8 @@ impl World {
     /// Live processes whose environment names this world's simulated GPU: the server, its
     /// engine, the load.
     pub fn live_processes(&self) -> Vec<(i32, String)> {
+        // This world's simulated GPUs: its own, and any a test gives another node
+        // (`gpu-node1`) under the same folder.
         let marker = format!("INFERLINT_GPU={}", self.gpu_env());
         let mut found = Vec::new();
         for e in std::fs::read_dir("/proc").unwrap().flatten() {
@@ -545,7 +547,10 @@ impl World {
             if stat.contains(") Z ") {
                 continue;
             }
-            if env.split(|b| *b == 0).any(|v| v == marker.as_bytes()) {
+            if env
+                .split(|b| *b == 0)
+                .any(|v| v.starts_with(marker.as_bytes()))
+            {
                 let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
                 found.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
             }

@@ -106,36 +106,37 @@ fn left_alone_lines(n: &[Neighbour]) -> Vec<String> {
 
 /// The T2 gate: two consecutive clear readings of the run's cards within `timeout`.
 pub async fn before_start(timeout: Duration, mode: GpuCheck, scope: &GpuScope) -> Judgement {
+    let scope = scope.clone();
+    tokio::task::spawn_blocking(move || before_start_blocking(timeout, mode, &scope))
+        .await
+        .unwrap_or_else(|e| {
+            Judgement::only(CheckResult::unknown(
+                Tripwire::T2,
+                format!("the GPU check failed: {e}"),
+            ))
+        })
+}
+
+/// [`before_start`] on the calling thread, which it blocks for the readings: a node agent's
+/// gate on its own node's GPUs before it starts its part (docs/design/nodes.md#the-gate-on-every-node).
+pub fn before_start_blocking(timeout: Duration, mode: GpuCheck, scope: &GpuScope) -> Judgement {
     if mode == GpuCheck::Off {
         return Judgement::only(CheckResult::not_applicable(
             Tripwire::T2,
             "the GPU check was skipped (--no-gpu-check)",
         ));
     }
-    let sc = scope.clone();
-    let joined = tokio::task::spawn_blocking(move || {
-        let mut node = RealNode::new(gpu::source_from_env(), sc);
-        let readable = node.readable();
-        // Nothing of this run runs yet: its tree is trivially gone.
-        let own = Own {
-            tree_gone: true,
-            ..Own::default()
-        };
-        let j = neighbours::wait_clear(&mut node, &own, &options(timeout, readable, None, false));
-        (j, readable)
-    })
-    .await;
-    let (j, readable) = match joined {
-        Ok((Ok(j), readable)) => (j, readable),
-        Ok((Err(e), _)) => {
-            return Judgement::only(CheckResult::unknown(Tripwire::T2, e.to_string()))
-        }
-        Err(e) => {
-            return Judgement::only(CheckResult::unknown(
-                Tripwire::T2,
-                format!("the GPU check failed: {e}"),
-            ))
-        }
+    let mut node = RealNode::new(gpu::source_from_env(), scope.clone());
+    let readable = node.readable();
+    // Nothing of this run runs yet: its tree is trivially gone.
+    let own = Own {
+        tree_gone: true,
+        ..Own::default()
+    };
+    let j = match neighbours::wait_clear(&mut node, &own, &options(timeout, readable, None, false))
+    {
+        Ok(j) => j,
+        Err(e) => return Judgement::only(CheckResult::unknown(Tripwire::T2, e.to_string())),
     };
     let mut lines = Vec::new();
     if !readable {

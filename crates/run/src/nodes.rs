@@ -103,13 +103,21 @@ impl Launcher {
     }
 }
 
-/// `inferlint node --run-id ID --grace-ms MS --gpu-timeout-ms MS -- CMD…`: the agent's own
-/// command line; `gpu_timeout` bounds its T2 readings after its teardown.
+/// How long a node agent's T2 readings may take: its gate before the part starts (None: no
+/// gate, `--no-gpu-check`) and its check after the teardown.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeT2Timeouts {
+    pub gate: Option<Duration>,
+    pub stop: Duration,
+}
+
+/// `inferlint node --run-id ID --grace-ms MS [--gate-timeout-ms MS] --gpu-timeout-ms MS -- CMD…`:
+/// the agent's own command line.
 pub fn agent_argv(
     exe: &Path,
     run_id: &str,
     grace: Duration,
-    gpu_timeout: Duration,
+    t2: NodeT2Timeouts,
     command: &[String],
 ) -> Vec<String> {
     let mut v = vec![
@@ -119,10 +127,15 @@ pub fn agent_argv(
         run_id.into(),
         "--grace-ms".into(),
         grace.as_millis().to_string(),
-        "--gpu-timeout-ms".into(),
-        gpu_timeout.as_millis().to_string(),
-        "--".into(),
     ];
+    if let Some(gate) = t2.gate {
+        v.extend(["--gate-timeout-ms".into(), gate.as_millis().to_string()]);
+    }
+    v.extend([
+        "--gpu-timeout-ms".into(),
+        t2.stop.as_millis().to_string(),
+        "--".into(),
+    ]);
     v.extend(command.iter().cloned());
     v
 }
@@ -148,6 +161,8 @@ pub struct NodeRecord {
     pub exit_code: Option<i32>,
     /// Why the part could not start, when it could not.
     pub error: Option<String>,
+    /// The T2 gate on the node's GPUs before its part started (null: no gate, or none arrived).
+    pub gate_t2: Option<CheckResult>,
     /// T2 on the node's GPUs, as its agent judged it after its teardown (null: none arrived).
     pub t2: Option<CheckResult>,
 }
@@ -173,6 +188,24 @@ pub async fn first_ended(nodes: &[RemoteNode]) -> u32 {
         })
     });
     futures_util::future::select_all(waits).await.0
+}
+
+/// Resolves once every node's agent has said its part runs (`started`); polls what they said.
+pub async fn all_started(nodes: &[RemoteNode]) {
+    loop {
+        let all = nodes.iter().all(|n| {
+            n.heard
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .record
+                .leader_pid
+                .is_some()
+        });
+        if all {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// One node's agent, as the head holds it.
@@ -359,6 +392,19 @@ fn append(log: &Mutex<std::fs::File>, line: &str) {
     let _ = writeln!(f, "{line}");
 }
 
+/// A T2 result as an agent sent it; one that is not is a can't tell.
+fn t2_of(result: serde_json::Value) -> CheckResult {
+    serde_json::from_value::<CheckResult>(result)
+        .ok()
+        .filter(|r| r.tripwire == Tripwire::T2)
+        .unwrap_or_else(|| {
+            CheckResult::unknown(
+                Tripwire::T2,
+                "its agent's T2 could not be read (not a T2 result)",
+            )
+        })
+}
+
 /// Takes one event in.
 fn hear(
     heard: &Mutex<Heard>,
@@ -394,17 +440,10 @@ fn hear(
             g.leftover_lines = report.leftover_lines();
         }
         NodeEvent::Checked { phase, result } if phase == "stop" => {
-            g.record.t2 = Some(
-                serde_json::from_value::<CheckResult>(result)
-                    .ok()
-                    .filter(|r| r.tripwire == Tripwire::T2)
-                    .unwrap_or_else(|| {
-                        CheckResult::unknown(
-                            Tripwire::T2,
-                            "its agent's T2 could not be read (not a T2 result)",
-                        )
-                    }),
-            );
+            g.record.t2 = Some(t2_of(result));
+        }
+        NodeEvent::Checked { phase, result } if phase == "gate" => {
+            g.record.gate_t2 = Some(t2_of(result));
         }
         // A phase this run does not know (an agent newer than the run) is not a verdict here.
         NodeEvent::Checked { .. } => {}
@@ -450,14 +489,17 @@ mod tests {
             Path::new("/bin/inferlint"),
             "r1-node1",
             Duration::from_secs(30),
-            Duration::from_secs(60),
+            NodeT2Timeouts {
+                gate: Some(Duration::from_secs(10)),
+                stop: Duration::from_secs(60),
+            },
             &["vllm".into(), "serve".into(), "m".into()],
         );
         assert_eq!(
             Launcher::Slurm.argv(1, &agent).unwrap().join(" "),
             "srun --nodes=1 --ntasks=1 --relative=1 --overlap --kill-on-bad-exit=1 --quiet \
-             /bin/inferlint node --run-id r1-node1 --grace-ms 30000 --gpu-timeout-ms 60000 -- vllm \
-             serve m"
+             /bin/inferlint node --run-id r1-node1 --grace-ms 30000 --gate-timeout-ms 10000 \
+             --gpu-timeout-ms 60000 -- vllm serve m"
         );
         let t = Launcher::Template("ip netns exec ns{node}".into());
         assert_eq!(

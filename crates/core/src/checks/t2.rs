@@ -107,7 +107,10 @@ pub fn across_nodes(head: CheckResult, nodes: &[NodeT2]) -> CheckResult {
     parts.sort_by_key(|(_, r)| weight(r.status));
     let name = |n: Option<&NodeT2>| match n {
         None => "the head".to_string(),
-        Some(n) => format!("node {} ({})", n.node, n.host.as_deref().unwrap_or("?")),
+        Some(n) => match &n.host {
+            Some(h) => format!("node {} ({h})", n.node),
+            None => format!("node {}", n.node),
+        },
     };
     let (lead, lead_result) = &parts[0];
     let mut message = match lead {

@@ -3,11 +3,13 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use inferlint_core::checks::t2::{self, NodeT2};
 use inferlint_core::result::CheckResult;
 use inferlint_supervisor::Graces;
 
-use super::super::nodes::{agent_argv, Launcher, RemoteNode};
+use super::super::nodes::{agent_argv, Launcher, NodeT2Timeouts, RemoteNode};
 use super::super::redact;
 use super::Run;
 
@@ -53,7 +55,11 @@ impl Run {
                 &exe,
                 &format!("{run_id}-node{}", part.index),
                 self.inputs.stop_grace,
-                self.inputs.teardown_timeout,
+                NodeT2Timeouts {
+                    gate: (self.inputs.gpu_check != crate::GpuCheck::Off)
+                        .then_some(self.inputs.gate_timeout),
+                    stop: self.inputs.teardown_timeout,
+                },
                 &command,
             );
             if !self.start_node(&launcher, &part, &command, &agent) {
@@ -106,6 +112,36 @@ impl Run {
         }
     }
 
+    /// After the head's part is ready: true once every node's part runs too (the nodes' parts
+    /// are the server as well). A part that does not start (its node's gate refused, its
+    /// command failed) or the ready timeout ends the wait with the problem set.
+    pub(super) async fn nodes_running(&mut self, started: Instant) -> bool {
+        if self.server.nodes.is_empty() {
+            return true;
+        }
+        let left = self.inputs.ready_timeout.saturating_sub(started.elapsed());
+        tokio::select! {
+            () = super::super::nodes::all_started(&self.server.nodes) => true,
+            k = super::super::nodes::first_ended(&self.server.nodes) => {
+                self.timings.boot_s = started.elapsed().as_secs_f64();
+                self.node_ended_before_ready(k);
+                false
+            }
+            () = tokio::time::sleep(left) => {
+                self.set_problem("a node's part did not start within the ready timeout");
+                false
+            }
+        }
+    }
+
+    /// The problem of a node's part that ended before the server was ready.
+    pub(super) fn node_ended_before_ready(&mut self, k: u32) {
+        self.set_problem(format!(
+            "node {k}'s part ended before the server was ready (its output is in {}/boot.log)",
+            node_dir(k)
+        ));
+    }
+
     /// The T2 of the head and of every node, by core's rule for a run across nodes.
     pub(super) fn t2_across_nodes(&self, head: CheckResult) -> CheckResult {
         let nodes: Vec<NodeT2> = self
@@ -115,7 +151,11 @@ impl Run {
             .map(|n| NodeT2 {
                 node: n.node,
                 host: n.hostname.clone(),
-                t2: n.t2.clone(),
+                // A part its node's gate refused never ran: that refusal is its T2.
+                t2: n
+                    .t2
+                    .clone()
+                    .or_else(|| n.gate_t2.clone().filter(|g| !g.is_ok())),
             })
             .collect();
         t2::across_nodes(head, &nodes)
@@ -156,6 +196,13 @@ impl Run {
             }
             for l in &leftovers {
                 self.line(&format!("node {}: {l}", rec.node));
+            }
+            if let Some(gate) = rec.gate_t2.as_ref().filter(|g| !g.is_ok()) {
+                self.line(&format!(
+                    "node {} ({host}): the gate: {}",
+                    rec.node,
+                    gate.line()
+                ));
             }
             if let Some(t2) = &rec.t2 {
                 self.line(&format!("node {} ({host}): {}", rec.node, t2.line()));

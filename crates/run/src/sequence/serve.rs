@@ -120,13 +120,13 @@ impl Run {
             ) => r,
             k = crate::nodes::first_ended(&self.server.nodes) => {
                 self.timings.boot_s = started.elapsed().as_secs_f64();
-                self.set_problem(format!(
-                    "node {k}'s part ended before the server was ready (its output is in {}/boot.log)",
-                    super::nodes::node_dir(k)
-                ));
+                self.node_ended_before_ready(k);
                 return false;
             }
         };
+        if matches!(readiness, Readiness::Ready { .. }) && !self.nodes_running(started).await {
+            return false;
+        }
         self.timings.boot_s = started.elapsed().as_secs_f64();
         match readiness {
             Readiness::Ready { without_line, .. } => {
