@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use inferlint_core::result::Status;
 use inferlint_run::gpu::GpuScope;
 use inferlint_run::GpuCheck;
 use inferlint_supervisor::node_agent::{self, AfterTeardown, AgentOptions, BeforeStart};
@@ -104,8 +103,8 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
 fn node_gate(timeout: Duration, scope: GpuScope) -> BeforeStart {
     BeforeStart(Arc::new(move || {
         let j = inferlint_run::gate::before_start_blocking(timeout, GpuCheck::Auto, &scope);
-        let clear = matches!(j.t2.status, Status::Pass | Status::NotApplicable);
-        let refused = (!clear).then(|| format!("the GPU gate on this node: {}", j.t2.message));
+        let refused =
+            (!j.clear_to_start()).then(|| format!("the GPU gate on this node: {}", j.t2.message));
         (serde_json::to_value(&j.t2).unwrap_or_default(), refused)
     }))
 }

@@ -50,6 +50,15 @@ impl Judgement {
         }
     }
 
+    /// Whether a server may start after this gate: PASS, or N/A (no NVIDIA GPU here and none
+    /// of the run's processes alive, or the check skipped).
+    pub fn clear_to_start(&self) -> bool {
+        matches!(
+            self.t2.status,
+            inferlint_core::result::Status::Pass | inferlint_core::result::Status::NotApplicable
+        )
+    }
+
     /// The largest used MiB of the run's cards at the last reading.
     pub fn used_mib(&self) -> Option<u64> {
         self.judged

@@ -13,7 +13,6 @@ use super::super::reconcile::{reap_graces, reaped_line, reconcile};
 use super::super::server::{self, Readiness};
 use super::super::{folder, GpuCheck};
 use super::{Run, Started, FAILURE_EXIT_WAIT, SERVER_TEARDOWN};
-use inferlint_core::result::Status;
 
 impl Run {
     /// Step 2: the GPU gate, then the server under its own group, then the wait for ready.
@@ -41,10 +40,8 @@ impl Run {
             }
             self.gate.used_mib = j.used_mib();
             self.note_scope(&j);
+            let clear = j.clear_to_start();
             let t2 = j.t2;
-            // N/A: no NVIDIA GPU here and none of the run's processes alive, so nothing
-            // blocks a start.
-            let clear = matches!(t2.status, Status::Pass | Status::NotApplicable);
             self.verdict.extra.push(t2.clone());
             self.record_result(t2);
             self.save_record();
