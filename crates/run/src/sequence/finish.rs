@@ -47,7 +47,17 @@ impl Run {
                 ));
             }
         }
-        let leader_died = server.proc.exited();
+        let mut leader_died = server.proc.exited();
+        // The shepherd reports the leader's death before its exit: when the death watch has
+        // it, the exit is a moment away, and what the leader left is named only once it came.
+        let reported = self.server.deaths.as_ref().is_some_and(|d| {
+            d.drain_now();
+            d.leader_reported()
+        });
+        if leader_died.is_none() && reported {
+            let _ = tokio::time::timeout(Duration::from_secs(2), server.proc.wait()).await;
+            leader_died = server.proc.exited();
+        }
         for (pid, cmd) in server.proc.outside_group() {
             let cmd = inferlint_core::fmt::first_chars(&cmd, 100);
             self.sink.line(&format!(
