@@ -67,6 +67,27 @@ impl MemberExit {
         }
     }
 
+    /// A process known only from outside its tree (a node agent seen gone through its stream):
+    /// `pid` and its names, ended now as `status` tells, its start time unknown (0).
+    pub fn seen_gone(
+        pid: i32,
+        argv: Vec<String>,
+        comm: &str,
+        leader: bool,
+        status: Option<ExitKind>,
+    ) -> MemberExit {
+        MemberExit {
+            pid,
+            starttime: 0,
+            argv,
+            comm: comm.to_string(),
+            leader,
+            status,
+            oom_kill: false,
+            at_unix_ms: unix_ms(),
+        }
+    }
+
     /// `argv[0]` (a process title survives there; `comm` is cut at 15 bytes), else `comm`.
     pub fn name(&self) -> &str {
         self.argv

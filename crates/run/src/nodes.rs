@@ -227,23 +227,14 @@ pub struct RemoteNode {
 /// leader, so the death watch prints it, T7 fails named by the node, and the load stops.
 fn agent_death(pid: i32, status: Option<std::process::ExitStatus>) -> MemberExit {
     use std::os::unix::process::ExitStatusExt;
-    let status = status.and_then(|s| match (s.code(), s.signal()) {
-        (Some(c), _) => Some(ExitKind::Code(c)),
-        (None, Some(sig)) => Some(ExitKind::from_signal_number(sig)),
-        _ => None,
-    });
-    MemberExit {
+    let status = status.map(|s| ExitKind::from_wait_status(s.into_raw()));
+    MemberExit::seen_gone(
         pid,
-        starttime: 0,
-        argv: vec!["inferlint node".into()],
-        comm: "inferlint".into(),
-        leader: true,
+        vec!["inferlint node".into()],
+        "inferlint",
+        true,
         status,
-        oom_kill: false,
-        at_unix_ms: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
-    }
+    )
 }
 
 impl RemoteNode {
