@@ -26,6 +26,8 @@
 #   CLUSTER_KEEP=1   keep the temporary folder (it is kept anyway when the stop failed)
 # Sets: CL_DIR (the temporary folder), SLURM_CONF, CL_SLURMD_PID[n1|n2], CL_CTLD_PID.
 
+source "$(dirname "${BASH_SOURCE[0]}")/slurm-jobs.sh"
+
 CL_PORT=${CLUSTER_PORT:-16917}
 CL_NET=${CLUSTER_NET:-10.77.0}
 CL_NODES=(n1 n2)

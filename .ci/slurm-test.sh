@@ -33,6 +33,7 @@
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+source "$ROOT/.ci/slurm-jobs.sh"
 INFERLINT=${INFERLINT:-${CARGO_TARGET_DIR:-$ROOT/target}/debug/inferlint}
 CTLD_PORT=${SLURM_TEST_PORT:-16817}
 SLURMD_PORT=$((CTLD_PORT + 1))
@@ -229,29 +230,6 @@ stop_cluster() {
 
 # ----------------------------------------------------------------------------- jobs
 
-# JobState of a job (for an array: of every task, one per line).
-job_states() {
-    scontrol show job -o "$1" 2> /dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'
-}
-
-job_field() {
-    scontrol show job -o "$1" 2> /dev/null | sed -n "s/.* $2=\\([^ ]*\\).*/\\1/p" | head -n 1
-}
-
-# Waits until no task of the job is pending or running; leaves the states in STATES.
-STATES=""
-wait_job_end() {
-    local job=$1 limit=$2
-    for _ in $(seq "$limit"); do
-        STATES=$(job_states "$job")
-        if [[ -n $STATES ]] && ! grep -qE 'PENDING|RUNNING|CONFIGURING|COMPLETING|SUSPENDED' <<< "$STATES"; then
-            return 0
-        fi
-        nap 1
-    done
-    return 1
-}
-
 wait_job_running() {
     local job=$1 limit=$2
     for _ in $(seq "$limit"); do
@@ -376,14 +354,14 @@ test_left_alone() {
 }
 
 # Waits until the run's recording has a few samples (the load is under way); gives up when the
-# job is no longer pending or running.
+# job has ended.
 wait_mid_load() {
     local job=$1 out=$2 limit=$3
     for _ in $(seq "$limit"); do
         if [[ -f $out/run.series.jsonl ]] && (($(grep -c '"running": [1-9]' "$out/run.series.jsonl") >= 4)); then
             return 0
         fi
-        grep -qE 'PENDING|RUNNING|CONFIGURING' <<< "$(job_states "$job")" || return 1
+        all_terminal "$(job_states "$job")" && return 1
         nap 1
     done
     return 1

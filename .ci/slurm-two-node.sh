@@ -359,10 +359,11 @@ run_with_serve_node() {
     done
     t0=$(now)
     timing "probe, load and stop (to job end)" "$t1" "$t0"
-    state=$(scontrol show job -o "$job" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+    wait_job_end "$job" 30 || fail "job $job left squeue but did not end: $STATES"
+    state=$STATES
     # inferlint exits 1 when a tripwire fails and 2 when one could not tell: verdicts, not a
     # broken run (check_run_folder tells a broken run).
-    say "job $job: $state, exit $(scontrol show job -o "$job" | sed -n 's/.* ExitCode=\([^ ]*\).*/\1/p')"
+    say "job $job: $state, exit $(job_field "$job" ExitCode)"
     [[ $state == COMPLETED || $state == FAILED ]] || fail "job $job ended as $state"
     tail -n 25 "$W/job-$job.out"
     check_run_folder
@@ -405,7 +406,8 @@ run_with_agents() {
     t1=$(now)
     timing "teardown on two nodes (to job end)" "$t0" "$t1"
     [[ -n $(squeue -h -j "$job" 2> /dev/null) ]] && fail "job $job still there 60 s after the stop"
-    state=$(scontrol show job -o "$job" | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p')
+    wait_job_end "$job" 30 || fail "job $job left squeue but did not end: $STATES"
+    state=$STATES
     [[ $state == COMPLETED ]] || fail "job $job ended as $state: $(cat "$W"/job-"$job".out)"
     say "job $job: $state; $(tr '\n' ';' < "$W/job-$job.out")"
     check_events "$W/head.events" n1 "the head's agent"
