@@ -14,3 +14,4 @@ mod slurm;
 mod supervision_gpu;
 mod supervision_procs;
 mod supervision_shepherd;
+mod supervision_shm;

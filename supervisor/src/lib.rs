@@ -113,6 +113,7 @@ pub mod procfs;
 pub mod protocol;
 pub mod reap;
 pub mod shepherd;
+pub mod shm;
 pub mod signals;
 pub mod supervised;
 pub mod sys;

@@ -257,6 +257,7 @@ mod tests {
             cgroup_removed: None,
             leader_exit: None,
             pipes_at_eof: Some(true),
+            shm: crate::shm::ShmCleanup::default(),
         };
         let NodeEvent::Teardown {
             left,

@@ -12,11 +12,13 @@
 //!    repeated until a full census finds nothing (bounded by `force`).
 //! 4. **verify** — a last census; whatever is left is reported with pid and command line.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
+use crate::shm::{self, ShmCleanup, SHM_DIR};
 use crate::tree::Tree;
 use crate::{ExitKind, StopMode};
 
@@ -135,6 +137,9 @@ pub struct TeardownReport {
     /// Whether the output pipes reached end of file (filled in by the supervisor side; a pipe
     /// still open means some process outside the census holds it).
     pub pipes_at_eof: Option<bool>,
+    /// The tree's `/dev/shm` files: those removed, and those left with why ([`crate::shm`]).
+    #[serde(default, skip_serializing_if = "ShmCleanup::is_empty")]
+    pub shm: ShmCleanup,
 }
 
 /// The exit status a program gives when a teardown left processes behind (distinct from the
@@ -162,6 +167,25 @@ impl TeardownReport {
                 format!("left over: pid={:<8} {cmd}{}", l.pid, suffix(l))
             })
             .collect()
+    }
+}
+
+impl TeardownReport {
+    /// What became of the tree's `/dev/shm` files, one line each kind: `removed 2 shared-memory
+    /// file(s) the tree left: /dev/shm/psm_1, /dev/shm/psm_2`, and one line per file kept.
+    pub fn shm_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if !self.shm.removed.is_empty() {
+            lines.push(format!(
+                "removed {} shared-memory file(s) the tree left: {}",
+                self.shm.removed.len(),
+                self.shm.removed.join(", ")
+            ));
+        }
+        for k in &self.shm.kept {
+            lines.push(format!("left in place: {} ({})", k.path, k.why));
+        }
+        lines
     }
 }
 
@@ -196,6 +220,9 @@ pub fn teardown(
             cmdline: m.info.cmdline(),
         })
         .collect();
+    let shm_dir = Path::new(SHM_DIR);
+    let found_pids: Vec<i32> = found.iter().map(|l| l.pid).collect();
+    let shm_held = shm::held_by_all(&tree.scan, &found_pids, shm_dir);
 
     if !forced {
         // Stage 1: polite.
@@ -318,6 +345,12 @@ pub fn teardown(
     });
     signalled.sort_unstable();
     signalled.dedup();
+    let shm = shm::remove_left(
+        &tree.scan,
+        &shm_held,
+        nix::unistd::getuid().as_raw(),
+        shm_dir,
+    );
     TeardownReport {
         actor: actor.to_string(),
         requested: mode,
@@ -337,6 +370,7 @@ pub fn teardown(
         cgroup_removed,
         leader_exit,
         pipes_at_eof: None,
+        shm,
     }
 }
 
@@ -400,6 +434,7 @@ mod tests {
             cgroup_removed: None,
             leader_exit: None,
             pipes_at_eof: None,
+            shm: ShmCleanup::default(),
         };
         let plain = report.leftover_lines();
         assert_eq!(plain[0], "left over: pid=42       server --port 8000");

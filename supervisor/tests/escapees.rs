@@ -1,6 +1,6 @@
 //! The hardest escapee (empty environment, own session, double fork, no output pipes), the
 //! reconciliation of runs whose supervisor and shepherd were both SIGKILLed, the one documented
-//! gap, and the fallback identity without pidfds.
+//! gap, the fallback identity without pidfds, and the `/dev/shm` files a tree leaves.
 
 mod harness;
 
@@ -254,4 +254,103 @@ fn output_after_the_supervisor_died_still_reaches_the_raw_log() {
     let raw = std::fs::read_to_string(g.path("raw.log")).unwrap_or_default();
     assert!(raw.starts_with("ready pid="), "{raw:?}");
     assert!(raw.contains("stopping on SIGTERM"), "{raw:?}\n{}", g.logs());
+}
+
+/// Starts a `renamed` tree whose every process holds a `/dev/shm` file it never removes, the
+/// leader also one of the test's; ends it (a graceful teardown at once, or SIGKILL of the
+/// supervisor, which leaves the teardown to the shepherd), and checks that the tree's files are
+/// gone and the test's are not.
+fn shm_case(kill_supervisor: bool) {
+    let dir = std::path::Path::new(inferlint_supervisor::shm::SHM_DIR);
+    assert!(dir.is_dir(), "no {} on this machine", dir.display());
+    let prefix = dir.join(format!(
+        "inferlint-test-{}-{kill_supervisor}",
+        std::process::id()
+    ));
+    let mine = |what: &str| {
+        let p = std::path::PathBuf::from(format!("{}-{what}", prefix.display()));
+        std::fs::write(&p, b"a bystander's segment").unwrap();
+        p
+    };
+    // One the tree never touches, one its leader opens too; this process holds both.
+    let (bystander, shared) = (mine("bystander"), mine("shared"));
+    let _held = (
+        std::fs::File::open(&bystander).unwrap(),
+        std::fs::File::open(&shared).unwrap(),
+    );
+    let mut g = Guard::new();
+    launch(
+        &mut g,
+        &Launch {
+            backend: Backend::Group,
+            shape: Shape::Renamed,
+            end: if kill_supervisor { "wait" } else { "normal" },
+            pty: false,
+            cgroup_arg: Some("off"),
+            subreaper: true,
+            env: vec![
+                ("INFERLINT_TEST_SHM".into(), prefix.display().to_string()),
+                (
+                    "INFERLINT_TEST_SHM_SHARED".into(),
+                    shared.display().to_string(),
+                ),
+            ],
+        },
+    );
+    let tree: Vec<std::path::PathBuf> = ["leader", "engine", "tp0", "tp1"]
+        .iter()
+        .map(|r| format!("{}-{r}", prefix.display()).into())
+        .collect();
+    assert!(tree.iter().all(|p| p.exists()), "{}", g.logs());
+    if kill_supervisor {
+        send(g.pid_of("supervisor"), Signal::SIGKILL);
+    }
+    assert!(
+        wait_gone(&ids(&g), Duration::from_secs(15)).is_some(),
+        "{}",
+        g.logs()
+    );
+    // The shepherd removes them after its census found the tree gone.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while tree.iter().any(|p| p.exists()) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let left: Vec<_> = tree.iter().filter(|p| p.exists()).collect();
+    let survivors = [bystander.exists(), shared.exists()];
+    for p in tree.iter().chain([&bystander, &shared]) {
+        let _ = std::fs::remove_file(p);
+    }
+    assert!(
+        left.is_empty(),
+        "the tree's files are still there: {left:?}\n{}",
+        g.logs()
+    );
+    assert_eq!(
+        survivors,
+        [true, true],
+        "a file not the tree's alone was removed\n{}",
+        g.logs()
+    );
+    if !kill_supervisor {
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(g.path("report.json")).unwrap()).unwrap();
+        let removed = report["shm"]["removed"]
+            .as_array()
+            .expect("shm.removed")
+            .len();
+        assert_eq!(removed, 4, "{report}");
+        let kept = &report["shm"]["kept"];
+        assert_eq!(kept[0]["path"], shared.display().to_string(), "{report}");
+        assert_eq!(kept.as_array().map(Vec::len), Some(1), "{report}");
+    }
+}
+
+#[test]
+fn a_trees_shm_files_are_removed_and_a_bystanders_are_not() {
+    shm_case(false);
+}
+
+#[test]
+fn a_trees_shm_files_are_removed_when_the_supervisor_is_sigkilled() {
+    shm_case(true);
 }

@@ -171,7 +171,8 @@ pub struct NodeRecord {
 #[derive(Default)]
 struct Heard {
     record: NodeRecord,
-    leftover_lines: Vec<String>,
+    /// What its teardown left: processes, and `/dev/shm` files removed or kept.
+    teardown_lines: Vec<String>,
     /// The agent's `done` came.
     done: bool,
 }
@@ -352,7 +353,7 @@ impl RemoteNode {
 
     /// Waits up to `limit` for the agent's last word and the launcher's exit, then closes its
     /// stdin (which stops an agent that did not hear the command) and, past a second limit,
-    /// kills the launcher. Returns what `run.json` keeps and the leftover lines to print.
+    /// kills the launcher. Returns what `run.json` keeps and the teardown's lines to print.
     pub async fn finish(&mut self, limit: Duration) -> (NodeRecord, Vec<String>) {
         let mut over = self.over.clone();
         let _ = tokio::time::timeout(limit, over.wait_for(|o| *o)).await;
@@ -373,7 +374,7 @@ impl RemoteNode {
         if g.record.exit_code.is_none() {
             g.record.exit_code = status.and_then(|s| s.code());
         }
-        (g.record.clone(), g.leftover_lines.clone())
+        (g.record.clone(), g.teardown_lines.clone())
     }
 }
 
@@ -428,7 +429,8 @@ fn hear(
         } => {
             g.record.teardown_left = Some(left);
             g.record.left_by_title = left_by_title;
-            g.leftover_lines = report.leftover_lines();
+            g.teardown_lines = report.leftover_lines();
+            g.teardown_lines.extend(report.shm_lines());
         }
         NodeEvent::Checked { phase, result } if phase == "stop" => {
             g.record.t2 = Some(t2_of(result));

@@ -14,6 +14,11 @@
 //!   leader exits on SIGTERM without stopping its engine, which outlives it (vLLM#55510).
 //! * `cleared-env` — leader → intermediate started with an empty environment and no output
 //!   pipes → ghost (setsid, double fork): no marker, no group, no session tie.
+//!
+//! With `INFERLINT_TEST_SHM=PREFIX` every process creates the file `PREFIX-ROLE` (a stand-in for a
+//! `/dev/shm` segment) and holds it open until it ends, never removing it, as a SIGKILLed vLLM
+//! leaves its segments; with `INFERLINT_TEST_SHM_SHARED=PATH` the leader also holds that file
+//! (someone else's, which the tree only shares).
 
 #![forbid(unsafe_code)]
 
@@ -124,6 +129,19 @@ fn start_orphan(o: &Opts, role: &str) {
     child(o, role, None).spawn().expect("spawn");
 }
 
+/// The files this process holds open for the rest of its life (see the module's doc).
+fn hold_shm(role: &str) -> Vec<std::fs::File> {
+    let mut held = Vec::new();
+    if let Some(prefix) = std::env::var_os("INFERLINT_TEST_SHM") {
+        let path = format!("{}-{role}", prefix.to_string_lossy());
+        held.push(std::fs::File::create(path).expect("create the shm stand-in"));
+    }
+    if let (Some(path), "leader") = (std::env::var_os("INFERLINT_TEST_SHM_SHARED"), role) {
+        held.push(std::fs::File::open(path).expect("open the shared file"));
+    }
+    held
+}
+
 fn main() {
     let o = parse();
     if leaves_session(&o.role) {
@@ -143,6 +161,7 @@ fn main() {
         &format!("{} {} {}", std::process::id(), starttime(), o.role),
     );
 
+    let _shm = hold_shm(&o.role);
     let mut kids: Vec<std::process::Child> = Vec::new();
     match (o.shape.as_str(), o.role.as_str()) {
         ("cooperative" | "ignore-term", "leader") => {

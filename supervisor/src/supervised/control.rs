@@ -137,6 +137,7 @@ pub(super) fn no_report(info: &SpawnedInfo) -> TeardownReport {
         cgroup_removed: None,
         leader_exit: None,
         pipes_at_eof: None,
+        shm: crate::shm::ShmCleanup::default(),
     }
 }
 
