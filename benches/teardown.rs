@@ -59,7 +59,7 @@ fn spawn(role: &str, mode: CgroupMode) -> Supervised {
             args: vec!["shepherd".into()],
         },
         vec![std::env::current_exe().unwrap().into_os_string()],
-        inferlint_run::proc::names(),
+        inferlint_host::names::names(),
     );
     o.env = vec![(ROLE_ENV.into(), role.into())];
     o.cgroup = mode;
@@ -232,7 +232,7 @@ fn flood_bench() {
                 args: vec!["shepherd".into()],
             },
             vec![std::env::current_exe().unwrap().into_os_string()],
-            inferlint_run::proc::names(),
+            inferlint_host::names::names(),
         );
         o.env = vec![(ROLE_ENV.into(), "flood".into())];
         o.cgroup = CgroupMode::Off;

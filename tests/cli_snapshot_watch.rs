@@ -19,8 +19,8 @@ use inferlint_core::series::Series;
 use inferlint_core::snapshot::Snapshot;
 use inferlint_core::testkit::evidence;
 use inferlint_core::Engine;
+use inferlint_http::scrape::Scraper;
 use inferlint_run::record::{record, RecordOptions};
-use inferlint_run::scrape::Scraper;
 
 const BIN: &str = env!("CARGO_BIN_EXE_inferlint");
 

@@ -10,7 +10,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use inferlint_run::gpu::{self, GpuHolder, GpuScope, GpuSource, ScopeOrigin};
+use inferlint_host::gpu::{self, GpuHolder, GpuScope, GpuSource, ScopeOrigin};
 use inferlint_sim::gpu as simgpu;
 
 const H200: &str = "nvidia-smi/h200x8-query-gpu-and-compute-apps-before-after.txt";

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use inferlint_run::gpu::{self, Gpu, GpuId, GpuScope, MigInstance, ScopeOrigin};
+use inferlint_host::gpu::{self, Gpu, GpuId, GpuScope, MigInstance, ScopeOrigin};
 
 fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
     let m: HashMap<String, String> = pairs

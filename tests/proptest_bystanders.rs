@@ -14,7 +14,7 @@ use crate::proptest_support;
 
 use std::collections::BTreeSet;
 
-use inferlint_run::procs::{self, ProcInfo, System, Target, TeardownOptions};
+use inferlint_host::procs::{self, ProcInfo, System, Target, TeardownOptions};
 use nix::sys::signal::Signal;
 use proptest::prelude::*;
 

@@ -3,7 +3,7 @@
 //! (docs/design/gpus.md#two-consecutive-clear-readings) on a substituted clock.
 
 use inferlint_core::clock::{Clock, ClockReading};
-use inferlint_run::gpu::{self, ClearOptions, GpuSource, Reading};
+use inferlint_host::gpu::{self, ClearOptions, GpuSource, Reading};
 
 #[test]
 fn the_recorded_card_parses() {

@@ -8,8 +8,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use inferlint_core::engine::Engine;
-use inferlint_run::gpu::ClearOptions;
-use inferlint_run::procs::{self, ProcInfo, System, Target, TeardownOptions};
+use inferlint_host::gpu::ClearOptions;
+use inferlint_host::procs::{self, ProcInfo, System, Target, TeardownOptions};
 use nix::sys::signal::Signal;
 
 fn p(pid: i32, ppid: i32, argv: &[&str]) -> ProcInfo {

@@ -32,7 +32,7 @@ fn opts(script: &str) -> SpawnOptions {
             args: vec!["shepherd".into()],
         },
         vec!["bash".into(), "-c".into(), script.into()],
-        inferlint_run::proc::names(),
+        inferlint_host::names::names(),
     );
     o.graces = graces();
     o.cgroup = CgroupMode::Off;
@@ -263,7 +263,7 @@ fn stale_run(run_id: &str) -> (ProcId, Reaper) {
     let engine = loop {
         // Marked, and past its `trap '' TERM` (it has exec'd under its new name).
         let found = scan.pids().into_iter().find(|&p| {
-            scan.environ_var(p, inferlint_run::proc::RUN_ID_ENV)
+            scan.environ_var(p, inferlint_host::names::RUN_ID_ENV)
                 .as_deref()
                 == Some(run_id)
                 && scan

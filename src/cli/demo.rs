@@ -159,7 +159,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     // SAFETY (of set_var): no other thread runs yet; the runtime starts after this. The server,
     // its engine and this process all read the same simulated GPU.
     std::env::set_var(
-        inferlint_run::gpu::GPU_ENV,
+        inferlint_host::gpu::GPU_ENV,
         format!("sim:{}", gpu_dir.display()),
     );
     std::env::remove_var(inferlint_core::engine::ENGINE_ENV);

@@ -10,8 +10,8 @@ use inferlint_core::checks::t2;
 use inferlint_core::evidence::T2Evidence;
 use inferlint_core::fmt::thousands;
 use inferlint_core::result::CheckResult;
-use inferlint_run::gpu::{self, ClearOptions, Gpu, GpuScope, GpuSource, ScopeView};
-use inferlint_run::procs::{self, ProcInfo, RealSystem, System, Target};
+use inferlint_host::gpu::{self, ClearOptions, Gpu, GpuScope, GpuSource, ScopeView};
+use inferlint_host::procs::{self, ProcInfo, RealSystem, System, Target};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

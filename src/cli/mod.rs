@@ -26,6 +26,7 @@ pub mod shepherd;
 pub mod sim;
 pub mod snapshot;
 pub mod teardown;
+mod terminal;
 pub mod watch;
 pub mod window;
 
@@ -126,7 +127,7 @@ pub fn main() -> i32 {
 }
 
 pub fn main_with(args: Vec<OsString>) -> i32 {
-    inferlint_run::proc::honour_no_pidfd_env();
+    inferlint_host::names::honour_no_pidfd_env();
     let first = args.get(1).map(|a| a.to_string_lossy().into_owned());
     match first.as_deref() {
         None => {
@@ -386,13 +387,13 @@ pub struct HttpOptions {
 impl HttpOptions {
     /// Makes these options (over the environment's) the process's HTTP policy.
     pub fn apply(&self) -> anyhow::Result<()> {
-        let policy = inferlint_run::http::HttpPolicy {
+        let policy = inferlint_http::HttpPolicy {
             proxy: self.proxy.clone(),
             cacert: self.cacert.clone(),
             insecure: self.insecure,
         }
         .or_env();
-        inferlint_run::http::set_policy(policy)?;
+        inferlint_http::set_policy(policy)?;
         Ok(())
     }
 }

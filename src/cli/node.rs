@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use inferlint_run::gpu::GpuScope;
+use inferlint_host::gpu::GpuScope;
 use inferlint_run::GpuCheck;
 use inferlint_supervisor::node_agent::{self, AfterTeardown, AgentOptions, BeforeStart};
 use inferlint_supervisor::{CgroupMode, Graces};
@@ -70,7 +70,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     };
     let cgroup: CgroupMode = args.cgroup.parse().map_err(anyhow::Error::msg)?;
     // The node's GPUs as a one-node run resolves them: --gpus, else what the step was given.
-    let scope = inferlint_run::gpu::GpuScope::from_env_noted(args.gpus.as_deref())?.scope;
+    let scope = inferlint_host::gpu::GpuScope::from_env_noted(args.gpus.as_deref())?.scope;
     let mut env = Vec::new();
     if let Some(g) = args.gpus {
         env.push((OsString::from("CUDA_VISIBLE_DEVICES"), OsString::from(g)));
@@ -86,7 +86,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     });
     Ok(node_agent::run(AgentOptions {
         shepherd: inferlint_run::proc::this_shepherd()?,
-        names: inferlint_run::proc::names(),
+        names: inferlint_host::names::names(),
         command: args.command,
         run_id: args.run_id,
         env,

@@ -1,7 +1,7 @@
 //! `inferlint probe URL`: T7 from a live server (one request, then a burst, then `/health`).
 
 use inferlint_core::output::{exit_code, print_results};
-use inferlint_run::probe::{probe, ProbeOptions};
+use inferlint_http::probe::{probe, ProbeOptions};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use inferlint_supervisor::ProcScanner;
 
-use inferlint_run::reconcile::{reap_graces, reaped_line, reconcile};
+use inferlint_host::reconcile::{reap_graces, reaped_line, reconcile};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use inferlint_core::engine::named_engine;
 use inferlint_core::output::counts_line;
-use inferlint_run::{self as run, GpuCheck, Interrupt, Outcome, RunInputs, Sink, Terminal};
+use inferlint_run::{self as run, GpuCheck, Interrupt, Outcome, RunInputs, Sink};
+
+use super::terminal::Terminal;
 
 /// The usage error when nothing follows `--`.
 pub const NO_LOAD: &str = "xray needs the load command after --, e.g. -- vllm bench serve ..., or the engine's own benchmark client";
@@ -152,7 +154,7 @@ pub fn inputs(args: &Args) -> anyhow::Result<RunInputs> {
     i.junit = args.junit.clone();
     i.strict = args.strict;
     i.stop_grace = secs(args.stop_grace, "--stop-grace")?;
-    let resolved = inferlint_run::gpu::GpuScope::from_env_noted(args.gpus.as_deref())?;
+    let resolved = inferlint_host::gpu::GpuScope::from_env_noted(args.gpus.as_deref())?;
     i.gpu_scope = resolved.scope;
     i.gpu_scope_notes = resolved.notes;
     i.pin_server_gpus = args.gpus.is_some();

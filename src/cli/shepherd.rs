@@ -18,7 +18,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         raw.insert(0, "--".into());
     }
     Ok(inferlint_supervisor::shepherd::main_with_args(
-        inferlint_run::proc::names(),
+        inferlint_host::names::names(),
         raw,
     ))
 }

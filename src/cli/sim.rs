@@ -24,10 +24,11 @@ pub enum SimCommand {
 }
 
 pub fn run(args: Args) -> anyhow::Result<i32> {
-    match args.command {
+    let code = match args.command {
         SimCommand::Serve(a) => sim::api::run_serve(*a),
         SimCommand::Bench(a) => sim::bench::run_bench(*a),
         SimCommand::EngineCore => sim::engine::run_engine(),
         SimCommand::Worker => sim::engine::run_worker(),
-    }
+    }?;
+    Ok(code)
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use inferlint_core::engine::{self, Engine};
 use inferlint_core::snapshot::SCRAPE_TIMEOUT;
-use inferlint_run::scrape::{self, split_metrics_url, ScrapeError};
+use inferlint_http::scrape::{self, split_metrics_url, ScrapeError};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use inferlint_core::checks::t2;
-use inferlint_run::gpu::{self, ClearOptions, GpuSource};
-use inferlint_run::procs::{self, RealSystem, TeardownError, TeardownOptions};
+use inferlint_host::gpu::{self, ClearOptions, GpuSource};
+use inferlint_host::procs::{self, RealSystem, TeardownError, TeardownOptions};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

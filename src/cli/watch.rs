@@ -8,8 +8,8 @@ use anyhow::Context;
 
 use crate::cli::snapshot::how_to_serve_metrics;
 use inferlint_core::engine;
+use inferlint_http::scrape::split_metrics_url;
 use inferlint_run::record::{record, RecordError, RecordOptions};
-use inferlint_run::scrape::split_metrics_url;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -1,5 +1,5 @@
 //! run.json's `exit_code` is the code the process exits with, on every way a run ends
-//! (docs/design/formats.md#runjson; the rule is `inferlint_run::run_exit_code`): a clean run, a
+//! (docs/design/formats.md#runjson; the rule is `inferlint_core::output::run_exit_code`): a clean run, a
 //! tripwire failed, a WARN with and without `--strict`, the gate refusing a held card, a server
 //! that fails to boot, a load command that fails or does not exist, a server that dies on its
 //! first request. Ctrl-C (130) and SIGTERM are tests/run_sim.rs's. Each case's processes are

@@ -262,7 +262,7 @@ impl Sim {
 
     pub fn gpu_readings(&self) -> Vec<(u32, u64)> {
         let dir = self.gpu_dir.as_ref().expect("started with .gpu()");
-        inferlint_run::gpu::sim::sim_gpu_readings(dir.path())
+        inferlint_host::gpu::sim::sim_gpu_readings(dir.path())
     }
 }
 

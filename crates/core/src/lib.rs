@@ -34,6 +34,7 @@ pub mod series;
 pub mod snapshot;
 #[doc(hidden)]
 pub mod testkit;
+pub mod url;
 
 pub use engine::Engine;
 pub use result::{CheckResult, Status, Tripwire};

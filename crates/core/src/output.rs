@@ -46,6 +46,24 @@ pub fn exit_code(results: &[CheckResult], strict: bool) -> i32 {
     }
 }
 
+/// A run's exit status (docs/design/run.md#exit-code): 130 if interrupted; 1 if there was a
+/// problem or the load exited non-zero; else the results' own status ([`exit_code`]).
+pub fn run_exit_code(
+    results: &[CheckResult],
+    strict: bool,
+    interrupted: bool,
+    problem: bool,
+    load_exit: Option<i32>,
+) -> i32 {
+    if interrupted {
+        130
+    } else if problem || load_exit.is_some_and(|c| c != 0) {
+        1
+    } else {
+        exit_code(results, strict)
+    }
+}
+
 /// `12 checks (8 pass, 2 warn, 2 tripwire-failed)`; N/A results are left out of the count and
 /// appended as `; 1 does not apply`.
 pub fn counts_line(results: &[CheckResult]) -> String {

@@ -1,9 +1,8 @@
 //! The server's address, read from the command that starts it
 //! (docs/design/run.md#the-servers-address).
 
-use inferlint_core::argv::command_engine;
-pub use inferlint_core::argv::{flag_value, has_flag};
-use inferlint_core::engine::Engine;
+use crate::argv::{command_engine, flag_value, has_flag};
+use crate::engine::Engine;
 
 /// The base URL a `--serve` command will answer at: its `--host` (default `127.0.0.1`; a
 /// wildcard address is reached through `127.0.0.1`; IPv6 bracketed) and `--port`, else the

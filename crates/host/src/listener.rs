@@ -43,7 +43,7 @@ pub fn local_port(url: &str) -> Result<u16, String> {
         host.as_str(),
         "127.0.0.1" | "localhost" | "::1" | "0.0.0.0" | "::" | ""
     ) || host.starts_with("127.")
-        || host == crate::folder::host_name();
+        || host == crate::host_name();
     if !local {
         return Err(format!(
             "{host} is not this machine, so its server's processes cannot be seen from here"

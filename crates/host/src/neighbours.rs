@@ -83,7 +83,7 @@ impl Node for RealNode {
         procs::list_processes(self.scan.root())
     }
     fn run_id_of(&mut self, pid: i32) -> Option<String> {
-        self.scan.environ_var(pid, crate::proc::RUN_ID_ENV)
+        self.scan.environ_var(pid, crate::names::RUN_ID_ENV)
     }
     fn scope(&mut self) -> Option<ScopeReading> {
         if matches!(self.source, GpuSource::None) {

@@ -50,7 +50,7 @@ pub fn reconcile(
     dry_run: bool,
     graces: &Graces,
 ) -> Reconciled {
-    let mut stale: Vec<StaleRun> = reap::find_stale(scan, &crate::proc::names(), uid);
+    let mut stale: Vec<StaleRun> = reap::find_stale(scan, &crate::names::names(), uid);
     if let Some(id) = run_id {
         stale.retain(|r| r.run_id == id);
     }

@@ -6,8 +6,22 @@
 //! `http_proxy` would send loopback and in-cluster requests to a machine that cannot reach them.
 //! A proxy is used only when asked for (`--proxy URL`, `INFERLINT_PROXY`).
 
+//!
+//! Beside the policy, everything inferlint asks the server: [`scrape`] (its Prometheus text),
+//! [`probe`] (T7's requests and `/health`) and [`server_version`].
+#![expect(
+    missing_docs,
+    reason = "public items (mostly struct fields and variants) moved here undocumented from inferlint-run; document them, then drop this"
+)]
+#![forbid(unsafe_code)]
+#![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
+
+pub mod probe;
+pub mod scrape;
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 /// The variable that names a proxy for the server (as `--proxy`).
 pub const PROXY_ENV: &str = "INFERLINT_PROXY";
@@ -156,6 +170,31 @@ pub fn builder() -> reqwest::ClientBuilder {
         b = b.danger_accept_invalid_certs(true);
     }
     b
+}
+
+/// The version a live server reports: `GET /version` (vLLM, TensorRT-LLM), then
+/// `GET /get_server_info` (SGLang), field `version`.
+pub async fn server_version(url: &str, api_key: Option<&str>) -> Option<String> {
+    let client = client(|b| b);
+    for path in ["/version", "/get_server_info"] {
+        let mut req = client
+            .get(format!("{}{path}", url.trim_end_matches('/')))
+            .timeout(Duration::from_secs(10));
+        if let Some(k) = api_key {
+            req = req.bearer_auth(k);
+        }
+        let Ok(resp) = req.send().await else { continue };
+        if !resp.status().is_success() {
+            continue;
+        }
+        let Ok(v) = resp.json::<serde_json::Value>().await else {
+            continue;
+        };
+        if let Some(s) = v.get("version").and_then(|x| x.as_str()) {
+            return Some(s.to_string());
+        }
+    }
+    None
 }
 
 #[cfg(test)]

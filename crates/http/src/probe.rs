@@ -75,7 +75,7 @@ fn http_reason(status: reqwest::StatusCode) -> String {
 fn client() -> reqwest::Client {
     static CLIENT: std::sync::OnceLock<reqwest::Client> = std::sync::OnceLock::new();
     CLIENT
-        .get_or_init(|| crate::http::client(|b| b.pool_max_idle_per_host(0)))
+        .get_or_init(|| crate::client(|b| b.pool_max_idle_per_host(0)))
         .clone()
 }
 

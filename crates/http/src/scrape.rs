@@ -111,7 +111,7 @@ impl Scraper {
     }
 
     pub fn with_clock(clock: Arc<dyn Clock + Send + Sync>) -> Scraper {
-        let client = crate::http::client(|b| b.connect_timeout(SCRAPE_TIMEOUT));
+        let client = crate::client(|b| b.connect_timeout(SCRAPE_TIMEOUT));
         Scraper {
             client,
             clock,

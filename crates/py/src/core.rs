@@ -1,5 +1,6 @@
 //! Every path this crate takes from the library crates, in one place: core (readers, checks,
-//! catalogue), run (scrapes, probe, processes, GPU tools) and report (the HTML page).
+//! catalogue, the load command), host (processes, GPU tools), http (scrapes, the probe) and report
+//! (the HTML page). Not the run crate: the package runs no supervised sequence of its own.
 
 pub use inferlint_core::bench::{self, BenchResult};
 pub use inferlint_core::bootlog::{self, BootFacts};
@@ -16,6 +17,7 @@ pub use inferlint_core::series::{Series, SeriesHeader, SeriesSample};
 pub use inferlint_core::snapshot::{ReadError, Snapshot};
 pub use inferlint_core::VERSION;
 pub use inferlint_core::{argv, catalogue};
+pub use inferlint_host::{gpu, procs};
+pub use inferlint_http::probe;
+pub use inferlint_http::scrape::{ScrapeError, Scraper};
 pub use inferlint_report as report;
-pub use inferlint_run::scrape::{ScrapeError, Scraper};
-pub use inferlint_run::{gpu, probe, procs};

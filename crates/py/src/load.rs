@@ -9,8 +9,8 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
 use inferlint_core::engine::Engine;
+use inferlint_core::load::{self, ResultLocation};
 use inferlint_core::result::CheckResult;
-use inferlint_run::load::{self, ResultLocation};
 
 /// The engine whose benchmark client `argv` runs ("vllm", "sglang", "trtllm").
 #[pyfunction]
@@ -54,7 +54,7 @@ pub fn server_url(argv: Vec<String>, engine: Option<&str>) -> PyResult<String> {
         ),
         None => None,
     };
-    Ok(inferlint_run::url::server_url(&argv, named))
+    Ok(inferlint_core::url::server_url(&argv, named))
 }
 
 /// The version a live server reports (`/version`, then `/get_server_info`), or None.
@@ -68,7 +68,7 @@ pub fn server_version(py: Python<'_>, url: &str, timeout: f64) -> PyResult<Optio
     let url = url.to_string();
     Ok(py.allow_threads(|| {
         rt.block_on(async {
-            tokio::time::timeout(limit, inferlint_run::server::server_version(&url, None))
+            tokio::time::timeout(limit, inferlint_http::server_version(&url, None))
                 .await
                 .ok()
                 .flatten()
@@ -91,7 +91,7 @@ pub fn run_exit_code(
         .map(|r| serde_json::from_str::<CheckResult>(r))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| PyValueError::new_err(format!("not a check result: {e}")))?;
-    Ok(inferlint_run::run_exit_code(
+    Ok(inferlint_core::output::run_exit_code(
         &results,
         strict,
         interrupted,

@@ -10,10 +10,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 use crate::record::{record_observed, RecordEvent, RecordOptions, RecordSummary};
-use crate::scrape::Scraper;
 use inferlint_core::engine::Engine;
 use inferlint_core::observed::LoadObserved;
 use inferlint_core::series::SeriesSample;
+use inferlint_http::scrape::Scraper;
 
 use super::client_cpu::CpuMeter;
 use super::deaths::DeathWatch;

@@ -50,11 +50,6 @@ pub fn default_folder_name() -> String {
         .to_string()
 }
 
-/// This machine's host name (empty when it cannot be read).
-pub fn host_name() -> String {
-    nix::unistd::gethostname().map_or_else(|_| String::new(), |h| h.to_string_lossy().into_owned())
-}
-
 /// The current time as RFC 3339 in UTC with milliseconds.
 pub fn now_rfc3339() -> String {
     chrono::Utc::now()
@@ -145,7 +140,7 @@ impl RunRecord {
         RunRecord {
             schema: "inferlint.run/1",
             inferlint_version: inferlint_core::VERSION,
-            host: host_name(),
+            host: inferlint_host::host_name(),
             gpus: Value::Null,
             gpu_scope: None,
             attached_server: Vec::new(),
@@ -239,7 +234,7 @@ pub fn junit_xml(results: &[CheckResult], suite: &str, seconds: f64) -> String {
         xml_escape(suite),
         cases.len(),
         chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S"),
-        xml_escape(&host_name()),
+        xml_escape(&inferlint_host::host_name()),
     ));
     for r in cases {
         let name = case_name(r.tripwire);

@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use inferlint_supervisor::TeardownReport;
 
-use crate::gpu::{self, GpuScope, GpuSource};
 use inferlint_core::checks::t2;
 use inferlint_core::result::{CheckResult, Tripwire};
+use inferlint_host::gpu::{self, GpuScope, GpuSource};
 
-use super::neighbours::{self, Judged, Neighbour, Own, RealNode, WaitOptions};
 use super::GpuCheck;
+use inferlint_host::neighbours::{self, Judged, Neighbour, Own, RealNode, WaitOptions};
 
 /// The gate's FAIL prefix.
 pub const GATE_PREFIX: &str = "card not clear; refusing to start a server. ";

@@ -3,14 +3,13 @@
 //! runs, checks the tripwires, writes the run folder and the report, and stops everything it
 //! started, however the run ends.
 //!
-//! The parts: [`url`] (the server's address from `--serve`), [`load`] (known clients, the
-//! rewrite, result files), [`server`] and [`boot`] (the server's output and readiness),
+//! The parts: [`server`] and [`boot`] (the server's output and readiness),
 //! [`drive`] (the load and the recording), [`monitor`] and [`live`] (what the terminal shows),
 //! [`gate`] (the GPU before and after), [`folder`] and [`redact`] (the run folder), and
-//! [`sequence`] (the steps in order). Below them, what a run reads from the machine and the
-//! server: [`gpu`] (NVML, nvidia-smi, the simulated GPU), [`procs`] (`/proc`, server processes,
-//! teardown), [`probe`] (T7's requests), [`scrape`] and [`record`] (live metrics), all through [`http`]
-//! (the one HTTP policy for the server under test).
+//! [`sequence`] (the steps in order), and [`record`] (live metrics into a series). What a run asks
+//! the server comes from [`inferlint_http`] (the one HTTP policy, the scrape, T7's probe, the
+//! version); what it reads from the machine from [`inferlint_host`] (GPUs, `/proc`, the
+//! listener, the neighbours, stale runs).
 #![expect(
     missing_docs,
     reason = "173 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
@@ -27,25 +26,16 @@ pub mod deaths;
 pub mod drive;
 pub mod folder;
 pub mod gate;
-pub mod gpu;
-pub mod http;
 pub mod interrupt;
-pub mod listener;
 pub mod live;
-pub mod load;
+
 pub mod monitor;
-pub mod neighbours;
 pub mod nodes;
-pub mod probe;
 pub mod proc;
-pub mod procs;
-pub mod reconcile;
 pub mod record;
 pub mod redact;
-pub mod scrape;
 pub mod sequence;
 pub mod server;
-pub mod url;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -54,7 +44,7 @@ use inferlint_core::engine::NamedEngine;
 use inferlint_core::result::CheckResult;
 
 pub use interrupt::{Interrupt, Level};
-pub use live::{Collect, Sink, Terminal};
+pub use live::{Collect, Sink};
 pub use sequence::run;
 pub use server::READY_MARKER;
 
@@ -101,7 +91,7 @@ pub struct RunInputs {
     /// The T2 wait after the server stopped.
     pub teardown_timeout: Duration,
     /// The GPUs the run judges (docs/supervision.md, "Sharing the node").
-    pub gpu_scope: crate::gpu::GpuScope,
+    pub gpu_scope: inferlint_host::gpu::GpuScope,
     /// What resolving the scope noticed (the ordinal caveat, where CUDA stops parsing),
     /// printed at the gate.
     pub gpu_scope_notes: Vec<String>,
@@ -109,7 +99,7 @@ pub struct RunInputs {
     /// CUDA_VISIBLE_DEVICES (integer ordinals, with CUDA_DEVICE_ORDER=PCI_BUS_ID).
     pub pin_server_gpus: bool,
     /// The probe's settings (its timeouts are injectable for tests).
-    pub probe_options: crate::probe::ProbeOptions,
+    pub probe_options: inferlint_http::probe::ProbeOptions,
     /// The program that runs the shepherds (default: this executable's `shepherd`
     /// subcommand; a library user names the inferlint binary here).
     pub shepherd: Option<inferlint_supervisor::ShepherdProgram>,
@@ -143,10 +133,10 @@ impl RunInputs {
             stop_grace: Duration::from_secs(30),
             gate_timeout: Duration::from_secs(10),
             teardown_timeout: Duration::from_secs(120),
-            gpu_scope: crate::gpu::GpuScope::all(),
+            gpu_scope: inferlint_host::gpu::GpuScope::all(),
             gpu_scope_notes: Vec::new(),
             pin_server_gpus: false,
-            probe_options: crate::probe::ProbeOptions::default(),
+            probe_options: inferlint_http::probe::ProbeOptions::default(),
             shepherd: None,
             serve_nodes: Vec::new(),
             node_launcher: None,
@@ -189,31 +179,13 @@ impl Outcome {
     /// 130 if interrupted; 1 if there was a problem, the load exited non-zero, or any FAIL
     /// (or WARN under `strict`); 2 if any UNKNOWN; else 0.
     pub fn exit_code(&self, strict: bool) -> i32 {
-        run_exit_code(
+        inferlint_core::output::run_exit_code(
             &self.results,
             strict,
             self.interrupted,
             self.problem.is_some(),
             self.load_exit,
         )
-    }
-}
-
-/// A run's exit status (docs/design/run.md#exit-code): 130 if interrupted; 1 if there was a
-/// problem or the load exited non-zero; else the results' own status.
-pub fn run_exit_code(
-    results: &[CheckResult],
-    strict: bool,
-    interrupted: bool,
-    problem: bool,
-    load_exit: Option<i32>,
-) -> i32 {
-    if interrupted {
-        130
-    } else if problem || load_exit.is_some_and(|c| c != 0) {
-        1
-    } else {
-        inferlint_core::output::exit_code(results, strict)
     }
 }
 

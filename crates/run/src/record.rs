@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::scrape::{ScrapeError, Scraper};
 use inferlint_core::engine::Engine;
 use inferlint_core::series::{SeriesSample, SeriesWriter};
 use inferlint_core::snapshot::{Snapshot, SCRAPE_TIMEOUT};
+use inferlint_http::scrape::{ScrapeError, Scraper};
 
 /// How to record.
 #[derive(Clone)]

@@ -160,30 +160,5 @@ pub async fn wait_ready(
 /// Asks `/health` at `at` (a hung server gets 2 s).
 async fn poll_health(url: String, at: Instant) -> bool {
     tokio::time::sleep_until(at).await;
-    crate::probe::healthy(&url, Duration::from_secs(2)).await
-}
-
-/// The version a live server reports: `GET /version` (vLLM, TensorRT-LLM), then
-/// `GET /get_server_info` (SGLang), field `version`.
-pub async fn server_version(url: &str, api_key: Option<&str>) -> Option<String> {
-    let client = crate::http::client(|b| b);
-    for path in ["/version", "/get_server_info"] {
-        let mut req = client
-            .get(format!("{}{path}", url.trim_end_matches('/')))
-            .timeout(Duration::from_secs(10));
-        if let Some(k) = api_key {
-            req = req.bearer_auth(k);
-        }
-        let Ok(resp) = req.send().await else { continue };
-        if !resp.status().is_success() {
-            continue;
-        }
-        let Ok(v) = resp.json::<serde_json::Value>().await else {
-            continue;
-        };
-        if let Some(s) = v.get("version").and_then(|x| x.as_str()) {
-            return Some(s.to_string());
-        }
-    }
-    None
+    inferlint_http::probe::healthy(&url, Duration::from_secs(2)).await
 }

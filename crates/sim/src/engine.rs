@@ -103,8 +103,8 @@ fn sleep_s(s: f64) {
 }
 
 /// `inferlint sim engine-core`: runs until told to stop; returns the exit status.
-pub fn run_engine() -> anyhow::Result<i32> {
-    let cfg = ServeConfig::from_env().map_err(anyhow::Error::msg)?;
+pub fn run_engine() -> crate::error::SimResult<i32> {
+    let cfg = ServeConfig::from_env()?;
     let fd: RawFd = std::env::var(FD_ENV)
         .ok()
         .and_then(|s| s.parse().ok())
@@ -172,7 +172,7 @@ pub fn run_engine() -> anyhow::Result<i32> {
     // SGLang rank-0 scheduler or TensorRT-LLM rank 0 always does (the other ranks are its workers).
     let _holding = match (&gpu_dir, cfg.tp) {
         (Some(dir), tp) if tp == 1 || cfg.engine != EngineKind::Vllm => {
-            let card = gpu::my_card(dir, cfg.gpu_index(rank, 0)).map_err(anyhow::Error::msg)?;
+            let card = gpu::my_card(dir, cfg.gpu_index(rank, 0))?;
             Some(gpu::hold(dir, cfg.gpu_mib, card)?)
         }
         _ => None,
@@ -200,7 +200,7 @@ pub fn run_engine() -> anyhow::Result<i32> {
     Ok(code.unwrap_or(0))
 }
 
-fn boot_lines(log: &Logger, cfg: &ServeConfig) -> anyhow::Result<()> {
+fn boot_lines(log: &Logger, cfg: &ServeConfig) -> crate::error::SimResult<()> {
     let s = sites(cfg.release);
     let share = cfg.boot_secs * 0.8 / 8.0;
     log.info(s.engine_config, &format!(

@@ -41,6 +41,7 @@ pub mod api;
 pub mod bench;
 pub mod config;
 pub mod engine;
+pub mod error;
 pub mod expo;
 pub mod failures;
 pub mod gpu;

@@ -113,7 +113,10 @@ fn worker_ranks(cfg: &ServeConfig) -> std::ops::Range<u32> {
     }
 }
 
-pub(super) fn spawn_workers(cfg: &ServeConfig, death_read: &OwnedFd) -> anyhow::Result<Vec<Child>> {
+pub(super) fn spawn_workers(
+    cfg: &ServeConfig,
+    death_read: &OwnedFd,
+) -> crate::error::SimResult<Vec<Child>> {
     let mut out = Vec::new();
     for rank in worker_ranks(cfg) {
         let fd = death_read.as_fd().as_raw_fd();
@@ -171,8 +174,8 @@ pub(super) fn stop_workers(log: &Logger, workers: &mut [Child]) {
 /// `inferlint sim worker`: a tensor-parallel worker, or (with [`ROLE_ENV`]) the data-parallel
 /// coordinator. A worker holds its GPU's simulated memory; both exit when their parent does
 /// (the death pipe on fd 3 reaches EOF) or on SIGTERM.
-pub fn run_worker() -> anyhow::Result<i32> {
-    let cfg = ServeConfig::from_env().map_err(anyhow::Error::msg)?;
+pub fn run_worker() -> crate::error::SimResult<i32> {
+    let cfg = ServeConfig::from_env()?;
     let rank: u32 = std::env::var(RANK_ENV)
         .ok()
         .and_then(|s| s.parse().ok())
@@ -197,8 +200,7 @@ pub fn run_worker() -> anyhow::Result<i32> {
     // card is its place among the visible ones (CUDA_VISIBLE_DEVICES), as CUDA renumbers them.
     let _holding = match gpu::dir_from_env().filter(|_| !coordinator) {
         Some(dir) => {
-            let card =
-                gpu::my_card(&dir, cfg.gpu_index(dp_rank(), rank)).map_err(anyhow::Error::msg)?;
+            let card = gpu::my_card(&dir, cfg.gpu_index(dp_rank(), rank))?;
             Some(gpu::hold(&dir, cfg.gpu_mib, card)?)
         }
         None => None,

@@ -1,11 +1,17 @@
 //! What a load command is and what it asks of the server, read from its argument vector: which
 //! benchmark client runs ([`load_tool`]), and [`LoadIntent`]: whether its prompts are meant to be
 //! fresh, whether it asked for a fixed output length, the rate it asked for. The checks of the
-//! load's window (T16, T18) decide on these; `run` rewrites the command with [`LoadTool`]
-//! (docs/design/tripwires.md#what-the-load-asked-for).
+//! load's window (T16, T18) decide on these; [`rewrite`] rewrites the command with [`LoadTool`]
+//! to save its result in the run folder (docs/design/tripwires.md#what-the-load-asked-for).
+
+pub mod rewrite;
 
 use crate::argv::{basename, flag_value, has_flag};
 use crate::engine::Engine;
+
+pub use rewrite::{
+    find_result, known_client, requested_concurrency, rewrite, ResultLocation, Rewrite,
+};
 
 /// The benchmark clients inferlint knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

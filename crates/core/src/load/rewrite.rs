@@ -5,10 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use inferlint_core::engine::Engine;
-pub use inferlint_core::load::{load_tool, LoadTool};
-
-use super::url::{flag_value, has_flag};
+use super::{load_tool, LoadTool};
+use crate::argv::{flag_value, has_flag};
+use crate::engine::Engine;
 
 /// The engine whose benchmark client the load command is (`vllm`, `sglang`, `trtllm`), or None.
 pub fn known_client(argv: &[String]) -> Option<Engine> {

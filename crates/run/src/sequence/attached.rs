@@ -1,5 +1,5 @@
 //! The stop in attach mode (`--url`, no `--serve`): the server to stop is the process listening
-//! on the URL's port and its descendants ([`crate::listener`]), those found when the run
+//! on the URL's port and its descendants ([`inferlint_host::listener`]), those found when the run
 //! began and still the same processes now (pid and start time). When it cannot be found, the run
 //! says so and stops nothing; inferlint's own ancestors are never targets (docs/supervision.md,
 //! "Sharing the node").
@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use inferlint_supervisor::{ProcId, Tracked};
 use nix::sys::signal::Signal;
 
-use super::super::listener::{self, Found};
 use super::Run;
-use crate::procs::{ancestors_in, ProcInfo, ProcScanner};
+use inferlint_host::listener::{self, Found};
+use inferlint_host::procs::{ancestors_in, ProcInfo, ProcScanner};
 
 /// How often the targets are looked at while they stop.
 const POLL: Duration = Duration::from_millis(100);

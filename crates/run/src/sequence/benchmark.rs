@@ -6,9 +6,9 @@ use super::Run;
 use crate::deaths::Phase;
 use crate::drive::{run_load, LoadSpec, Recorder};
 use crate::folder;
-use crate::load::{self, LoadTool, ResultLocation};
 use crate::redact;
 use inferlint_core::checks::{self, t10};
+use inferlint_core::load::{self, LoadTool, ResultLocation};
 use inferlint_core::result::Tripwire;
 use inferlint_core::snapshot::{Snapshot, SCRAPE_TIMEOUT};
 

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use super::Run;
-use crate::{folder, server};
+use crate::folder;
 use inferlint_core::checks;
 use inferlint_core::result::Tripwire;
 
@@ -61,7 +61,7 @@ impl Run {
                 .is_none_or(|s| s.proc.exited().is_none());
             if alive {
                 self.boot.server_version =
-                    server::server_version(&self.url, self.api_key.as_deref()).await;
+                    inferlint_http::server_version(&self.url, self.api_key.as_deref()).await;
             }
         }
         facts = self.boot.with_server_version(facts);

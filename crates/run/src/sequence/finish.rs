@@ -10,11 +10,11 @@ use tokio::time::Instant;
 use super::super::folder;
 use super::super::gate;
 use super::super::interrupt::Level;
-use super::super::load::{LoadTool, ResultLocation};
 use super::super::proc::graces_within;
 use super::super::Outcome;
 use super::{Run, AFTER_STOP_RESERVE, FAILURE_SELF_EXIT, INTERRUPTED_BUDGET};
 use inferlint_core::bench::BenchResult;
+use inferlint_core::load::{LoadTool, ResultLocation};
 use inferlint_report::{self as report, BootLog, Report};
 
 impl Run {
@@ -119,7 +119,11 @@ impl Run {
                 ));
             }
         }
-        for l in report.leftover_lines() {
+        for l in report
+            .leftover_lines()
+            .into_iter()
+            .chain(report.shm_lines())
+        {
             self.sink.line(&l);
         }
         self.finish_nodes(graces).await;

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::scrape::Scraper;
 use inferlint_core::argv::command_engine as serve_engine;
 use inferlint_core::bench::BenchResult;
 use inferlint_core::bootlog::BootFacts;
@@ -17,6 +16,7 @@ use inferlint_core::engine::Engine;
 use inferlint_core::result::CheckResult;
 use inferlint_core::series::Series;
 use inferlint_core::snapshot::Snapshot;
+use inferlint_http::scrape::Scraper;
 
 mod attached;
 mod benchmark;
@@ -180,7 +180,9 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
     let url = match &inputs.url {
         Some(u) if !u.trim().is_empty() => u.trim().trim_end_matches('/').to_string(),
         _ => match &serve_argv {
-            Some(argv) => super::url::server_url(argv, named.or_else(|| serve_engine(argv))),
+            Some(argv) => {
+                inferlint_core::url::server_url(argv, named.or_else(|| serve_engine(argv)))
+            }
             None => format!(
                 "http://127.0.0.1:{}",
                 named.unwrap_or(Engine::Vllm).default_port()
@@ -200,7 +202,7 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
         .or_else(|| {
             serve_argv
                 .as_deref()
-                .and_then(|a| super::url::flag_value(a, "--api-key"))
+                .and_then(|a| inferlint_core::argv::flag_value(a, "--api-key"))
         })
         .or_else(|| std::env::var("OPENAI_API_KEY").ok())
         .filter(|k| !k.is_empty());
@@ -259,8 +261,8 @@ pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -
 /// The GPUs as `run.json` lists them (null when none can be read).
 async fn gpus_json() -> serde_json::Value {
     tokio::task::spawn_blocking(|| {
-        let source = crate::gpu::source_from_env();
-        match crate::gpu::read_gpus(&source) {
+        let source = inferlint_host::gpu::source_from_env();
+        match inferlint_host::gpu::read_gpus(&source) {
             Ok(gpus) if !gpus.is_empty() => {
                 serde_json::Value::Array(gpus.iter().map(|g| g.to_json()).collect())
             }
@@ -339,7 +341,7 @@ impl Run {
                 self.boot_log_step().await;
                 return;
             }
-        } else if !crate::probe::healthy(&self.url, Duration::from_secs(10)).await {
+        } else if !inferlint_http::probe::healthy(&self.url, Duration::from_secs(10)).await {
             self.set_problem(format!("no server answers at {}/health", self.url));
             self.verdict.no_report = true;
             return;
@@ -393,7 +395,7 @@ impl Run {
         opts.api_key = self.api_key.clone();
         self.set_phase(Phase::Probe);
         let r = tokio::select! {
-            r = crate::probe::probe(&self.url, &opts) => Some(r),
+            r = inferlint_http::probe::probe(&self.url, &opts) => Some(r),
             _ = self.interrupt.reached(Level::Graceful) => None,
         };
         self.set_phase(Phase::Ready);

@@ -9,10 +9,10 @@ use tokio::time::Instant;
 use super::super::deaths::{DeathWatch, Phase};
 use super::super::gate;
 use super::super::proc::{graces_within, Lines, Proc, ProcOptions};
-use super::super::reconcile::{reap_graces, reaped_line, reconcile};
 use super::super::server::{self, Readiness};
 use super::super::{folder, GpuCheck};
 use super::{Run, Started, FAILURE_EXIT_WAIT, SERVER_TEARDOWN};
+use inferlint_host::reconcile::{reap_graces, reaped_line, reconcile};
 
 impl Run {
     /// Step 2: the GPU gate, then the server under its own group, then the wait for ready.
@@ -84,7 +84,8 @@ impl Run {
         };
         // The run's marker, as the server's environment holds it: the readings after the stop
         // know the run's own processes by it.
-        self.server.run_id = ProcScanner::system().environ_var(proc.pid, crate::proc::RUN_ID_ENV);
+        self.server.run_id =
+            ProcScanner::system().environ_var(proc.pid, inferlint_host::names::RUN_ID_ENV);
         let lines = std::mem::replace(&mut proc.lines, Lines::closed());
         self.server.deaths = proc
             .take_member_exits()
@@ -196,8 +197,8 @@ impl Run {
             _ => self.inputs.gpu_scope.ids.as_ref().and_then(|ids| {
                 ids.iter()
                     .map(|id| match id {
-                        crate::gpu::GpuId::Index(i) => Some(i.to_string()),
-                        crate::gpu::GpuId::Uuid(_) => None,
+                        inferlint_host::gpu::GpuId::Index(i) => Some(i.to_string()),
+                        inferlint_host::gpu::GpuId::Uuid(_) => None,
                     })
                     .collect()
             }),
@@ -245,12 +246,12 @@ impl Run {
             judged
                 .other_holders
                 .iter()
-                .map(crate::gpu::GpuHolder::describe)
+                .map(inferlint_host::gpu::GpuHolder::describe)
                 .collect(),
             judged
                 .neighbours
                 .iter()
-                .map(super::super::neighbours::Neighbour::line)
+                .map(inferlint_host::neighbours::Neighbour::line)
                 .collect(),
         );
     }

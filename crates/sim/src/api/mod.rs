@@ -36,8 +36,8 @@ use inferlint_core::Engine;
 pub use self::http::ROUTES;
 
 /// `inferlint sim serve`: returns the process exit status.
-pub fn run_serve(args: ServeArgs) -> anyhow::Result<i32> {
-    let cfg = ServeConfig::from_args(&args).map_err(anyhow::Error::msg)?;
+pub fn run_serve(args: ServeArgs) -> crate::error::SimResult<i32> {
+    let cfg = ServeConfig::from_args(&args)?;
     let start_unix = unix_now();
     let log = match cfg.engine {
         Engine::Sglang => {
@@ -68,12 +68,21 @@ pub fn run_serve(args: ServeArgs) -> anyhow::Result<i32> {
         }
     };
     let port = listener.local_addr()?.port();
-    let started = engines::start(&cfg)?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let code = rt.block_on(serve(cfg, log, listener, port, started, start_unix));
+    // The handlers are in place before the engines exist: a SIGTERM the moment an engine is
+    // seen must reach the shutdown, not the default action that would orphan it.
+    let stops = {
+        let _in_runtime = rt.enter();
+        StopSignals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+        }
+    };
+    let started = engines::start(&cfg)?;
+    let code = rt.block_on(serve(cfg, log, listener, port, started, start_unix, stops));
     rt.shutdown_timeout(Duration::from_millis(200));
     code
 }
@@ -186,6 +195,12 @@ enum End {
     EngineDied,
 }
 
+/// SIGTERM and SIGINT, registered before the engines start.
+struct StopSignals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
 async fn serve(
     cfg: ServeConfig,
     log: Logger,
@@ -193,7 +208,8 @@ async fn serve(
     port: u16,
     started: engines::Started,
     start_unix: f64,
-) -> anyhow::Result<i32> {
+    stops: StopSignals,
+) -> crate::error::SimResult<i32> {
     let engines::Started {
         engines: mut procs,
         sockets,
@@ -242,8 +258,10 @@ async fn serve(
         });
     }
     drop(from_engine_tx);
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let mut sigint = signal(SignalKind::interrupt())?;
+    let StopSignals {
+        term: mut sigterm,
+        int: mut sigint,
+    } = stops;
     let front = Front::new(cfg.clone(), log.clone(), to_engines, start_unix);
 
     // Boot: wait for every engine. With `--boot-never-ends` their handshake is never taken,

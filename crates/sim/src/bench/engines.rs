@@ -203,7 +203,7 @@ fn details(r: &mut Map<String, Value>, ok: &[&Outcome], outs: &[Outcome]) {
 
 /// SGLang's result file: `--output-file`, else its default name
 /// `{backend}_{MMDD}_{num_prompts}_{input_len}_{output_len}.jsonl`; one line appended per run.
-pub fn save_sglang(a: &BenchArgs, r: &Map<String, Value>) -> anyhow::Result<PathBuf> {
+pub fn save_sglang(a: &BenchArgs, r: &Map<String, Value>) -> crate::error::SimResult<PathBuf> {
     let path = a.output_file.clone().unwrap_or_else(|| {
         PathBuf::from(format!(
             "sglang_{}_{}_{}_{}.jsonl",

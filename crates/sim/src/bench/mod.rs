@@ -16,6 +16,7 @@ use serde_json::Value;
 use self::client::Target;
 use self::engines::Client;
 use self::result::{print_summary, py_float, save, summarize};
+use crate::error::SimError;
 
 /// The `vllm bench serve` release to copy: whether it sends a test request first, and its
 /// result keys.
@@ -155,7 +156,7 @@ fn schedule(rng: &mut rand::rngs::StdRng, n: usize, rate: f64) -> Vec<f64> {
 }
 
 /// `inferlint sim bench`: returns the exit status.
-pub fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
+pub fn run_bench(a: BenchArgs) -> crate::error::SimResult<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -163,25 +164,27 @@ pub fn run_bench(a: BenchArgs) -> anyhow::Result<i32> {
     rt.block_on(bench(a))
 }
 
-async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
+async fn bench(a: BenchArgs) -> crate::error::SimResult<i32> {
     if a.dataset_name != "random" {
-        anyhow::bail!(
+        return Err(SimError::Usage(format!(
             "the simulator's client generates the random dataset only, not '{}'",
             a.dataset_name
-        );
+        )));
     }
     let rate: f64 = if a.request_rate == "inf" {
         f64::INFINITY
     } else {
         a.request_rate.parse().map_err(|_| {
-            anyhow::anyhow!(
+            SimError::Usage(format!(
                 "--request-rate must be a number or 'inf', got '{}'",
                 a.request_rate
-            )
+            ))
         })?
     };
     if rate.is_finite() && a.burstiness != 1.0 {
-        anyhow::bail!("the simulator's client draws Poisson arrivals only (--burstiness 1.0)");
+        return Err(SimError::Usage(
+            "the simulator's client draws Poisson arrivals only (--burstiness 1.0)".into(),
+        ));
     }
     let chat = a.backend == "openai-chat";
     let endpoint = a.endpoint.clone().unwrap_or_else(|| {
@@ -214,7 +217,7 @@ async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
             let v: Value = req.send().await?.json().await?;
             v.pointer("/data/0/id")
                 .and_then(Value::as_str)
-                .ok_or_else(|| anyhow::anyhow!("{base}/v1/models lists no model"))?
+                .ok_or_else(|| SimError::Usage(format!("{base}/v1/models lists no model")))?
                 .to_string()
         }
     };
@@ -280,7 +283,7 @@ async fn bench(a: BenchArgs) -> anyhow::Result<i32> {
                 break;
             }
             if Instant::now() >= deadline {
-                anyhow::bail!("Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: {}", o.error);
+                return Err(SimError::Usage(format!("Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: {}", o.error)));
             }
             tokio::time::sleep(Duration::from_secs(1)).await;
         }

@@ -335,7 +335,7 @@ pub(super) fn save(
     model: &str,
     rate: f64,
     r: &Map<String, Value>,
-) -> anyhow::Result<()> {
+) -> crate::error::SimResult<()> {
     let date = r.get("date").and_then(Value::as_str).unwrap_or("");
     let name = match &a.result_filename {
         Some(n) => n.clone(),
