@@ -207,8 +207,9 @@ if bench.get("completed") != prompts or bench.get("failed"):
 t = run.get("timings") or {}
 try:
     over = t["total_s"] - t["boot_s"] - t["load_s"]
-    overhead = (f"; overhead (total - boot - load) {over:.2f} s: gate {t.get('gate_s', 0):.2f}, "
-                f"stop {t.get('stop_s', 0):.2f}, probe and the rest {over - t.get('gate_s', 0) - t.get('stop_s', 0):.2f}")
+    gate, probe, stop = (t.get(k, 0) for k in ("gate_s", "probe_s", "stop_s"))
+    overhead = (f"; overhead (total - boot - load) {over:.2f} s: gate {gate:.2f}, probe {probe:.2f}, "
+                f"stop {stop:.2f}, inferlint's own rest {over - gate - probe - stop:.2f}")
 except (KeyError, TypeError):
     overhead = f"; no overhead: run.json's timings are {t}"
 ok = f"host n1, node 1 on n2 left 0, exit {run.get('exit_code')}, {prompts} of {prompts} requests{overhead}"

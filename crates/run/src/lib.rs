@@ -153,6 +153,9 @@ pub struct Timings {
     pub gate_s: f64,
     /// From starting the server to it being ready.
     pub boot_s: f64,
+    /// T7's probe: its requests, answered in the server's own time (real inference on a slow
+    /// machine takes tens of seconds), so that inferlint's own share of a run can be told apart.
+    pub probe_s: f64,
     /// The load command's own run.
     pub load_s: f64,
     /// Stopping the server, the teardown and its T2 readings.

@@ -394,10 +394,12 @@ impl Run {
         let mut opts = self.inputs.probe_options.clone();
         opts.api_key = self.api_key.clone();
         self.set_phase(Phase::Probe);
+        let t = Instant::now();
         let r = tokio::select! {
             r = inferlint_http::probe::probe(&self.url, &opts) => Some(r),
             _ = self.interrupt.reached(Level::Graceful) => None,
         };
+        self.timings.probe_s = t.elapsed().as_secs_f64();
         self.set_phase(Phase::Ready);
         match r {
             Some(r) => {
