@@ -131,3 +131,44 @@ fn run_json_records_the_code_the_process_exits_with_on_every_path() {
     }
     println!("exit paths: {codes:?}");
 }
+
+/// The program's file replaced on disk while the run boots the server (an upgrade or a rebuild
+/// during a long run): the load's shepherd, started after the boot, is still this image.
+#[test]
+fn a_binary_replaced_on_disk_mid_run_still_starts_the_loads_shepherd() {
+    let w = World::new();
+    let copy = w.dir.path().join("inferlint-copy");
+    std::fs::copy(crate::run_support::bin(), &copy).unwrap();
+    let load = w.sim_bench(
+        "--max-concurrency 2 --num-prompts 4 --random-input-len 8 --random-output-len 8",
+    );
+    let template = w.command(&w.sim_serve("2", HEALTHY), &[], &load);
+    let mut cmd = std::process::Command::new(&copy);
+    cmd.args(template.get_args());
+    for (k, v) in template.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let replace = {
+        let copy = copy.clone();
+        std::thread::spawn(move || {
+            // Inside the 2 s boot: removed and written again, a new file under the same name.
+            std::thread::sleep(Duration::from_millis(700));
+            std::fs::remove_file(&copy).unwrap();
+            std::fs::copy(crate::run_support::bin(), &copy).unwrap();
+        })
+    };
+    let o = run_with_limit(cmd, LIMIT);
+    replace.join().unwrap();
+    let stdout = text(&o.stdout);
+    assert!(!stdout.contains("problem:"), "{stdout}");
+    assert!(
+        w.out().join("bench.json").is_file(),
+        "the load did not run: {stdout}"
+    );
+    // Four short requests leave the series checks nothing to judge: can't tell (2), not the
+    // problem's 1 that a load never started gives.
+    assert_eq!(o.status.code(), Some(2), "{stdout}{}", text(&o.stderr));
+}

@@ -1,10 +1,11 @@
 //! [`Supervised::spawn`], step by step: the channels, the shepherd, its first report, the
 //! output pumps and the control thread.
 
+use std::ffi::OsString;
 use std::fs::OpenOptions;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -124,6 +125,20 @@ fn shepherd_config(opts: &SpawnOptions, run_id: &str) -> ShepherdConfig {
     cfg
 }
 
+/// What to execute for `program`, and the argv[0] to show. A program file replaced on disk
+/// since this process started (an upgrade or a rebuild during a long run) reads from
+/// `/proc/self/exe` as `PATH (deleted)`, and executing that path fails; when `program` is this
+/// process's own image, the kernel's link to it still runs the very image.
+fn running_image(program: &Path) -> (PathBuf, OsString) {
+    let own = Path::new("/proc/self/exe");
+    if !program.exists() && std::fs::read_link(own).is_ok_and(|me| me == program) {
+        let shown = program.to_string_lossy();
+        let shown = shown.strip_suffix(" (deleted)").unwrap_or(&shown);
+        return (own.to_path_buf(), OsString::from(shown));
+    }
+    (program.to_path_buf(), program.as_os_str().to_owned())
+}
+
 /// Starts the shepherd with `handed_down` at fds 3, 4, 5 and the pipes' write ends as its
 /// stdout and stderr; records its pid as never to be adopted. Our copies of what it was
 /// handed are closed once it runs.
@@ -134,8 +149,10 @@ fn start_shepherd(
     out_write: OwnedFd,
     err_write: OwnedFd,
 ) -> Result<(Child, i32), SpawnError> {
-    let mut cmd = Command::new(&opts.shepherd.program);
-    cmd.args(&opts.shepherd.args)
+    let (program, arg0) = running_image(&opts.shepherd.program);
+    let mut cmd = Command::new(program);
+    cmd.arg0(arg0)
+        .args(&opts.shepherd.args)
         .args(cfg.to_args())
         .stdin(Stdio::null())
         .stdout(Stdio::from(out_write))
