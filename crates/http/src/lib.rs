@@ -5,7 +5,6 @@
 //! The environment's proxy is never used for the server: on a cluster with an outbound proxy
 //! `http_proxy` would send loopback and in-cluster requests to a machine that cannot reach them.
 //! A proxy is used only when asked for (`--proxy URL`, `INFERLINT_PROXY`).
-
 //!
 //! Beside the policy, everything inferlint asks the server: [`scrape`] (its Prometheus text),
 //! [`probe`] (T7's requests and `/health`) and [`server_version`].
