@@ -168,9 +168,15 @@ impl TeardownReport {
             })
             .collect()
     }
-}
 
-impl TeardownReport {
+    /// Everything the teardown left to say: [`TeardownReport::leftover_lines`], then
+    /// [`TeardownReport::shm_lines`].
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = self.leftover_lines();
+        lines.extend(self.shm_lines());
+        lines
+    }
+
     /// What became of the tree's `/dev/shm` files, one line each kind: `removed 2 shared-memory
     /// file(s) the tree left: /dev/shm/psm_1, /dev/shm/psm_2`, and one line per file kept.
     pub fn shm_lines(&self) -> Vec<String> {

@@ -247,10 +247,9 @@ fn output_after_the_supervisor_died_still_reaches_the_raw_log() {
         g.logs()
     );
     // The shepherd drains until the pipes close, then writes its report.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while !g.path("report.shepherd.json").exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(Duration::from_secs(5), || {
+        g.path("report.shepherd.json").exists()
+    });
     let raw = std::fs::read_to_string(g.path("raw.log")).unwrap_or_default();
     assert!(raw.starts_with("ready pid="), "{raw:?}");
     assert!(raw.contains("stopping on SIGTERM"), "{raw:?}\n{}", g.logs());
@@ -311,10 +310,7 @@ fn shm_case(kill_supervisor: bool) {
         g.logs()
     );
     // The shepherd removes them after its census found the tree gone.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    while tree.iter().any(|p| p.exists()) && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    wait_until(Duration::from_secs(5), || tree.iter().all(|p| !p.exists()));
     let left: Vec<_> = tree.iter().filter(|p| p.exists()).collect();
     let survivors = [bystander.exists(), shared.exists()];
     for p in tree.iter().chain([&bystander, &shared]) {

@@ -429,8 +429,7 @@ fn hear(
         } => {
             g.record.teardown_left = Some(left);
             g.record.left_by_title = left_by_title;
-            g.teardown_lines = report.leftover_lines();
-            g.teardown_lines.extend(report.shm_lines());
+            g.teardown_lines = report.lines();
         }
         NodeEvent::Checked { phase, result } if phase == "stop" => {
             g.record.t2 = Some(t2_of(result));

@@ -397,7 +397,7 @@ fn tear_down(
     if wakers.supervisor_gone {
         wakers.drain_until_eof(drains, Duration::from_millis(500));
     }
-    for l in report.leftover_lines() {
+    for l in report.lines() {
         log.say(l);
     }
     log.say(format!(

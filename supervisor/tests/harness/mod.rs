@@ -394,6 +394,18 @@ fn open_pty() -> (OwnedFd, OwnedFd) {
     (master.into(), slave)
 }
 
+/// Polls every 10 ms until `done` holds or `limit` has passed; whether it held.
+pub fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while !done() {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
 /// Polls until none of `ids` runs; returns the time it took, or None at `limit`.
 pub fn wait_gone(ids: &[ProcId], limit: Duration) -> Option<Duration> {
     let scan = ProcScanner::system();

@@ -119,11 +119,7 @@ impl Run {
                 ));
             }
         }
-        for l in report
-            .leftover_lines()
-            .into_iter()
-            .chain(report.shm_lines())
-        {
+        for l in report.lines() {
             self.sink.line(&l);
         }
         self.finish_nodes(graces).await;
