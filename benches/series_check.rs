@@ -94,6 +94,7 @@ fn breakdown(path: &std::path::Path, snap: &std::path::Path) {
     let start = Instant::now();
     let series = Series::load(path).expect("the generated recording reads");
     let load_s = start.elapsed().as_secs_f64();
+    let mb_s = std::fs::metadata(path).map_or(0.0, |m| m.len() as f64 / load_s / 1e6);
     let snapshot = inferlint_core::snapshot::Snapshot::load(snap).expect("the snapshot reads");
     let start = Instant::now();
     let r14 = t14::check(&series, &snapshot, Engine::Vllm);
@@ -113,7 +114,7 @@ fn breakdown(path: &std::path::Path, snap: &std::path::Path) {
         )
     );
     println!(
-        "series_check: in process: Series::load {load_s:.3} s, T14 {t14_s:.3} s, T9 {t9_s:.3} s, T8 {t8_s:.3} s"
+        "series_check: in process: Series::load {load_s:.3} s ({mb_s:.0} MB/s), T14 {t14_s:.3} s, T9 {t9_s:.3} s, T8 {t8_s:.3} s"
     );
 }
 

@@ -28,7 +28,7 @@ fn main() -> anyhow::Result<()> {
     let facts = bootlog::parse_file(&run.join("boot.log"), Some(engine))?;
     let results = vec![
         t1::check(&before, &after, None, Some(&facts), engine),
-        t10::with_integer_second_comparison(&t10::check(&before, &after, None, engine)),
+        t10::check(&before, &after, None, engine),
     ];
     for r in &results {
         println!("{}", r.line());

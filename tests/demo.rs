@@ -81,6 +81,42 @@ fn the_window_demo_shows_warm_up_and_short_outputs() {
     assert!(stdout.contains("inferlint explain T18 T20"), "{stdout}");
 }
 
+/// `demo --sweep`: a sweep's story: the later points served from the cache the first filled
+/// (each naming it) and the knee where the server runs fewer than asked, in sweep.json and the
+/// table.
+#[test]
+fn the_sweep_demo_shows_an_inherited_cache_and_the_knee() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo");
+    let o = inferlint(
+        &["demo", "--sweep", "-o", out.to_str().unwrap()],
+        &[("INFERLINT_GPU", "nvml")],
+        Duration::from_secs(180),
+    );
+    let stdout = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{}", text(&o.stderr));
+    let sweep = json_file(&out.join("sweep.json"));
+    let kinds: Vec<(String, u64)> = sweep["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_string(),
+                f["point"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(kinds.contains(&("inherited_cache".into(), 2)), "{kinds:?}");
+    assert!(kinds.contains(&("inherited_cache".into(), 3)), "{kinds:?}");
+    assert_eq!(sweep["knee"], 3, "{kinds:?}");
+    assert!(
+        stdout.contains("== point 3 of 3: --max-concurrency 16"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("inferlint explain T16 T8"), "{stdout}");
+}
+
 /// `demo --engine sglang`: SGLang's story on its simulator (retractions, fewer running than
 /// asked, an escaped scheduler found by the teardown).
 #[test]

@@ -291,3 +291,32 @@ fn readmes_try_it_command_prints_the_original_three_lines() {
         "the try-it section goes on with `inferlint demo`"
     );
 }
+
+/// README's tripwire table lists the catalogue's tripwires, each once, in order, and its text
+/// says how many there are: a tripwire added to the catalogue without its row fails here.
+#[test]
+fn readmes_tripwire_table_is_the_catalogue() {
+    let readme = read("README.md");
+    let section = readme
+        .split("## The tripwires")
+        .nth(1)
+        .expect("README has a section \"The tripwires\"");
+    let row = regex::Regex::new(r"^\| (T\d+) \| \S").unwrap();
+    let rows: Vec<String> = section
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .filter_map(|l| row.captures(l).map(|c| c[1].to_string()))
+        .collect();
+    let catalogue: Vec<String> = inferlint_core::catalogue::all()
+        .iter()
+        .map(|e| e.id())
+        .collect();
+    assert_eq!(rows, catalogue, "README's table against the catalogue");
+    let n = catalogue.len();
+    let claim = format!("checks {n} tripwires (T1–T{n})");
+    assert!(
+        readme.replace('\n', " ").contains(&claim),
+        "README says how many tripwires there are: {claim:?}"
+    );
+}

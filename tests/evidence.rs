@@ -15,4 +15,5 @@ mod data_parallel;
 mod evidence_home;
 mod fuzz_regressions;
 mod readers;
+mod sweep_evidence;
 mod t14_reserved_block;

@@ -718,6 +718,16 @@ fn t16_a_seeded_sweep_against_one_server_warns_at_its_load() {
         "#!/bin/bash\n{SERVE}for c in 4 8 16; do\n  vllm bench serve --model m --dataset-name random --seed 0 --max-concurrency $c\ndone\n"
     );
     assert_eq!(t16(&script), vec![hit("T16", "warn", "seed-reuse", 5)]);
+    // The fix points to the sweep that resets the cache between points and checks it.
+    let found = inferlint_lintscript::lint_source(&script, "campaign.sh").unwrap();
+    let reuse = found.iter().find(|f| f.rule == "seed-reuse").unwrap();
+    assert!(
+        reuse
+            .fix
+            .starts_with("run the points with 'inferlint run --sweep OPTION=V1,V2,..."),
+        "{}",
+        reuse.fix
+    );
     // Mutation: the seed follows the loop variable: each pass sends new prompts.
     let varied = script.replace("--seed 0", "--seed $c");
     assert!(t16(&varied).is_empty(), "{:?}", t16(&varied));

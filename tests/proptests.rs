@@ -12,3 +12,4 @@ mod proptest_bystanders;
 mod proptest_counters;
 mod proptest_readers;
 mod proptest_redact;
+mod proptest_series_columns;

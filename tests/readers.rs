@@ -84,6 +84,9 @@ fn every_recorded_series_loads_cleanly() {
             Some(Engine::Sglang)
         } else if folder.contains("trtllm-1.3") {
             Some(Engine::Trtllm)
+        } else if folder.contains("vllm-0.32-cpu/sweep") {
+            // Recorded since the recorder writes the engine for vLLM too.
+            Some(Engine::Vllm)
         } else {
             None // older vLLM recordings have no engine key: read as vLLM's
         };

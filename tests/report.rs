@@ -11,4 +11,5 @@ mod report_cli;
 mod report_engines;
 mod report_lines;
 mod report_model;
+mod report_sweep;
 mod report_vllm_live;

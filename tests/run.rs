@@ -14,5 +14,6 @@ mod run_mock;
 mod run_neighbours;
 mod run_proxy;
 mod run_sim;
+mod run_sweep;
 mod run_window;
 mod serial_turns;

@@ -21,7 +21,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use run_support::{clean_exit_code, json_file, message_of, status_of, World};
+use run_support::{clean_exit_code, json_file, message_of, status_of, Bystander, World};
 use serde_json::Value;
 
 const SERVE: &str =
@@ -148,33 +148,6 @@ impl World {
             .into_iter()
             .find(|(_, cmd)| cmd.starts_with("VLLM::EngineCore"))
             .map(|(pid, _)| pid)
-    }
-}
-
-/// A process of the same user titled `VLLM::EngineCore`, started by the test itself: the run
-/// must leave it alone.
-struct Bystander(Child);
-
-impl Bystander {
-    fn start() -> Bystander {
-        Bystander(
-            Command::new("sleep")
-                .arg0("VLLM::EngineCore")
-                .arg("300")
-                .spawn()
-                .unwrap(),
-        )
-    }
-
-    fn alive(&mut self) -> bool {
-        self.0.try_wait().unwrap().is_none()
-    }
-}
-
-impl Drop for Bystander {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

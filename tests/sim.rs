@@ -13,5 +13,6 @@ mod sim_dp;
 mod sim_http;
 mod sim_metrics;
 mod sim_process;
+mod sim_reset;
 mod sim_sglang;
 mod sim_trtllm;

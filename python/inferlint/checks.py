@@ -14,7 +14,7 @@ from . import _native
 from .benchresult import BenchResult
 from .bootlog import BootFacts, _to_json
 from .engines import Engine, from_names
-from .result import CheckResult, Status
+from .result import CheckResult
 from .series import Series, _recording
 from .telemetry import Snapshot, _parsed
 
@@ -51,11 +51,6 @@ def engine_of(*snapshots: Snapshot) -> Engine:
     return from_names(names)
 
 
-def _result(r: _native.Checked) -> CheckResult:
-    tripwire, status, message, evidence = r
-    return CheckResult(tripwire, Status(status), message, evidence)
-
-
 def _facts(f: BootFacts | None) -> str | None:
     return None if f is None else _to_json(f)
 
@@ -79,7 +74,7 @@ def check_no_preemption(
     (``series``) or the server log (``facts``) can show that it happened.
     """
     rec = None if series is None else _recording(series)
-    return _result(
+    return (
         _native.check_no_preemption(_parsed(before), _parsed(after), rec, _facts(facts))
     )
 
@@ -94,7 +89,7 @@ def check_same_pool(
     compared only with boots of the same flags; boots that never came up are left out.
     """
     docs = [_to_json(f) for f in facts]
-    return [_result(r) for r in _native.check_same_pool(docs, _labels(facts, labels))]
+    return _native.check_same_pool(docs, _labels(facts, labels))
 
 
 def check_block_size(facts: BootFacts, default: int = 16) -> CheckResult:
@@ -103,7 +98,7 @@ def check_block_size(facts: BootFacts, default: int = 16) -> CheckResult:
     The block becomes the allocation unit: every request holds a whole number of blocks,
     so with a 784-token block a 100-token request costs as much cache as a 784-token one.
     """
-    return _result(_native.check_block_size(_to_json(facts), default))
+    return _native.check_block_size(_to_json(facts), default)
 
 
 def check_kv_memory_stable(
@@ -115,7 +110,7 @@ def check_kv_memory_stable(
     whole level, so comparisons across boots need the per-boot figure recorded.
     """
     docs = [_to_json(f) for f in facts]
-    return [_result(r) for r in _native.check_kv_memory_stable(docs, _labels(facts, labels))]
+    return _native.check_kv_memory_stable(docs, _labels(facts, labels))
 
 
 def check_backend_honoured(facts: BootFacts) -> CheckResult:
@@ -125,7 +120,7 @@ def check_backend_honoured(facts: BootFacts) -> CheckResult:
     drafter chooses its own from a candidate list, so a backend known to fail on this
     machine can be in use while the boot log shows the requested one being honoured.
     """
-    return _result(_native.check_backend_honoured(_to_json(facts)))
+    return _native.check_backend_honoured(_to_json(facts))
 
 
 def check_boot_failure(log_text: str) -> CheckResult:
@@ -134,7 +129,7 @@ def check_boot_failure(log_text: str) -> CheckResult:
     A config that boots and then dies on its first request passes any boot-only gate;
     ``phase == serving`` is that case.
     """
-    return _result(_native.check_boot_failure(log_text))
+    return _native.check_boot_failure(log_text)
 
 
 def check_concurrency_reached(
@@ -147,7 +142,7 @@ def check_concurrency_reached(
     "concurrency" is a number the server never saw. With the boot log's facts, the
     message names the limit that held it back.
     """
-    return _result(
+    return (
         _native.check_concurrency_reached(_recording(series), int(requested), _facts(facts))
     )
 
@@ -175,7 +170,7 @@ def concurrency_ceiling(
     could bind: at or below ``requested`` (the concurrency asked for) or reached by the
     requests that ran. A ceiling that stayed above both passes, with its range as a note.
     """
-    return _result(
+    return (
         _native.concurrency_ceiling(_recording(series), usable_blocks, saturated, requested)
     )
 
@@ -186,8 +181,7 @@ def does_not_apply(tripwire: str, engine: Engine) -> CheckResult | None:
     T14 is about vLLM's reserved null block: an engine that exports no block count
     (SGLang, TensorRT-LLM) gets "does not apply", never a pass or a "can't tell".
     """
-    r = _native.does_not_apply(tripwire, engine.key)
-    return None if r is None else _result(r)
+    return _native.does_not_apply(tripwire, engine.key)
 
 
 def check_null_block(series: Series, snapshot: Snapshot) -> CheckResult:
@@ -196,7 +190,7 @@ def check_null_block(series: Series, snapshot: Snapshot) -> CheckResult:
     Checked by inferring the denominator from the gauge alone and comparing it with the
     ``num_gpu_blocks`` label the server exports.
     """
-    return _result(_native.check_null_block(_recording(series), _parsed(snapshot)))
+    return _native.check_null_block(_recording(series), _parsed(snapshot))
 
 
 def check_client_server_agree(
@@ -213,7 +207,7 @@ def check_client_server_agree(
     Requests the load tool sends but leaves out of its result (a test request, warm-ups)
     are ``expected_extra_requests``.
     """
-    return _result(
+    return (
         _native.check_client_server_agree(
             bench, _parsed(before), _parsed(after), int(expected_extra_requests)
         )
@@ -222,7 +216,7 @@ def check_client_server_agree(
 
 def with_timer_comparison(r: CheckResult) -> CheckResult:
     """T10's message with what an integer-second timer would have said, for the terminal."""
-    return _result(_native.with_timer_comparison(r.to_json()))
+    return _native.with_timer_comparison(r)
 
 
 def precise_rate(before: Snapshot, after: Snapshot, counter: str | None = None) -> CheckResult:
@@ -231,7 +225,7 @@ def precise_rate(before: Snapshot, after: Snapshot, counter: str | None = None) 
     Tokens counted between two snapshots divided by the time between those same two
     snapshots. ``counter`` defaults to the engine's generated-token counter.
     """
-    return _result(_native.precise_rate(_parsed(before), _parsed(after), counter))
+    return _native.precise_rate(_parsed(before), _parsed(after), counter)
 
 
 def check_prompts_fresh(
@@ -249,7 +243,7 @@ def check_prompts_fresh(
     dataset is meant to be fresh, and a hit rate of 1 % or more fails. ``untimed_requests``
     (a test prompt, warm-ups) each explain one prompt's hits; ``completed`` sizes a prompt.
     """
-    return _result(
+    return (
         _native.check_prompts_fresh(
             _parsed(before),
             _parsed(after),
@@ -271,7 +265,7 @@ def check_requests_finished(
     server's 4xx and 5xx answers on inference endpoints (between ``before`` and ``after``).
     Any failure fails, with the first error; a pass needs both sides.
     """
-    return _result(
+    return (
         _native.check_requests_finished(
             bench,
             None if before is None else _parsed(before),
@@ -292,7 +286,7 @@ def check_outputs_full_length(
     tool's per-request ``output_lens`` where the engine has none. Under ``--ignore-eos`` a
     stop fails; otherwise it warns.
     """
-    return _result(
+    return (
         _native.check_outputs_full_length(
             load,
             bench,
@@ -314,7 +308,7 @@ def check_speculation_transfers(
     On a random or synthetic dataset (``load``, the load's command) it is a warning: the
     drafter has nothing to predict on random tokens. ``facts`` names the drafting method.
     """
-    return _result(
+    return (
         _native.check_speculation_transfers(_parsed(before), _parsed(after), load, _facts(facts))
     )
 
@@ -334,7 +328,7 @@ def check_warmup_outside_window(
     explains. ``observed`` is a run's ``during_load`` (``run.json``): warm-up work the server
     logged while the load ran fails.
     """
-    return _result(_native.check_warmup_outside_window(bench, _observed(observed)))
+    return _native.check_warmup_outside_window(bench, _observed(observed))
 
 
 def check_client_kept_pace(
@@ -351,6 +345,6 @@ def check_client_kept_pace(
     against the server's room in ``series`` for ``requested`` requests at once.
     """
     rec = None if series is None else _recording(series)
-    return _result(
+    return (
         _native.check_client_kept_pace(load, bench, rec, requested, _observed(observed))
     )

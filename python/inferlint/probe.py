@@ -8,9 +8,8 @@ It is a smoke test, not a benchmark; use a load generator to measure.
 
 from __future__ import annotations
 
-
 from . import _native
-from .result import CheckResult, Status
+from .result import CheckResult
 
 __all__ = ["probe"]
 
@@ -28,7 +27,4 @@ def probe(
     """T7 on a live server: one request, a concurrent burst, then ``/health``.
 
     The requests are the Rust library's, sent with the GIL released."""
-    tripwire, status, message, evidence = _native.probe_server(
-        base_url, model, concurrency, max_tokens, timeout
-    )
-    return CheckResult(tripwire, Status(status), message, evidence)
+    return _native.probe_server(base_url, model, concurrency, max_tokens, timeout)

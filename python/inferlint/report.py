@@ -18,7 +18,7 @@ from . import _native
 from .benchresult import BenchResult
 from .bootlog import BootFacts, _from_json
 from .engines import VLLM, Engine, by_key
-from .result import CheckResult, Status
+from .result import CheckResult
 from .series import Series, _recording
 from .telemetry import Snapshot, _parsed
 
@@ -126,7 +126,7 @@ def _native_report(
         requested,
         title,
         list(sources),
-        [r.to_json() for r in extra],
+        list(extra),
         server_version,
         engine,
         bench,
@@ -163,9 +163,7 @@ def build(
         boot_logs, before, after, series, requested, title, sources, extra,
         server_version, engine, bench, generated,
     )
-    results = [
-        CheckResult(t, Status(s), m, ev) for t, s, m, ev in rep.results()
-    ]
+    results = rep.results()
     return Report(
         title=rep.title(),
         results=results,

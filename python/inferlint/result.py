@@ -1,15 +1,24 @@
-"""The one result type every check returns."""
+"""The one result type every check returns.
+
+``CheckResult`` is the Rust library's check result (``inferlint._native``): its status, ``ok``,
+``raise_for_status`` and the message of :class:`TripwireFailed` are the library's. This module
+names the statuses as 0.3.1 did: ``Status`` is a ``str`` enum whose values are the library's
+JSON keys, and ``LABELS`` the library's terminal labels.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+
+from . import _native
+from ._native import CheckResult
 
 __all__ = ["LABELS", "CheckResult", "Status", "TripwireFailed"]
 
 
 class Status(str, Enum):
+    # The members are the library's statuses (``_native.status_table()``, held to this class by
+    # python/tests/test_result.py); the report's order, failures first, is the library's too.
     PASS = "pass"
     WARN = "warn"
     # The tripwire caught its problem. For T7 and T12 that means the server failed;
@@ -23,46 +32,13 @@ class Status(str, Enum):
     NOT_APPLICABLE = "not_applicable"
 
 
-# How each status is printed. The JSON keeps Status.value ("fail"), which scripts read.
-LABELS: dict[Status, str] = {
-    Status.PASS: "PASS",
-    Status.WARN: "WARN",
-    Status.FAIL: "TRIPWIRE-FAILED",
-    Status.UNKNOWN: "????",
-    Status.NOT_APPLICABLE: "N/A",
-}
+# How each status is printed (the library's Status::label). The JSON keeps Status.value ("fail").
+LABELS: dict[Status, str] = {Status(key): label for key, label in _native.status_table()}
 
 
 class TripwireFailed(AssertionError):
+    """A result that was raised: ``[T1] TRIPWIRE-FAILED: 22 preemptions during the run``."""
+
     def __init__(self, result: CheckResult) -> None:
-        super().__init__(f"[{result.tripwire}] {LABELS[result.status]}: {result.message}")
+        super().__init__(result._failure_text())
         self.result = result
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    tripwire: str
-    status: Status
-    message: str
-    evidence: dict[str, Any] = field(default_factory=dict[str, Any])
-
-    @property
-    def ok(self) -> bool:
-        return self.status in (Status.PASS, Status.WARN, Status.NOT_APPLICABLE)
-
-    def raise_for_status(self, *, allow_warn: bool = True, allow_unknown: bool = False) -> None:
-        bad = {Status.FAIL}
-        if not allow_warn:
-            bad.add(Status.WARN)
-        if not allow_unknown:
-            bad.add(Status.UNKNOWN)
-        if self.status in bad:
-            raise TripwireFailed(self)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tripwire": self.tripwire,
-            "status": self.status.value,
-            "message": self.message,
-            "evidence": self.evidence,
-        }

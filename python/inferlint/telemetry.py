@@ -119,15 +119,7 @@ def load(path: str | Path) -> Snapshot:
     return _from_native(*_native.load_snapshot(str(path)))
 
 
-# TensorRT-LLM answers /metrics with JSON iteration statistics and serves Prometheus text
-# at /prometheus/metrics. The path that worked is remembered per server.
-_FALLBACK_PATHS = ("/prometheus/metrics",)
-_found_path: dict[str, str] = {}
 _scraper: list[_native.Scraper] = []
-
-
-def _is_json(text: str) -> bool:
-    return text.lstrip()[:1] in ("{", "[")
 
 
 def scrape(
@@ -144,43 +136,16 @@ def scrape(
     Without ``path``, ``/metrics`` is read; if that is not Prometheus text, the other
     places servers put it are tried, and the one that works is used from then on.
     With the default ``fetch``, ``wall`` and ``mono_ns`` the reading is the Rust scraper's
-    (``OSError`` when the server cannot be read); injected hooks are called as in 0.3.1.
+    (``OSError`` when the server cannot be read); injected hooks are called by the library's
+    scrape as 0.3.1 called them (``ValueError`` when no place answers Prometheus text).
     """
     if fetch is _http_get and wall is time.time and mono_ns is time.monotonic_ns:
         if not _scraper:
             _scraper.append(_native.Scraper())
         return _from_native(*_scraper[0].scrape(base_url, path, float(timeout)))
-    base = base_url.rstrip("/")
-    if path is None and base in _found_path:
-        try:
-            return scrape(
-                base,
-                path=_found_path[base],
-                timeout=timeout,
-                fetch=fetch,
-                wall=wall,
-                mono_ns=mono_ns,
-            )
-        except Exception:  # another server answers here now: start again from /metrics
-            del _found_path[base]
-    url = base + (path or "/metrics")
-    w0, m0 = wall(), mono_ns()
-    text = fetch(url, timeout)
-    if path is None and _is_json(text):
-        for alt in _FALLBACK_PATHS:
-            w0, m0 = wall(), mono_ns()
-            alt_text = fetch(base + alt, timeout)
-            if not _is_json(alt_text):
-                url, text = base + alt, alt_text
-                _found_path[base] = alt
-                break
-    w1, m1 = wall(), mono_ns()
-    return Snapshot(
-        url=url,
-        text=text,
-        t_wall=(w0 + w1) / 2,
-        t_mono_ns=(m0 + m1) // 2,
-        latency_s=(m1 - m0) / 1e9,
+    # The caller's hooks in the library's own scrape: the same places, order and memory.
+    return _from_native(
+        *_native.scrape_with(base_url, path, float(timeout), fetch, wall, mono_ns)
     )
 
 

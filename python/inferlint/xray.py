@@ -3,8 +3,9 @@
 ``run(plan)`` runs the program the wheel installed (``inferlint run``, alias ``xray``: the one
 owner of the run sequence, of the server's supervision and of the checks) with the plan's
 options, hands each line it prints to ``say``, and reads the run back from its folder
-(``results.json``, ``run.json``). The helpers answer with the library's own reading of a
-command line. Unlike 0.3.1's, a run stops only the processes it started.
+(``results.json``, ``run.json``, the data inside ``report.html``), never from what it printed.
+The helpers answer with the library's own reading of a command line. Unlike 0.3.1's, a run
+stops only the processes it started.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import json
 import shlex
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,7 +22,7 @@ from typing import Any
 
 from . import _native
 from ._binary import find
-from .result import CheckResult, Status
+from .result import CheckResult
 
 __all__ = [
     "Insight",
@@ -105,17 +108,34 @@ def server_url(serve: str | None, engine: str | None = None) -> str:
     return _native.server_url(argv, engine)
 
 
+# urllib's own urlopen: while it is in place the library asks the server itself.
+_URLOPEN = urllib.request.urlopen
+
+
 def server_version(url: str, timeout: float = 5.0) -> str | None:
     """The version the server reports: vLLM and TensorRT-LLM on ``/version``, SGLang on
-    ``/get_server_info``."""
-    return _native.server_version(url, timeout)
+    ``/get_server_info``. A ``urllib.request.urlopen`` replaced by the caller (as 0.3.1
+    called it) is the hook the library asks through."""
+    urlopen = urllib.request.urlopen
+    if urlopen is _URLOPEN:
+        return _native.server_version(url, timeout)
+
+    def fetch(u: str) -> str | None:
+        try:
+            with urlopen(u, timeout=timeout) as resp:
+                body: bytes = resp.read()
+        except (OSError, urllib.error.URLError):
+            return None
+        return body.decode("utf-8", "replace")
+
+    return _native.server_version_with(url, fetch)
 
 
 def exit_code(o: Outcome, strict: bool = False) -> int:
     """0 all passed, 1 a tripwire failed or the run did not complete, 2 could not decide,
     130 interrupted."""
     return _native.run_exit_code(
-        [json.dumps(r.to_json()) for r in o.results],
+        o.results,
         strict,
         o.interrupted,
         o.problem is not None,
@@ -149,21 +169,6 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _limits(lines: Sequence[str]) -> list[Insight]:
-    """The "what limited this run" block of the run's output."""
-    out: list[Insight] = []
-    inside = False
-    for line in lines:
-        if line == "== what limited this run":
-            inside = True
-        elif inside and line.startswith("- "):
-            title, _, text = line[2:].partition(". ")
-            out.append(Insight(title, text))
-        elif inside:
-            inside = False
-    return out
-
-
 def run(plan: Plan, say: Callable[[str], None] = print) -> Outcome:
     """Run the whole sequence. Findings never raise; they are in ``Outcome.results``."""
     exe = find()
@@ -172,7 +177,6 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> Outcome:
     if not plan.url and plan.serve is None:
         plan = replace(plan, url=server_url(plan.serve, plan.engine))
     plan.out.mkdir(parents=True, exist_ok=True)
-    lines: list[str] = []
     o = Outcome()
     proc = subprocess.Popen(
         _argv(plan, exe),
@@ -185,22 +189,19 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> Outcome:
     assert proc.stdout is not None
     try:
         for line in proc.stdout:
-            line = line.rstrip("\n")
-            lines.append(line)
-            say(line)
+            say(line.rstrip("\n"))
         code = proc.wait()
     except KeyboardInterrupt:
         # The program has its own Ctrl-C (the terminal sent it to the whole group): it stops
         # what it started and writes its folder; wait for that.
         code = proc.wait()
         o.interrupted = True
-    results = _read_json(plan.out / "results.json")
-    if isinstance(results, list):
-        o.results = [
-            CheckResult(r["tripwire"], Status(r["status"]), r["message"], r.get("evidence") or {})
-            for r in results
-            if isinstance(r, dict)
-        ]
+    unread: list[str] = []
+    if (plan.out / "results.json").is_file():
+        try:
+            o.results = _native.load_results(str(plan.out / "results.json"))
+        except (OSError, ValueError) as e:
+            unread.append(str(e))
     record = _read_json(plan.out / "run.json")
     if isinstance(record, dict):
         o.load_exit = record.get("load_exit_code")
@@ -212,5 +213,12 @@ def run(plan: Plan, say: Callable[[str], None] = print) -> Outcome:
         o.interrupted = o.interrupted or reason == "interrupted" or code == 130
     elif code != 0:
         o.problem = f"inferlint run exited with code {code} and wrote no run.json"
-    o.limits = _limits(lines)
+    if o.report is not None and o.report.is_file():
+        # "What limited this run": the report's own data, as the page shows it.
+        try:
+            o.limits = [Insight(t, x) for t, x in _native.report_insights(str(o.report))]
+        except (OSError, ValueError) as e:
+            unread.append(str(e))
+    if unread and o.problem is None:
+        o.problem = "; ".join(unread)
     return o

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from inferlint import benchresult, bootlog, failures, prom, series, telemetry
+from inferlint import benchresult, bootlog, failures, prom, series, sweep, telemetry
 
 # Pieces that readers have mistaken for whitespace or for numbers (as the Rust corpus).
 PIECES = [
@@ -83,6 +83,15 @@ def _bootlog(p: Path) -> Any:
     return (bootlog.parse_file(p), failures.classify_file(p))
 
 
+def _sweep(p: Path) -> Any:
+    s = sweep.read(p)  # a path ending .json is read itself
+    return [(pt.holds, pt.why_not, pt.figures.to_json()) for pt in s.points]
+
+
+# A sweep.json the program wrote (python/tests/data; absolute, so `evidence / SWEEP` is it).
+SWEEP = str(Path(__file__).resolve().parent / "data" / "sweep" / "sweep.json")
+
+
 # Each Python reader, the recorded file it starts from, and whether it refuses with the path
 # (prom.parse takes text, so its errors name the line only).
 READERS: list[tuple[str, Callable[[Path], Any], str, bool]] = [
@@ -93,6 +102,7 @@ READERS: list[tuple[str, Callable[[Path], Any], str, bool]] = [
     ("prom.parse", _prom, "vllm-0.32-cpu/metrics-after-bench.prom", False),
     ("series.read", _series, "vllm-0.28/xray/run.series.jsonl", True),
     ("bootlog.parse_file", _bootlog, "vllm-0.32-cpu/boot.log", True),
+    ("sweep.read", _sweep, SWEEP, True),
 ]
 
 

@@ -82,4 +82,8 @@ def test_run_supervises_a_simulated_server(tmp_path: Path, monkeypatch: pytest.M
     assert o.report == out / "report.html" and o.report.is_file()
     assert any(line.startswith("[ T8] PASS") for line in said)
     assert o.limits and all(i.title and i.text for i in o.limits), said
+    # Read from the report's data, they are the lines the program printed.
+    at = said.index("== what limited this run") + 1
+    printed = said[at : at + len(o.limits)]
+    assert [f"- {i.title}. {i.text}" for i in o.limits] == printed
     assert xray.exit_code(o) in (0, 2), said  # 2 only if the wall clock stepped (T10)

@@ -6,10 +6,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use inferlint_core::bootlog::{self, BootFacts};
-use inferlint_core::checks::{t12, t4_t11, t5, t6};
 use inferlint_core::engine::{self, Engine, NamedEngine};
 use inferlint_core::output;
-use inferlint_core::result::CheckResult;
+use inferlint_core::verdict;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -32,35 +31,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     }
     let labels = bootlog::log_labels(&args.logs);
     let labelled: Vec<(String, &BootFacts)> = labels.into_iter().zip(facts.iter()).collect();
-    let results = check(&labelled);
+    let results = verdict::boot_logs(&labelled);
     let mut out = std::io::stdout().lock();
     output::print_results(&mut out, &results, args.verdict.json)?;
     Ok(output::exit_code(&results, args.verdict.strict))
-}
-
-/// The check-log results for labelled logs: per log T12/T7, T5, T6 and the "could not read"
-/// results; with two logs or more each message starts with the log's label and T4 and T11 follow.
-pub fn check(logs: &[(String, &BootFacts)]) -> Vec<CheckResult> {
-    let many = logs.len() >= 2;
-    let mut results = Vec::new();
-    for (label, f) in logs {
-        let mut per_log = vec![t12::from_facts(f), t5::check(f), t6::check(f)];
-        per_log.extend(t12::unparsed(f));
-        per_log.extend(t12::unreadable(f));
-        for r in per_log {
-            results.push(if many {
-                let msg = format!("{label}: {}", r.message);
-                r.with_message(msg).with_log(label)
-            } else {
-                r
-            });
-        }
-    }
-    if many {
-        results.extend(t4_t11::check_t4(logs));
-        results.extend(t4_t11::check_t11(logs));
-    }
-    results
 }
 
 /// Reads a boot log for a command: refuses it when the engine named is not the one its own

@@ -6,6 +6,8 @@
 //! `--window` tells the window's story instead: a first load on a server that compiles for each
 //! new batch size (T20) and whose model stops at end-of-sequence before the length asked (T18).
 //! `--engine sglang|trtllm` tells that engine's story on its simulator (see [`engine_commands`]).
+//! `--sweep` tells a sweep's story: one seeded load at three concurrencies against one server,
+//! nothing done between points (see [`sweep_commands`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,6 +33,11 @@ launcher's process group, to be found by the teardown. `--engine trtllm` runs th
 TensorRT-LLM 1.3 with `return_perf_metrics` but not `enable_iter_perf_stats`: its running and
 KV gauges are missing (T8 and T9 cannot tell), and an MPI rank has left the launcher's group.
 
+`--sweep` runs one seeded random load at --max-concurrency 2, 4 and 16 against one simulated
+vLLM that runs at most 8 at once, with nothing done between the points: the later points are
+served from the prefix cache the first one filled, and the last asks for more than the server
+runs (the knee). It writes sweep.json and a folder per point.
+
 Exit status: 0 when the demo ran (its failed tripwires are the point), 130 if interrupted,
 1 if it could not run.")]
 pub struct Args {
@@ -43,6 +50,9 @@ pub struct Args {
     /// The window's story: warm-up measured and outputs shorter than asked (T20, T18)
     #[arg(long, conflicts_with = "engine")]
     pub window: bool,
+    /// A sweep's story: later points served from the cache the first filled, and the knee
+    #[arg(long, conflicts_with_all = ["engine", "window"])]
+    pub sweep: bool,
     /// The engine whose story to tell: vllm, sglang or trtllm
     #[arg(long, value_parser = parse_engine, default_value = "vllm")]
     pub engine: Engine,
@@ -139,6 +149,32 @@ pub fn engine_commands(
     Some((serve, argv))
 }
 
+/// The sweep story's server and load: a small model on loopback that runs at most 8 requests
+/// at once, and one seeded random load of prompts several cache blocks long; the sweep's plan
+/// sets its concurrency per point.
+pub fn sweep_commands(exe: &str, port: u16) -> (String, Vec<String>, inferlint_run::Sweeping) {
+    let q = shlex::try_quote(exe).map_or_else(|_| exe.to_string(), |q| q.into_owned());
+    let serve = format!(
+        "{q} sim serve {WINDOW_MODEL} --host 127.0.0.1 --port {port} --max-num-seqs 8 \
+         --block-size 16 --tokens-per-s 400 --boot-secs 1"
+    );
+    let load = format!(
+        "sim bench --port {port} --model {WINDOW_MODEL} --num-prompts 32 --random-input-len 512 \
+         --random-output-len 32 --seed 0"
+    );
+    let mut argv = vec![exe.to_string()];
+    argv.extend(load.split_whitespace().map(String::from));
+    let sweeping = inferlint_run::Sweeping {
+        plan: inferlint_core::sweep::Plan {
+            option: "max-concurrency".to_string(),
+            values: ["2", "4", "16"].map(String::from).to_vec(),
+            repeat: 1,
+        },
+        between: inferlint_core::sweep::Between::Nothing,
+    };
+    (serve, argv, sweeping)
+}
+
 /// The SGLang and TensorRT-LLM stories' model (the recorded runs').
 pub const ENGINE_MODEL: &str = "Qwen/Qwen3-8B";
 
@@ -154,8 +190,14 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     let port = free_port()?;
     let gpu_dir = std::env::temp_dir().join(format!("inferlint-demo-gpu-{}", std::process::id()));
     std::fs::create_dir_all(&gpu_dir)?;
-    let (serve, load) = engine_commands(args.engine, &exe, port, &gpu_dir)
-        .unwrap_or_else(|| commands(&exe, port, args.window));
+    let (serve, load, sweep) = if args.sweep {
+        let (serve, load, sweeping) = sweep_commands(&exe, port);
+        (serve, load, Some(sweeping))
+    } else {
+        let (serve, load) = engine_commands(args.engine, &exe, port, &gpu_dir)
+            .unwrap_or_else(|| commands(&exe, port, args.window));
+        (serve, load, None)
+    };
     // SAFETY (of set_var): no other thread runs yet; the runtime starts after this. The server,
     // its engine and this process all read the same simulated GPU.
     std::env::set_var(
@@ -174,6 +216,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     println!();
     let mut inputs = RunInputs::new(out, load);
     inputs.serve = Some(serve);
+    inputs.sweep = sweep;
     inputs.gpu_check = GpuCheck::Auto;
     // A short stop: the engine (which ignores SIGTERM and left the server's process group)
     // must be found and killed by the teardown, not waited for.
@@ -188,6 +231,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         }
         Engine::Vllm if args.window => {
             "inferlint demo --window: simulated vLLM 0.33, a first load after boot".into()
+        }
+        Engine::Vllm if args.sweep => {
+            "inferlint demo --sweep: one seeded load at three concurrencies, one server".into()
         }
         Engine::Vllm => "inferlint demo: simulated vLLM 0.28, hybrid model, 32 requested".into(),
     });
@@ -207,6 +253,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Engine::Sglang => "T1 T8 T2",
         Engine::Trtllm => "T8 T9 T2",
         Engine::Vllm if args.window => "T18 T20",
+        Engine::Vllm if args.sweep => "T16 T8",
         Engine::Vllm => "T1 T8 T9",
     };
     println!("That was the demo. Open the report above in a browser; 'inferlint explain {explain}' says what each finding means.");

@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use inferlint_core::checks::t2;
 use inferlint_core::evidence::T2Evidence;
 use inferlint_core::fmt::thousands;
-use inferlint_core::result::CheckResult;
 use inferlint_host::gpu::{self, ClearOptions, Gpu, GpuScope, GpuSource, ScopeView};
 use inferlint_host::procs::{self, ProcInfo, RealSystem, System, Target};
 
@@ -140,112 +139,136 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         None => gpu::read_gpus(&source).ok(),
     }
     .filter(|g| !g.is_empty());
-    let print = |out: &mut dyn Write, results: &[CheckResult]| {
-        let _ = inferlint_core::output::print_results(out, results, args.json);
-    };
     if !args.json {
-        let view = scoped.as_ref().and_then(|(_, v)| v.as_ref());
-        match &gpus {
-            Some(gs) => {
-                for g in gs {
-                    for l in gpu_lines(g) {
-                        let _ = writeln!(out, "{l}");
-                    }
-                    if let Some(v) = view {
-                        for l in holder_lines(v, g.index) {
-                            let _ = writeln!(out, "{l}");
-                        }
-                    }
-                }
-            }
-            None => match &scoped {
-                Some((scope, Some(_))) => {
-                    let _ = writeln!(out, "no GPU of {} found here", scope.describe());
-                }
-                _ => {
-                    let _ = writeln!(out, "no NVIDIA GPU found: nvidia-smi is missing or failed");
-                }
-            },
-        }
-        if let Some(v) = view {
-            for n in &v.notes {
-                let _ = writeln!(out, "note: {n}");
-            }
-            if let Some(busy) = v.busy_outside(args.max_used_mib) {
-                let _ = writeln!(out, "note: {busy}");
-            }
-        }
+        print_cards(
+            &mut out,
+            gpus.as_deref(),
+            scoped.as_ref(),
+            args.max_used_mib,
+        );
     }
-    let gpus_json: Vec<serde_json::Value> = gpus.iter().flatten().map(Gpu::to_json).collect();
-    // With --gpus the evidence also says which cards and who held them.
-    let evidence = |readings: Option<serde_json::Value>| {
-        let mut e = T2Evidence {
-            readings,
-            gpus: Some(serde_json::Value::from(gpus_json.clone())),
-            ..Default::default()
-        };
-        if let Some((scope, view)) = &scoped {
-            e.scope = Some(scope.describe());
-            e.holders = Some(
-                view.as_ref()
-                    .map(|v| inferlint_core::result::to_json_value(&v.reading.holders)),
-            );
-            e.notes = Some(view.as_ref().map_or(Vec::new(), |v| v.notes.clone()));
-        }
-        e
-    };
+    let evidence = |readings| t2_evidence(readings, gpus.as_deref(), scoped.as_ref());
     if !args.proc_root.is_dir() {
-        let r = inferlint_core::checks::t2::needs_linux("Checking that the GPU is free")
-            .with_evidence(evidence(None));
-        print(&mut out, &[r]);
-        return Ok(2);
+        let r = t2::needs_linux("Checking that the GPU is free").with_evidence(evidence(None));
+        let _ =
+            inferlint_core::output::print_results(&mut out, std::slice::from_ref(&r), args.json);
+        return Ok(t2::inspect_exit_code(&r));
     }
-    let opts = ClearOptions {
-        max_used_mib: args.max_used_mib,
-        consecutive: args.consecutive,
-        timeout_s: args.timeout.max(0.0),
-        interval_s: 2.0,
-        require_gpu: true,
-    };
     let real = RealSystem::new(&args.proc_root, source);
     let self_pid = std::process::id() as i32;
-    if gpus.is_none() {
+    let (r, verdict_on_card) = if gpus.is_none() {
         // Nothing to read: one look at the processes, and no verdict on the card.
-        let n_live = procs::list_processes(&args.proc_root)
-            .map(|p| procs::all_servers(&p, self_pid).len())
-            .unwrap_or(0);
-        let clear = gpu::ClearResult {
-            clear: false,
-            readings: vec![gpu::Reading {
-                elapsed_s: 0.0,
-                used: None,
-                n_live,
-            }],
-            reason: String::new(),
-            gpu_unreadable: true,
-        };
+        let clear = processes_only(&args.proc_root, self_pid);
         let r = t2::result(&clear, "").with_evidence(evidence(Some(clear.readings_json())));
-        print(&mut out, &[r]);
-        return Ok(2);
-    }
-    let clear = match &scoped {
-        Some((scope, _)) => {
-            let mut system = ScopedSystem {
-                real,
-                scope: scope.clone(),
-            };
-            procs::wait_clear(&mut system, self_pid, &opts)?
-        }
-        None => procs::wait_clear(&mut { real }, self_pid, &opts)?,
+        (r, false)
+    } else {
+        let opts = ClearOptions {
+            max_used_mib: args.max_used_mib,
+            consecutive: args.consecutive,
+            timeout_s: args.timeout.max(0.0),
+            interval_s: 2.0,
+            require_gpu: true,
+        };
+        let clear = match &scoped {
+            Some((scope, _)) => {
+                let mut system = ScopedSystem {
+                    real,
+                    scope: scope.clone(),
+                };
+                procs::wait_clear(&mut system, self_pid, &opts)?
+            }
+            None => procs::wait_clear(&mut { real }, self_pid, &opts)?,
+        };
+        let r = t2::result(&clear, "card not clear; refusing to boot. ")
+            .with_evidence(evidence(Some(clear.readings_json())));
+        (r, true)
     };
-    let r = t2::result(&clear, "card not clear; refusing to boot. ")
-        .with_evidence(evidence(Some(clear.readings_json())));
-    print(&mut out, std::slice::from_ref(&r));
-    Ok(match r.status {
-        inferlint_core::result::Status::Pass => 0,
-        inferlint_core::result::Status::Fail => 1,
-        _ => 2,
+    let _ = inferlint_core::output::print_results(&mut out, std::slice::from_ref(&r), args.json);
+    // Without a card to read, whatever the processes say, the card's state cannot be told.
+    Ok(if verdict_on_card {
+        t2::inspect_exit_code(&r)
+    } else {
+        2
     })
+}
+
+/// The cards' lines (and, with `--gpus`, who holds each and the scope's notes); a line that
+/// says why there are none.
+fn print_cards(
+    out: &mut dyn Write,
+    gpus: Option<&[Gpu]>,
+    scoped: Option<&(GpuScope, Option<ScopeView>)>,
+    max_used_mib: u64,
+) {
+    let view = scoped.and_then(|(_, v)| v.as_ref());
+    match (gpus, scoped) {
+        (Some(gs), _) => {
+            for g in gs {
+                for l in gpu_lines(g) {
+                    let _ = writeln!(out, "{l}");
+                }
+                if let Some(v) = view {
+                    for l in holder_lines(v, g.index) {
+                        let _ = writeln!(out, "{l}");
+                    }
+                }
+            }
+        }
+        (None, Some((scope, Some(_)))) => {
+            let _ = writeln!(out, "no GPU of {} found here", scope.describe());
+        }
+        (None, _) => {
+            let _ = writeln!(out, "no NVIDIA GPU found: nvidia-smi is missing or failed");
+        }
+    }
+    if let Some(v) = view {
+        for n in &v.notes {
+            let _ = writeln!(out, "note: {n}");
+        }
+        if let Some(busy) = v.busy_outside(max_used_mib) {
+            let _ = writeln!(out, "note: {busy}");
+        }
+    }
+}
+
+/// T2's evidence: the readings, the cards; with `--gpus` also which cards and who held them.
+fn t2_evidence(
+    readings: Option<serde_json::Value>,
+    gpus: Option<&[Gpu]>,
+    scoped: Option<&(GpuScope, Option<ScopeView>)>,
+) -> T2Evidence {
+    let gpus_json: Vec<serde_json::Value> = gpus.into_iter().flatten().map(Gpu::to_json).collect();
+    let mut e = T2Evidence {
+        readings,
+        gpus: Some(serde_json::Value::from(gpus_json)),
+        ..Default::default()
+    };
+    if let Some((scope, view)) = scoped {
+        e.scope = Some(scope.describe());
+        e.holders = Some(
+            view.as_ref()
+                .map(|v| inferlint_core::result::to_json_value(&v.reading.holders)),
+        );
+        e.notes = Some(view.as_ref().map_or(Vec::new(), |v| v.notes.clone()));
+    }
+    e
+}
+
+/// One look at the processes when no card can be read: a reading with no memory figure.
+fn processes_only(proc_root: &std::path::Path, self_pid: i32) -> gpu::ClearResult {
+    let n_live = procs::list_processes(proc_root)
+        .map(|p| procs::all_servers(&p, self_pid).len())
+        .unwrap_or(0);
+    gpu::ClearResult {
+        clear: false,
+        readings: vec![gpu::Reading {
+            elapsed_s: 0.0,
+            used: None,
+            n_live,
+        }],
+        reason: String::new(),
+        gpu_unreadable: true,
+    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use inferlint_core::engine::{self, NamedEngine};
 use inferlint_core::output;
 use inferlint_report::compare::Comparison;
 use inferlint_report::discover::{self, RunFiles};
-use inferlint_report::{embed, Report};
+use inferlint_report::{embed, sweep_page, Report};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -61,7 +61,13 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         return from_html(page, args.json);
     }
     if !args.compare.is_empty() {
+        if args.compare.iter().any(|d| sweep_page::is_sweep_folder(d)) {
+            return sweep::compare(&args);
+        }
         return compare(&args, named.as_ref());
+    }
+    if let Some(dir) = args.run.as_ref().filter(|d| sweep_page::is_sweep_folder(d)) {
+        return sweep::report(dir, &args);
     }
     let files = RunFiles {
         folder: args.run.clone(),
@@ -105,7 +111,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         inputs.requested = args.requested;
     }
     inputs.title = args.title.clone();
-    add_t15(&mut inputs);
     let report = Report::build(inputs);
     if let Some(note) = report
         .first_facts()
@@ -135,15 +140,6 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         out.display()
     )?;
     Ok(0)
-}
-
-/// T15 runs when the result file and both snapshots exist (untimed requests from load.log).
-fn add_t15(inputs: &mut inferlint_report::Inputs) {
-    // The snapshots' engine decides which counters T15 compares.
-    let engine = inferlint_report::engine_of(inputs, &[]);
-    if let Some(r) = inputs.t15(engine) {
-        inputs.extra_results.push(r);
-    }
 }
 
 /// The report must never replace a file it was made from.
@@ -202,7 +198,6 @@ fn compare(args: &Args, named: Option<&NamedEngine>) -> anyhow::Result<i32> {
         if args.requested.is_some() {
             inputs.requested = args.requested;
         }
-        add_t15(&mut inputs);
         runs.push((label, Report::build(inputs)));
     }
     let out = args
@@ -232,4 +227,178 @@ fn compare(args: &Args, named: Option<&NamedEngine>) -> anyhow::Result<i32> {
         out.display()
     )?;
     Ok(0)
+}
+
+/// `report SWEEP_DIR` and `report --compare SWEEP_A SWEEP_B`: the sweep page
+/// (docs/design/report.md#the-sweep-page).
+mod sweep {
+    use std::io::Write;
+    use std::path::{Path, PathBuf};
+
+    use anyhow::{bail, Context};
+
+    use inferlint_core::output;
+    use inferlint_core::result::CheckResult;
+    use inferlint_core::sweep::Sweep;
+    use inferlint_report::sweep_page::{self, Curve, SweepPage};
+
+    use super::{refuse_overwriting_inputs, Args};
+
+    /// The options that name a run's files one by one: a sweep folder is read whole.
+    fn refuse_file_options(args: &Args) -> anyhow::Result<()> {
+        let given = [
+            (!args.boot_log.is_empty(), "--boot-log"),
+            (args.before.is_some(), "--before"),
+            (args.after.is_some(), "--after"),
+            (args.series.is_some(), "--series"),
+            (args.bench_result.is_some(), "--bench-result"),
+            (args.requested.is_some(), "--requested"),
+            (args.engine.is_some(), "--engine"),
+        ];
+        if let Some((_, name)) = given.iter().find(|(on, _)| *on) {
+            bail!("{name} names a run's file; a sweep folder's page is made from its sweep.json (report each point's folder for its own page)");
+        }
+        Ok(())
+    }
+
+    /// The sweep's curve as seen from the page's folder `page_dir`.
+    fn curve(dir: &Path, label: String, page_dir: &Path) -> anyhow::Result<Curve> {
+        let sweep = sweep_page::read_sweep(dir)?;
+        let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        Ok(Curve {
+            label,
+            sweep,
+            href_base: sweep_page::relative_base(&abs(page_dir), &abs(dir)),
+            server: sweep_page::server_of(dir),
+        })
+    }
+
+    /// The folder a page written to `out` lies in (created, so that links can be made from it).
+    fn page_dir(out: &Path) -> anyhow::Result<PathBuf> {
+        let dir = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        Ok(dir)
+    }
+
+    /// The run's own verdicts (`results.json` beside `sweep.json`); none when it is absent.
+    fn own_results(dir: &Path) -> anyhow::Result<Vec<CheckResult>> {
+        let path = dir.join("results.json");
+        if !path.is_file() {
+            return Ok(Vec::new());
+        }
+        let text = std::fs::read_to_string(&path).with_context(|| format!("{}", path.display()))?;
+        serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a results file", path.display()))
+    }
+
+    /// The run's verdicts and every point's, and its exit status as core decides it: over all
+    /// of them, 130 if a point was interrupted, 1 if a point's load exited non-zero
+    /// (docs/design/formats.md#sweepjson).
+    fn verdicts(own: Vec<CheckResult>, sweep: &Sweep) -> (Vec<CheckResult>, i32) {
+        let mut all = own;
+        all.extend(sweep.points.iter().flat_map(|p| p.results.iter().cloned()));
+        let interrupted = sweep.points.iter().any(|p| p.interrupted);
+        let load_exit = sweep
+            .points
+            .iter()
+            .filter_map(|p| p.load_exit)
+            .find(|&c| c != 0);
+        let code = output::run_exit_code(&all, false, interrupted, false, load_exit);
+        (all, code)
+    }
+
+    pub fn report(dir: &Path, args: &Args) -> anyhow::Result<i32> {
+        refuse_file_options(args)?;
+        let out = args.out.clone().unwrap_or_else(|| dir.join("sweep.html"));
+        let mut inputs = vec![dir.join("sweep.json")];
+        inputs.push(dir.join("results.json"));
+        let seen: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+        refuse_overwriting_inputs(&out, &seen)?;
+        let cv = curve(dir, String::new(), &page_dir(&out)?)?;
+        let (all, code) = verdicts(own_results(dir)?, &cv.sweep);
+        let lines = inferlint_core::sweep::table(&cv.sweep);
+        let findings: Vec<String> = cv
+            .sweep
+            .findings
+            .iter()
+            .map(|f| f.message.clone())
+            .collect();
+        let mut page = SweepPage::new(vec![cv]);
+        page.title = args.title.clone();
+        page.write(&out)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        let mut stdout = std::io::stdout().lock();
+        if args.json {
+            output::print_results(&mut stdout, &all, true)?;
+            return Ok(code);
+        }
+        for f in &findings {
+            writeln!(stdout, "- {f}")?;
+        }
+        for line in &lines {
+            writeln!(stdout, "{line}")?;
+        }
+        writeln!(stdout, "{} -> {}", output::counts_line(&all), out.display())?;
+        Ok(code)
+    }
+
+    pub fn compare(args: &Args) -> anyhow::Result<i32> {
+        refuse_file_options(args)?;
+        if let Some(run) = args
+            .compare
+            .iter()
+            .find(|d| !sweep_page::is_sweep_folder(d))
+        {
+            bail!(
+                "{} has no sweep.json: --compare takes run folders or sweep folders, not both",
+                run.display()
+            );
+        }
+        let out = args
+            .out
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("compare.html"));
+        let inputs: Vec<PathBuf> = args.compare.iter().map(|d| d.join("sweep.json")).collect();
+        let seen: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+        refuse_overwriting_inputs(&out, &seen)?;
+        let dir = page_dir(&out)?;
+        let labels = inferlint_core::bootlog::log_labels(&args.compare);
+        let curves = args
+            .compare
+            .iter()
+            .zip(labels)
+            .map(|(d, label)| curve(d, label, &dir))
+            .collect::<anyhow::Result<Vec<Curve>>>()?;
+        let mut page = SweepPage::new(curves);
+        page.title = args.title.clone();
+        page.write(&out)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        let mut stdout = std::io::stdout().lock();
+        let mut every = Vec::new();
+        for cv in &page.curves {
+            let (all, _) = verdicts(Vec::new(), &cv.sweep);
+            if !args.json {
+                writeln!(stdout, "{}: {}", cv.label, output::counts_line(&all))?;
+                for line in inferlint_core::sweep::table(&cv.sweep) {
+                    writeln!(stdout, "  {line}")?;
+                }
+            }
+            every.extend(all);
+        }
+        if args.json {
+            output::print_results(&mut stdout, &every, true)?;
+            return Ok(0);
+        }
+        writeln!(
+            stdout,
+            "{} sweeps compared -> {}",
+            page.curves.len(),
+            out.display()
+        )?;
+        Ok(0)
+    }
 }

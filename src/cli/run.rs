@@ -90,6 +90,31 @@ pub struct Args {
     /// $INFERLINT_NODE_LAUNCHER)
     #[arg(long, value_name = "TEMPLATE")]
     pub node_launcher: Option<String>,
+    /// Run the load once per value of one of its options against the one server, e.g.
+    /// max-concurrency=1,4,16,64: each point is judged on its own (points/NN-OPTION-VALUE/), then
+    /// the points together (sweep.json)
+    #[arg(long, value_name = "OPTION=V1,V2,...")]
+    pub sweep: Option<String>,
+    /// What is done between a sweep's points: reset-cache (the prefix cache, through the
+    /// engine's own endpoint, verified), restart (the server stopped and started anew, its
+    /// boots compared) or nothing
+    #[arg(
+        long,
+        value_name = "WHAT",
+        default_value = "reset-cache",
+        requires = "sweep"
+    )]
+    pub between: String,
+    /// Turn on vLLM's development endpoints (VLLM_SERVER_DEV_MODE=1: /reset_prefix_cache, but
+    /// also /collective_rpc, a method call on every worker, /sleep and /server_info) for the
+    /// cache reset between points even when the server listens on an address other hosts can
+    /// reach; on loopback alone they are turned on without it
+    #[arg(long, requires = "sweep")]
+    pub allow_dev_endpoints: bool,
+    /// Run each point of the sweep N times in a row (each run a point of its own); repeats
+    /// whose figures disagree beyond run-to-run noise are named
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "sweep")]
+    pub repeat: u32,
     #[command(flatten)]
     pub http: super::HttpOptions,
     /// The load command (everything after --)
@@ -118,6 +143,27 @@ fn secs(x: f64, what: &str) -> anyhow::Result<Duration> {
         anyhow::bail!("{what} must be a number of seconds, not {x}");
     }
     Ok(Duration::from_secs_f64(x))
+}
+
+/// The sweep asked for, refused before anything starts when the load cannot be swept as asked.
+fn sweeping(args: &Args) -> anyhow::Result<Option<run::Sweeping>> {
+    let Some(arg) = &args.sweep else {
+        return Ok(None);
+    };
+    let plan = inferlint_core::sweep::Plan::parse(arg)?.repeated(args.repeat)?;
+    plan.check_load(&args.load)?;
+    let between = inferlint_core::sweep::Between::parse(&args.between)?;
+    if between == inferlint_core::sweep::Between::Restart {
+        if args.serve.is_none() {
+            anyhow::bail!(
+                "--between restart needs --serve: inferlint restarts only a server it started"
+            );
+        }
+        if !args.serve_node.is_empty() {
+            anyhow::bail!("--between restart with --serve-node is not available: a server that spans nodes is started once per run");
+        }
+    }
+    Ok(Some(run::Sweeping { plan, between }))
 }
 
 /// The run's inputs from the command line.
@@ -162,11 +208,11 @@ pub fn inputs(args: &Args) -> anyhow::Result<RunInputs> {
         anyhow::bail!("--gpus names the GPUs to start the server on; it needs --serve");
     }
     if let Some(serve) = &i.serve {
-        if shlex::split(serve).is_none_or(|a| a.is_empty()) {
-            anyhow::bail!("--serve: cannot split {serve:?} into a command (unbalanced quotes?)");
-        }
+        inferlint_core::argv::split_command("--serve", serve)?;
     }
     node_parts(args, &mut i)?;
+    i.sweep = sweeping(args)?;
+    i.allow_dev_endpoints = args.allow_dev_endpoints;
     if i.keep_server && i.serve.is_some() {
         anyhow::bail!("--keep-server is for attaching to a running server; a server the run starts with --serve never outlives it");
     }
@@ -204,11 +250,7 @@ fn node_parts(args: &Args, i: &mut RunInputs) -> anyhow::Result<()> {
         if i.serve_nodes.iter().any(|p| p.index == index) {
             anyhow::bail!("--serve-node {index} is given twice");
         }
-        if shlex::split(cmd).is_none_or(|a| a.is_empty()) {
-            anyhow::bail!(
-                "--serve-node {index}: cannot split {cmd:?} into a command (unbalanced quotes?)"
-            );
-        }
+        inferlint_core::argv::split_command(&format!("--serve-node {index}"), cmd)?;
         i.serve_nodes.push(inferlint_run::nodes::NodePart {
             index,
             command: cmd.clone(),

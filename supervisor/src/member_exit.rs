@@ -57,6 +57,10 @@ pub struct MemberExit {
     pub oom_kill: bool,
     /// When the shepherd saw it gone, in milliseconds since the Unix epoch.
     pub at_unix_ms: u64,
+    /// The name ([`MemberExit::name`]) of its parent when last seen, where the parent was a
+    /// member too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 impl MemberExit {
@@ -85,6 +89,7 @@ impl MemberExit {
             status,
             oom_kill: false,
             at_unix_ms: unix_ms(),
+            parent: None,
         }
     }
 
@@ -95,6 +100,14 @@ impl MemberExit {
             .map(String::as_str)
             .filter(|a| !a.is_empty())
             .unwrap_or(&self.comm)
+    }
+
+    /// It carries its parent's name: a fork that has not (yet) run a program of its own. A
+    /// title set by setproctitle lives in the process's memory, so a child forked to run a
+    /// helper shows its parent's title until it execs; one that ends in that gap, or never
+    /// execs, is the parent's helper, not the titled process itself.
+    pub fn named_as_its_parent(&self) -> bool {
+        self.parent.as_deref() == Some(self.name())
     }
 }
 
@@ -227,6 +240,7 @@ fn read_counter(path: &Path) -> Option<u64> {
 struct Known {
     argv: Vec<String>,
     comm: String,
+    ppid: i32,
     leader: bool,
     /// The OOM counters of every memory cgroup it was seen in (a member may be moved).
     oom: Vec<PathBuf>,
@@ -239,6 +253,8 @@ pub struct MemberWatch {
     mounts: MemoryMounts,
     known: HashMap<ProcId, Known>,
     ended: HashSet<ProcId>,
+    /// The last name of each member that ended, by pid: a child may outlive its parent.
+    ended_names: HashMap<i32, String>,
     /// Statuses the shepherd reaped itself (pid → status), kept until their death is reported.
     reaped: HashMap<i32, ExitKind>,
     /// Per OOM counter file: the count already explained (its value when first seen, plus
@@ -253,6 +269,7 @@ impl MemberWatch {
             mounts: MemoryMounts::system(),
             known: HashMap::new(),
             ended: HashSet::new(),
+            ended_names: HashMap::new(),
             reaped: HashMap::new(),
             claimed: HashMap::new(),
         }
@@ -297,6 +314,7 @@ impl MemberWatch {
         let entry = self.known.entry(id).or_insert_with(|| Known {
             argv: Vec::new(),
             comm: String::new(),
+            ppid: info.ppid,
             leader,
             oom: Vec::new(),
         });
@@ -306,6 +324,11 @@ impl MemberWatch {
         }
         if !info.comm.is_empty() {
             entry.comm = info.comm.clone();
+        }
+        // A zombie's parent is still its own (a reaper adopts it only once its parent ends):
+        // keep the first one seen, which started it.
+        if entry.ppid <= 0 {
+            entry.ppid = info.ppid;
         }
         entry.leader |= leader;
         if let Some(path) = oom {
@@ -354,12 +377,16 @@ impl MemberWatch {
         let mut dead = dead;
         dead.sort_by_key(|id| (self.known.get(id).is_some_and(|k| k.leader), id.pid));
         let now = unix_ms();
+        // Parents are named before any of the dead leaves `known`: a parent and its fork may
+        // be seen gone together.
+        let parents: Vec<Option<String>> = dead.iter().map(|id| self.parent_name(*id)).collect();
         let mut out = Vec::new();
-        for id in dead {
+        for (id, parent) in dead.into_iter().zip(parents) {
             let Some(k) = self.known.remove(&id) else {
                 continue;
             };
             self.ended.insert(id);
+            self.ended_names.insert(id.pid, known_name(&k));
             let status = self.status_of(tree, id, k.leader);
             let oom_kill = status == Some(ExitKind::Signal(Signal::SIGKILL))
                 && k.oom.iter().any(|p| self.claim_oom_kill(p));
@@ -372,9 +399,22 @@ impl MemberWatch {
                 status,
                 oom_kill,
                 at_unix_ms: now,
+                parent,
             });
         }
         out
+    }
+
+    /// The name of `id`'s parent as last seen, where the parent is (or was) a watched member.
+    fn parent_name(&self, id: ProcId) -> Option<String> {
+        let ppid = self.known.get(&id)?.ppid;
+        if ppid <= 0 {
+            return None;
+        }
+        match self.known.iter().find(|(p, _)| p.pid == ppid) {
+            Some((_, parent)) => Some(known_name(parent)),
+            None => self.ended_names.get(&ppid).cloned(),
+        }
     }
 
     fn status_of(&mut self, tree: &Tree, id: ProcId, leader: bool) -> Option<ExitKind> {
@@ -408,6 +448,14 @@ impl MemberWatch {
         } else {
             false
         }
+    }
+}
+
+/// A member's name as [`MemberExit::name`] gives it.
+fn known_name(k: &Known) -> String {
+    match k.argv.first() {
+        Some(a) if !a.is_empty() => a.clone(),
+        _ => k.comm.clone(),
     }
 }
 
@@ -583,6 +631,7 @@ mod tests {
             status: None,
             oom_kill: false,
             at_unix_ms: 0,
+            parent: None,
         };
         assert_eq!(e.name(), "VLLM::EngineCore");
         e.argv.clear();

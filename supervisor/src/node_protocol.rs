@@ -197,6 +197,7 @@ mod tests {
             status,
             oom_kill: false,
             at_unix_ms: 1,
+            parent: None,
         }
     }
 

@@ -192,85 +192,106 @@ pub fn spawn_pump(
     let line_stats = stats.clone();
     let line_thread = std::thread::Builder::new()
         .name(format!("lines-{stream:?}").to_lowercase())
-        .spawn(move || {
-            let stats = line_stats;
-            let mut split = LineSplitter::new(max_line_bytes);
-            let mut skipping = false;
-            let mut offer = |text: &[u8], truncated: bool| {
-                stats.lines.fetch_add(1, Ordering::Relaxed);
-                if tx.capacity() == 0 {
-                    // Behind consumer: drop without building the line.
-                    stats.dropped.fetch_add(1, Ordering::Relaxed);
-                    return;
-                }
-                let line = OutputLine {
-                    stream,
-                    text: String::from_utf8_lossy(text).into_owned(),
-                    truncated,
-                };
-                if let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(line) {
-                    stats.dropped.fetch_add(1, Ordering::Relaxed);
-                }
-            };
-            for chunk in chunk_rx {
-                match chunk {
-                    Chunk::Gap => {
-                        split = LineSplitter::new(max_line_bytes);
-                        skipping = true;
-                    }
-                    Chunk::Data(bytes) => {
-                        let mut from = 0;
-                        if skipping {
-                            // The rest of a line whose beginning was dropped.
-                            match memchr::memchr2(b'\n', b'\r', &bytes) {
-                                Some(i) => {
-                                    from = i + 1;
-                                    skipping = false;
-                                    stats.dropped.fetch_add(1, Ordering::Relaxed);
-                                }
-                                None => continue,
-                            }
-                        }
-                        split.feed(&bytes[from..], &mut offer);
-                    }
-                }
-            }
-            if !skipping {
-                split.finish(&mut offer);
-            }
-        })?;
+        .spawn(move || offer_lines(&chunk_rx, stream, &tx, &line_stats, max_line_bytes))?;
     std::thread::Builder::new()
         .name(format!("pump-{stream:?}").to_lowercase())
         .spawn(move || {
-            let mut buf = vec![0u8; 256 * 1024];
-            let mut gap = false;
-            loop {
-                let n = match crate::sys::read_fd(&fd, &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => n,
-                };
-                stats.bytes.fetch_add(n as u64, Ordering::Relaxed);
-                if let Some(raw) = &raw {
-                    if let Ok(mut f) = raw.lock() {
-                        let _ = f.write_all(&buf[..n]);
-                    }
-                }
-                if gap && chunk_tx.try_send(Chunk::Gap).is_ok() {
-                    gap = false;
-                }
-                if gap || chunk_tx.try_send(Chunk::Data(buf[..n].to_vec())).is_err() {
-                    let lines = memchr::memchr2_iter(b'\n', b'\r', &buf[..n]).count() as u64;
-                    stats.lines.fetch_add(lines, Ordering::Relaxed);
-                    stats.dropped.fetch_add(lines, Ordering::Relaxed);
-                    gap = true;
-                }
-            }
+            read_chunks(&fd, raw.as_ref(), &chunk_tx, &stats);
             let i = if stream == Stream::Stdout { 0 } else { 1 };
             stats.eof[i].store(true, Ordering::Release);
             // The handle's join means "every line offered".
             drop(chunk_tx);
             let _ = line_thread.join();
         })
+}
+
+/// The line thread: splits the chunks into lines and offers each to `tx`, counting those the
+/// consumer had no room for, and those of a line whose beginning was dropped.
+fn offer_lines(
+    chunk_rx: &std::sync::mpsc::Receiver<Chunk>,
+    stream: Stream,
+    tx: &mpsc::Sender<OutputLine>,
+    stats: &PumpStats,
+    max_line_bytes: usize,
+) {
+    let mut split = LineSplitter::new(max_line_bytes);
+    let mut skipping = false;
+    let mut offer = |text: &[u8], truncated: bool| {
+        stats.lines.fetch_add(1, Ordering::Relaxed);
+        if tx.capacity() == 0 {
+            // Behind consumer: drop without building the line.
+            stats.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let line = OutputLine {
+            stream,
+            text: String::from_utf8_lossy(text).into_owned(),
+            truncated,
+        };
+        if let Err(mpsc::error::TrySendError::Full(_)) = tx.try_send(line) {
+            stats.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    };
+    for chunk in chunk_rx {
+        match chunk {
+            Chunk::Gap => {
+                split = LineSplitter::new(max_line_bytes);
+                skipping = true;
+            }
+            Chunk::Data(bytes) => {
+                let mut from = 0;
+                if skipping {
+                    // The rest of a line whose beginning was dropped.
+                    match memchr::memchr2(b'\n', b'\r', &bytes) {
+                        Some(i) => {
+                            from = i + 1;
+                            skipping = false;
+                            stats.dropped.fetch_add(1, Ordering::Relaxed);
+                        }
+                        None => continue,
+                    }
+                }
+                split.feed(&bytes[from..], &mut offer);
+            }
+        }
+    }
+    if !skipping {
+        split.finish(&mut offer);
+    }
+}
+
+/// The reader thread until end of file: reads `fd`, appends to the raw log and hands each chunk
+/// to the line thread, never waiting; a chunk it has no room for is dropped with its lines
+/// counted, and a gap marks where.
+fn read_chunks(
+    fd: &OwnedFd,
+    raw: Option<&RawSink>,
+    chunk_tx: &std::sync::mpsc::SyncSender<Chunk>,
+    stats: &PumpStats,
+) {
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut gap = false;
+    loop {
+        let n = match crate::sys::read_fd(fd, &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        stats.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        if let Some(raw) = raw {
+            if let Ok(mut f) = raw.lock() {
+                let _ = f.write_all(&buf[..n]);
+            }
+        }
+        if gap && chunk_tx.try_send(Chunk::Gap).is_ok() {
+            gap = false;
+        }
+        if gap || chunk_tx.try_send(Chunk::Data(buf[..n].to_vec())).is_err() {
+            let lines = memchr::memchr2_iter(b'\n', b'\r', &buf[..n]).count() as u64;
+            stats.lines.fetch_add(lines, Ordering::Relaxed);
+            stats.dropped.fetch_add(lines, Ordering::Relaxed);
+            gap = true;
+        }
+    }
 }
 
 /// A bounded line channel.

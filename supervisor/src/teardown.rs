@@ -19,7 +19,7 @@ use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 
 use crate::shm::{self, ShmCleanup, SHM_DIR};
-use crate::tree::Tree;
+use crate::tree::{Member, Tree};
 use crate::{ExitKind, StopMode};
 
 /// Grace times of the staged teardown. The defaults (15 + 5 s, plus at most 2 s of force)
@@ -206,97 +206,162 @@ pub fn teardown(
     actor: &str,
     interrupt: Interrupt<'_>,
 ) -> TeardownReport {
-    let t0 = Instant::now();
-    let ms = |t0: Instant| t0.elapsed().as_millis() as u64;
-    let mut stages = Vec::new();
-    let mut signalled: Vec<i32> = Vec::new();
-    let mut escalated = false;
+    let mut log = StageLog {
+        t0: Instant::now(),
+        stages: Vec::new(),
+        signalled: Vec::new(),
+        escalated: false,
+    };
     let backend = match (&tree.cgroup, tree.pgid) {
         (Some(c), _) => format!("cgroup {}", c.path().display()),
         (None, Some(g)) => format!("process group {g}"),
         (None, None) => "marker scan".to_string(),
     };
-    let mut forced = mode == StopMode::Force;
     let found: Vec<Leftover> = tree
         .census()
-        .into_iter()
+        .iter()
         .filter(|m| !m.info.is_zombie())
-        .map(|m| Leftover {
-            pid: m.info.pid,
-            cmdline: m.info.cmdline(),
-        })
+        .map(leftover)
         .collect();
     let shm_dir = Path::new(SHM_DIR);
     let found_pids: Vec<i32> = found.iter().map(|l| l.pid).collect();
     let shm_held = shm::held_by_all(&tree.scan, &found_pids, shm_dir);
 
+    let forced = mode == StopMode::Force || polite(tree, graces, interrupt, &mut log);
     if !forced {
-        // Stage 1: polite.
-        let mut sent = Vec::new();
-        if tree.leader_alive() {
-            if let Some(l) = &tree.leader {
-                if l.signal(&tree.scan, Signal::SIGTERM) {
-                    sent.push(l.pid());
-                }
-            }
-        }
-        if !sent.is_empty() {
-            stages.push(StageRecord {
-                stage: crate::teardown::Stage::Polite,
-                at_ms: ms(t0),
-                signalled: sent.clone(),
-            });
-            signalled.extend(&sent);
-            let deadline = Instant::now() + graces.leader;
-            let mut leader_gone_at: Option<Instant> = None;
-            let outcome = wait(tree, deadline, interrupt, |tree, empty| {
-                if empty {
-                    return true;
-                }
-                if leader_gone_at.is_none() && !tree.leader_alive() {
-                    leader_gone_at = Some(Instant::now());
-                }
-                leader_gone_at.is_some_and(|t| t.elapsed() >= graces.after_leader)
-            });
-            if outcome == Waited::Escalated {
-                escalated = true;
-                forced = true;
+        group(tree, graces, interrupt, &mut log);
+    }
+    force(tree, graces, &mut log);
+
+    // Stage 4: verify.
+    tree.reap_zombies();
+    let left = tree.census();
+    let leader_exit = tree.reap_leader();
+    log.push(Stage::Verify, Vec::new());
+    let cgroup_removed = remove_cgroup(tree, left.is_empty());
+    log.signalled.sort_unstable();
+    log.signalled.dedup();
+    let shm = shm::remove_left(
+        &tree.scan,
+        &shm_held,
+        nix::unistd::getuid().as_raw(),
+        shm_dir,
+    );
+    TeardownReport {
+        actor: actor.to_string(),
+        requested: mode,
+        escalated: log.escalated,
+        backend,
+        elapsed_ms: log.ms(),
+        stages: log.stages,
+        signalled: log.signalled,
+        found,
+        leftovers: left.iter().map(leftover).collect(),
+        cgroup_removed,
+        leader_exit,
+        pipes_at_eof: None,
+        shm,
+    }
+}
+
+/// The stages a teardown has run so far and the pids it signalled, timed from its start.
+struct StageLog {
+    t0: Instant,
+    stages: Vec<StageRecord>,
+    signalled: Vec<i32>,
+    escalated: bool,
+}
+
+impl StageLog {
+    /// Milliseconds since the teardown began.
+    fn ms(&self) -> u64 {
+        self.t0.elapsed().as_millis() as u64
+    }
+
+    /// Records a stage that begins now and the pids it signalled.
+    fn push(&mut self, stage: Stage, sent: Vec<i32>) {
+        let at_ms = self.ms();
+        self.signalled.extend(&sent);
+        self.stages.push(StageRecord {
+            stage,
+            at_ms,
+            signalled: sent,
+        });
+    }
+}
+
+/// A member of the tree as a teardown reports it.
+fn leftover(m: &Member) -> Leftover {
+    Leftover {
+        pid: m.info.pid,
+        cmdline: m.info.cmdline(),
+    }
+}
+
+/// Stage 1: SIGTERM to the leader only, then wait for the tree to empty, for the rest to
+/// outlive the leader by `after_leader`, or for `leader`. True when an interrupt escalated.
+fn polite(tree: &mut Tree, graces: &Graces, interrupt: Interrupt<'_>, log: &mut StageLog) -> bool {
+    let mut sent = Vec::new();
+    if tree.leader_alive() {
+        if let Some(l) = &tree.leader {
+            if l.signal(&tree.scan, Signal::SIGTERM) {
+                sent.push(l.pid());
             }
         }
     }
-
-    if !forced {
-        // Stage 2: group.
-        let members = tree.census();
-        if !members.is_empty() {
-            let mut sent = Vec::new();
-            if let Some(g) = tree.group_signal_safe(&members) {
-                let _ = crate::sys::killpg(g, Signal::SIGTERM);
-                let _ = crate::sys::killpg(g, Signal::SIGCONT);
-            }
-            if let Some(c) = &tree.cgroup {
-                c.signal_all(Signal::SIGTERM);
-            }
-            sent.extend(tree.signal_members(&members, Signal::SIGTERM));
-            tree.signal_members(&members, Signal::SIGCONT);
-            stages.push(StageRecord {
-                stage: Stage::Group,
-                at_ms: ms(t0),
-                signalled: sent.clone(),
-            });
-            signalled.extend(&sent);
-            let deadline = Instant::now() + graces.group;
-            if wait(tree, deadline, interrupt, |_, empty| empty) == Waited::Escalated {
-                escalated = true;
-            }
-        }
+    if sent.is_empty() {
+        return false;
     }
+    log.push(Stage::Polite, sent);
+    let deadline = Instant::now() + graces.leader;
+    let mut leader_gone_at: Option<Instant> = None;
+    let outcome = wait(tree, deadline, interrupt, |tree, empty| {
+        if empty {
+            return true;
+        }
+        if leader_gone_at.is_none() && !tree.leader_alive() {
+            leader_gone_at = Some(Instant::now());
+        }
+        leader_gone_at.is_some_and(|t| t.elapsed() >= graces.after_leader)
+    });
+    if outcome == Waited::Escalated {
+        log.escalated = true;
+        return true;
+    }
+    false
+}
 
-    // Stage 3: force, repeated until a full census finds nothing.
+/// Stage 2: SIGTERM and SIGCONT to the process group, the cgroup and every member, then wait
+/// `group` for the tree to empty.
+fn group(tree: &mut Tree, graces: &Graces, interrupt: Interrupt<'_>, log: &mut StageLog) {
+    let members = tree.census();
+    if members.is_empty() {
+        return;
+    }
+    let mut sent = Vec::new();
+    if let Some(g) = tree.group_signal_safe(&members) {
+        let _ = crate::sys::killpg(g, Signal::SIGTERM);
+        let _ = crate::sys::killpg(g, Signal::SIGCONT);
+    }
+    if let Some(c) = &tree.cgroup {
+        c.signal_all(Signal::SIGTERM);
+    }
+    sent.extend(tree.signal_members(&members, Signal::SIGTERM));
+    tree.signal_members(&members, Signal::SIGCONT);
+    log.push(Stage::Group, sent);
+    let deadline = Instant::now() + graces.group;
+    if wait(tree, deadline, interrupt, |_, empty| empty) == Waited::Escalated {
+        log.escalated = true;
+    }
+}
+
+/// Stage 3: SIGKILL (and `cgroup.kill`), repeated until a full census finds nothing or `force`
+/// has passed; recorded only when it signalled someone.
+fn force(tree: &mut Tree, graces: &Graces, log: &mut StageLog) {
     let deadline = Instant::now() + graces.force;
     let mut record = StageRecord {
         stage: Stage::Force,
-        at_ms: ms(t0),
+        at_ms: log.ms(),
         signalled: Vec::new(),
     };
     let mut pause = Duration::from_millis(1);
@@ -324,21 +389,15 @@ pub fn teardown(
         pause = (pause * 2).min(Duration::from_millis(20));
     }
     if !record.signalled.is_empty() {
-        signalled.extend(&record.signalled);
-        stages.push(record);
+        log.signalled.extend(&record.signalled);
+        log.stages.push(record);
     }
+}
 
-    // Stage 4: verify.
-    tree.reap_zombies();
-    let left = tree.census();
-    let leader_exit = tree.reap_leader();
-    stages.push(StageRecord {
-        stage: Stage::Verify,
-        at_ms: ms(t0),
-        signalled: Vec::new(),
-    });
-    let cgroup_removed = tree.cgroup.as_ref().map(|c| {
-        if left.is_empty() {
+/// Whether the tree's cgroup is gone after the teardown; None without a cgroup.
+fn remove_cgroup(tree: &Tree, tree_empty: bool) -> Option<bool> {
+    tree.cgroup.as_ref().map(|c| {
+        if tree_empty {
             // The kernel may report the last exit a moment after the census sees it.
             for _ in 0..50 {
                 if c.remove().is_ok() || !c.exists() {
@@ -348,36 +407,7 @@ pub fn teardown(
             }
         }
         !c.exists()
-    });
-    signalled.sort_unstable();
-    signalled.dedup();
-    let shm = shm::remove_left(
-        &tree.scan,
-        &shm_held,
-        nix::unistd::getuid().as_raw(),
-        shm_dir,
-    );
-    TeardownReport {
-        actor: actor.to_string(),
-        requested: mode,
-        escalated,
-        backend,
-        stages,
-        signalled,
-        found,
-        leftovers: left
-            .into_iter()
-            .map(|m| Leftover {
-                pid: m.info.pid,
-                cmdline: m.info.cmdline(),
-            })
-            .collect(),
-        elapsed_ms: ms(t0),
-        cgroup_removed,
-        leader_exit,
-        pipes_at_eof: None,
-        shm,
-    }
+    })
 }
 
 #[derive(PartialEq, Eq)]

@@ -328,8 +328,15 @@ fn shm_case(kill_supervisor: bool) {
         g.logs()
     );
     if !kill_supervisor {
-        let report: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(g.path("report.json")).unwrap()).unwrap();
+        // The report is written once the teardown is over, a moment after the files went.
+        let read = || {
+            std::fs::read_to_string(g.path("report.json"))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .filter(|r| r["shm"]["removed"].is_array())
+        };
+        wait_until(Duration::from_secs(10), || read().is_some());
+        let report = read().unwrap_or_else(|| panic!("no report.json with shm\n{}", g.logs()));
         let removed = report["shm"]["removed"]
             .as_array()
             .expect("shm.removed")

@@ -110,6 +110,13 @@ fn deaths_are_reported_promptly_with_how_and_who() {
     assert_eq!(e.name(), "VLLM::EngineCore");
     assert_eq!(e.status, Some(ExitKind::Signal(Signal::SIGKILL)));
     assert!(!e.leader && !e.oom_kill);
+    assert!(
+        e.parent
+            .as_deref()
+            .is_some_and(|p| p.ends_with("inferlint-test-tree")),
+        "{e:?}"
+    );
+    assert!(!e.named_as_its_parent());
     assert_noticed_at_once(e, killed);
     assert_eq!(rx.try_recv().ok().as_ref(), Some(e));
 
@@ -122,6 +129,9 @@ fn deaths_are_reported_promptly_with_how_and_who() {
     assert_eq!(got[1].pid, tp1);
     assert_eq!(got[1].name(), "VLLM::Worker_TP1");
     assert_eq!(got[1].status, Some(ExitKind::Code(0)));
+    // Its parent, the engine, ended before it: named as it was last seen.
+    assert_eq!(got[1].parent.as_deref(), Some("VLLM::EngineCore"));
+    assert!(!got[1].named_as_its_parent());
     assert_noticed_at_once(&got[1], killed);
 
     // The leader: reported as a member too, before its exit.
@@ -151,4 +161,41 @@ fn a_tree_where_nothing_dies_reports_nothing() {
     let report = sup.teardown(StopMode::Graceful);
     assert!(report.is_clean(), "{report:?}");
     assert!(sup.member_exits().is_empty(), "{:?}", sup.member_exits());
+}
+
+/// A fork of a titled process carries its title until it execs (setproctitle's title lives in
+/// the process's memory): its exit names the parent it copies, which a plain child's does not.
+#[test]
+fn a_fork_is_reported_under_its_parents_name() {
+    let dir = tempfile::tempdir().unwrap();
+    // `exec -a` titles the shell as vLLM titles its worker; `( … )` is a fork that runs no
+    // program of its own, `sleep 1` inside it one that does.
+    let script = "exec -a VLLM::Worker bash -c 'sleep 0.5; (sleep 1; exit 0); exec sleep 30'";
+    let mut opts = SpawnOptions::new(
+        ShepherdProgram {
+            program: env!("CARGO_BIN_EXE_inferlint-test-shepherd").into(),
+            args: Vec::new(),
+        },
+        ["bash", "-c", script].iter().map(OsString::from).collect(),
+        names(),
+    );
+    opts.graces = quick();
+    opts.shepherd_log = Some(dir.path().join("shepherd.log"));
+    let mut sup = Supervised::spawn(opts).expect("the tree starts");
+    let got = exits(&sup, 2, Duration::from_secs(10));
+    let fork = got
+        .iter()
+        .find(|e| e.name() == "VLLM::Worker")
+        .unwrap_or_else(|| panic!("the fork's exit: {got:?}"));
+    assert_eq!(fork.status, Some(ExitKind::Code(0)));
+    assert_eq!(fork.parent.as_deref(), Some("VLLM::Worker"));
+    assert!(fork.named_as_its_parent());
+    let sleep = got
+        .iter()
+        .find(|e| e.name() == "sleep")
+        .unwrap_or_else(|| panic!("the sleep's exit: {got:?}"));
+    assert_eq!(sleep.parent.as_deref(), Some("VLLM::Worker"));
+    assert!(!sleep.named_as_its_parent());
+    let report = sup.teardown(StopMode::Graceful);
+    assert!(report.is_clean(), "{report:?}");
 }

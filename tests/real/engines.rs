@@ -3,7 +3,8 @@
 //! run judging each server as its own engine — SGLang's and TensorRT-LLM's counters against
 //! aiperf's file for T15, aiperf's `--concurrency` as the request for T8, the tree stopped
 //! clean. The servers are simulated because neither engine runs on this CPU-only machine
-//! (docs/real-sglang.md); the client is the real one.
+//! (docs/real-sglang.md); the client is the real one. And AIPerf's own sweep, a process per
+//! point, judged point by point against the simulated vLLM.
 
 use std::path::Path;
 use std::time::Duration;
@@ -90,4 +91,68 @@ fn aiperf_against_the_simulated_sglang() {
 #[test]
 fn aiperf_against_the_simulated_trtllm() {
     aiperf_against("trtllm", 8032);
+}
+
+/// AIPerf's own sweep (`--concurrency 2,8`, each value a process of its own) against the
+/// simulated vLLM that runs at most 4 at once: each of its points is judged on its own, from
+/// the counters around its process and its own `profile_export_aiperf.json`; T15 agrees at
+/// each point, and no verdict blames one point's requests on another's; the second is the knee.
+#[test]
+fn aiperfs_own_sweep_is_judged_point_by_point() {
+    let _t = turn();
+    let name = "aiperfs_own_sweep_is_judged_point_by_point";
+    let Some(inst) = Install::find(name) else {
+        return;
+    };
+    let Some(aiperf) = inst.aiperf(name) else {
+        return;
+    };
+    let port = 8033;
+    assert_port_free(port);
+    let serve = format!(
+        "{} sim serve smollm2-135m --host 127.0.0.1 --port {port} --boot-secs 1 --tokens-per-s 200 --max-num-seqs 4",
+        env!("CARGO_BIN_EXE_inferlint")
+    );
+    let mut load = inst.aiperf_profile(&aiperf, port, 32, 16, "aiperf-artifacts");
+    let at = load.iter().position(|w| w == "--concurrency").unwrap();
+    load[at + 1] = "2,8".into();
+    let launch = Launch::start(
+        "aiperf-sweep",
+        &args(Path::new("run"), &serve, &["--no-gpu-check"], &load),
+    );
+    let code = launch.wait(RUN_LIMIT);
+    let stdout = launch.output();
+    assert_eq!(code, 1, "T8 fails at the knee\n{stdout}");
+    assert!(
+        stdout.contains(
+            "== the load tool ran a sweep of its own, 2 points: each is judged on its own"
+        ),
+        "{stdout}"
+    );
+    let out = launch.out();
+    let sweep = json(&out.join("sweep.json"));
+    assert_eq!(sweep["option"], "(load tool)", "{sweep}");
+    let points = sweep["points"].as_array().unwrap();
+    let labels: Vec<&str> = points
+        .iter()
+        .map(|p| p["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, ["--concurrency 2", "--concurrency 8"], "{stdout}");
+    let status = |p: &serde_json::Value, t: &str| result(&p["results"], t)["status"].clone();
+    assert_eq!(status(&points[0], "T15"), "pass", "{stdout}");
+    assert_eq!(status(&points[1], "T15"), "pass", "{stdout}");
+    assert_eq!(status(&points[0], "T8"), "pass", "{stdout}");
+    assert_eq!(status(&points[1], "T8"), "fail", "{stdout}");
+    assert_eq!(sweep["knee"], 2, "{sweep}");
+    // The whole load's verdicts take no one point's result file for the whole.
+    let results = json(&out.join("results.json"));
+    assert!(
+        !results
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["tripwire"] == "T15" && r["status"] == "fail"),
+        "{results}"
+    );
+    assert_stopped_clean(&launch, &results);
 }

@@ -17,6 +17,7 @@ pub mod engines;
 pub mod files;
 pub mod install;
 pub mod multiproc;
+pub mod sweep;
 pub mod window;
 
 pub use install::{Install, SERVER_ENV};

@@ -330,6 +330,34 @@ pub fn spawn_watching_load(mut cmd: Command) -> Watched {
     (child, rx, rest)
 }
 
+/// A process of the same user titled `VLLM::EngineCore`, started by the test itself: a run
+/// must leave it alone.
+pub struct Bystander(std::process::Child);
+
+impl Bystander {
+    pub fn start() -> Bystander {
+        use std::os::unix::process::CommandExt;
+        Bystander(
+            Command::new("sleep")
+                .arg0("VLLM::EngineCore")
+                .arg("300")
+                .spawn()
+                .unwrap(),
+        )
+    }
+
+    pub fn alive(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Bystander {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 pub fn json_file(p: &Path) -> Value {
     let t = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     serde_json::from_str(&t).unwrap_or_else(|e| panic!("{}: {e}", p.display()))

@@ -417,5 +417,27 @@ pub fn has_flag(argv: &[String], flag: &str) -> bool {
     argv.iter().any(|w| w == flag || w.starts_with(&prefix))
 }
 
+/// A command given as one string (`--serve "vllm serve M --port 8000"`) that does not split
+/// into words as a shell would.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{flag}: cannot split {command:?} into a command (unbalanced quotes?)")]
+pub struct SplitError {
+    /// The option that gave it (`--serve`, `--serve-node 1`).
+    pub flag: String,
+    pub command: String,
+}
+
+/// A command string split into words as a shell would: the one rule the command line (which
+/// refuses it before anything starts) and the run (which stops before starting a server) share.
+/// An empty command is no command.
+pub fn split_command(flag: &str, command: &str) -> Result<Vec<String>, SplitError> {
+    shlex::split(command)
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| SplitError {
+            flag: flag.to_string(),
+            command: command.to_string(),
+        })
+}
+
 #[cfg(test)]
 mod tests;

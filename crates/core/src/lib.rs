@@ -21,8 +21,10 @@ pub mod bootlog;
 pub mod catalogue;
 pub mod checks;
 pub mod clock;
+pub mod endpoints;
 pub mod engine;
 pub mod evidence;
+pub mod files;
 pub mod fmt;
 pub mod gpu;
 pub mod load;
@@ -32,9 +34,13 @@ pub mod prom;
 pub mod result;
 pub mod series;
 pub mod snapshot;
+pub mod sweep;
+// Tests' and benches' helpers for the recorded evidence: not part of the shipped library.
+#[cfg(any(test, feature = "testkit"))]
 #[doc(hidden)]
 pub mod testkit;
 pub mod url;
+pub mod verdict;
 
 pub use engine::Engine;
 pub use result::{CheckResult, Status, Tripwire};

@@ -157,6 +157,22 @@ impl Status {
     }
 }
 
+impl Status {
+    /// Every status, in the report's order (failures first).
+    pub const ALL: [Status; 5] = [
+        Status::Fail,
+        Status::Warn,
+        Status::Unknown,
+        Status::Pass,
+        Status::NotApplicable,
+    ];
+
+    /// The status whose JSON spelling ([`Status::key`]) is `key`.
+    pub fn from_key(key: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|s| s.key() == key)
+    }
+}
+
 /// One tripwire's result. Immutable once built; build with the constructors and
 /// [`CheckResult::with_evidence`].
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -248,10 +264,13 @@ impl CheckResult {
         self.status.is_ok()
     }
 
-    /// `[ T8] TRIPWIRE-FAILED  requested 32 concurrent, server never ran more than 10`
+    /// `[ T8] TRIPWIRE-FAILED  requested 32 concurrent, server never ran more than 10`. A T10
+    /// PASS line adds what a whole-second timer would have said, from its evidence
+    /// (docs/tripwires.md#t10-integer-second-timer): the message itself stays bare in JSON.
     pub fn line(&self) -> String {
+        let note = crate::checks::t10::integer_second_note(self).unwrap_or_default();
         format!(
-            "[{:>3}] {}  {}",
+            "[{:>3}] {}  {}{note}",
             self.tripwire,
             self.status.label(),
             self.message
@@ -299,6 +318,17 @@ pub fn json_f64(x: f64) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_status_reads_back_from_its_key() {
+        for s in Status::ALL {
+            assert_eq!(Status::from_key(s.key()), Some(s));
+        }
+        assert_eq!(Status::from_key("FAIL"), None);
+        let mut sorted = Status::ALL;
+        sorted.sort();
+        assert_eq!(sorted, Status::ALL, "ALL is the declaration order");
+    }
 
     #[test]
     fn line_pads_the_code_to_three() {

@@ -30,6 +30,20 @@ pub fn server_url(serve_argv: &[String], named: Option<Engine>) -> String {
     format!("{scheme}://{host}:{port}")
 }
 
+/// Whether a `--serve` command's server listens on the loopback address alone, so no other
+/// host can reach it: its `--host` is `127.0.0.1` (any of 127.0.0.0/8), `localhost` or `::1`.
+/// vLLM without `--host` listens on every address, so that is not loopback.
+pub fn listens_on_loopback_only(serve_argv: &[String]) -> bool {
+    let Some(host) = flag_value(serve_argv, "--host") else {
+        return false;
+    };
+    let host = host.trim().trim_start_matches('[').trim_end_matches(']');
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +120,24 @@ mod tests {
         assert_eq!(flag_value(&argv, "--y"), None);
         assert!(has_flag(&argv, "--y"));
         assert!(!has_flag(&argv, "--z"));
+    }
+
+    #[test]
+    fn only_a_loopback_host_is_loopback_only() {
+        let argv = |s: &str| shlex::split(s).unwrap();
+        assert!(listens_on_loopback_only(&argv(
+            "vllm serve m --host 127.0.0.1"
+        )));
+        assert!(listens_on_loopback_only(&argv(
+            "vllm serve m --host=localhost"
+        )));
+        assert!(listens_on_loopback_only(&argv("vllm serve m --host ::1")));
+        assert!(!listens_on_loopback_only(&argv("vllm serve m")));
+        assert!(!listens_on_loopback_only(&argv(
+            "vllm serve m --host 0.0.0.0"
+        )));
+        assert!(!listens_on_loopback_only(&argv(
+            "vllm serve m --host 10.0.0.5"
+        )));
     }
 }

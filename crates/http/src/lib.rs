@@ -16,6 +16,7 @@
 #![cfg_attr(not(test), warn(clippy::unwrap_used, clippy::expect_used))]
 
 pub mod probe;
+pub mod reset;
 pub mod scrape;
 
 use std::path::{Path, PathBuf};
@@ -171,11 +172,13 @@ pub fn builder() -> reqwest::ClientBuilder {
     b
 }
 
-/// The version a live server reports: `GET /version` (vLLM, TensorRT-LLM), then
-/// `GET /get_server_info` (SGLang), field `version`.
+/// The version a live server reports, asked where core's [`endpoints`] says each engine answers
+/// it (`/version`, then SGLang's `/get_server_info`).
+///
+/// [`endpoints`]: inferlint_core::endpoints
 pub async fn server_version(url: &str, api_key: Option<&str>) -> Option<String> {
     let client = client(|b| b);
-    for path in ["/version", "/get_server_info"] {
+    for path in inferlint_core::endpoints::SERVER_VERSION_PATHS {
         let mut req = client
             .get(format!("{}{path}", url.trim_end_matches('/')))
             .timeout(Duration::from_secs(10));
@@ -186,11 +189,11 @@ pub async fn server_version(url: &str, api_key: Option<&str>) -> Option<String> 
         if !resp.status().is_success() {
             continue;
         }
-        let Ok(v) = resp.json::<serde_json::Value>().await else {
+        let Ok(body) = resp.text().await else {
             continue;
         };
-        if let Some(s) = v.get("version").and_then(|x| x.as_str()) {
-            return Some(s.to_string());
+        if let Some(v) = inferlint_core::endpoints::version_in_answer(&body) {
+            return Some(v);
         }
     }
     None

@@ -1,11 +1,11 @@
 //! Live scrapes: one GET of a server's Prometheus text between two clock readings, and where
 //! each server serves it (TensorRT-LLM's `/prometheus/metrics` found and remembered per server).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use inferlint_core::clock::{Clock, SystemClock};
+use inferlint_core::endpoints::{MetricsPlaces, PlaceError, Reading};
 use inferlint_core::prom::PromError;
 use inferlint_core::snapshot::{Snapshot, SCRAPE_TIMEOUT};
 
@@ -96,7 +96,7 @@ pub fn split_metrics_url(url: &str) -> (String, Option<String>) {
 pub struct Scraper {
     client: reqwest::Client,
     clock: Arc<dyn Clock + Send + Sync>,
-    paths: Mutex<HashMap<String, String>>,
+    places: MetricsPlaces,
 }
 
 impl Default for Scraper {
@@ -115,61 +115,36 @@ impl Scraper {
         Scraper {
             client,
             clock,
-            paths: Mutex::new(HashMap::new()),
+            places: MetricsPlaces::new(),
         }
     }
 
-    /// Reads the metrics of the server at `base_url`. Without `metrics_path`, `/metrics` is
-    /// read, and when it answers JSON (TensorRT-LLM) `/prometheus/metrics`, which is then
-    /// remembered for this base URL until it fails.
+    /// Reads the metrics of the server at `base_url`: at `metrics_path`, else where core's
+    /// [`MetricsPlaces`] says this server serves them (`/metrics`, and when that answers JSON,
+    /// TensorRT-LLM's `/prometheus/metrics`, then remembered for this base URL until it fails).
     pub async fn scrape(
         &self,
         base_url: &str,
         metrics_path: Option<&str>,
         timeout: Duration,
     ) -> Result<Snapshot, ScrapeError> {
-        let base = base_url.trim_end_matches('/');
-        if let Some(path) = metrics_path {
-            return self.get(&format!("{base}{path}"), timeout).await;
-        }
-        let remembered = self
-            .paths
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(base)
-            .cloned();
-        if let Some(path) = remembered {
-            match self.get(&format!("{base}{path}"), timeout).await {
-                Ok(s) => return Ok(s),
-                Err(_) => {
-                    self.paths
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .remove(base);
-                }
-            }
-        }
-        match self.get(&format!("{base}/metrics"), timeout).await {
-            Err(ScrapeError::Json { url }) => {
-                let path = "/prometheus/metrics";
-                match self.get(&format!("{base}{path}"), timeout).await {
-                    Ok(s) => {
-                        self.paths
-                            .lock()
-                            .unwrap_or_else(PoisonError::into_inner)
-                            .insert(base.to_string(), path.to_string());
-                        Ok(s)
-                    }
-                    Err(ScrapeError::Json { .. }) => Err(ScrapeError::Json { url }),
-                    Err(e) => Err(e),
-                }
-            }
-            other => other,
-        }
+        let read = self
+            .places
+            .read_async(base_url, metrics_path, |url| {
+                let url = url.to_string();
+                async move { self.get(&url, timeout).await }
+            })
+            .await;
+        let (url, r) = read.map_err(|e| match e {
+            PlaceError::Fetch(e) => e,
+            PlaceError::Json { url } => ScrapeError::Json { url },
+        })?;
+        Snapshot::from_reading(&url, r.text, r.before, r.after)
+            .map_err(|source| ScrapeError::Parse { url, source })
     }
 
-    /// One GET of Prometheus text, between two clock readings.
-    async fn get(&self, url: &str, timeout: Duration) -> Result<Snapshot, ScrapeError> {
+    /// One GET of a metrics URL, between two clock readings: its text if the server answered.
+    async fn get(&self, url: &str, timeout: Duration) -> Result<Reading, ScrapeError> {
         let http = |error| ScrapeError::Http {
             url: url.to_string(),
             error,
@@ -183,7 +158,7 @@ impl Scraper {
             .await
             .map_err(http)?;
         let status = resp.status();
-        let Some(body) = read_body(resp, MAX_BODY_BYTES).await.map_err(http)? else {
+        let Some(text) = read_body(resp, MAX_BODY_BYTES).await.map_err(http)? else {
             return Err(ScrapeError::TooLarge {
                 url: url.to_string(),
             });
@@ -195,15 +170,10 @@ impl Scraper {
                 status: status.as_u16(),
             });
         }
-        let head = body.trim_start();
-        if head.starts_with('{') || head.starts_with('[') {
-            return Err(ScrapeError::Json {
-                url: url.to_string(),
-            });
-        }
-        Snapshot::from_reading(url, body, before, after).map_err(|source| ScrapeError::Parse {
-            url: url.to_string(),
-            source,
+        Ok(Reading {
+            text,
+            before,
+            after,
         })
     }
 }

@@ -55,38 +55,9 @@ pub fn killer(argv: &[String]) -> Option<Killer> {
         inverted: false,
         patterns: Vec::new(),
     };
-    let (valued_short, valued_long): (&str, &[&str]) = match tool {
-        KillTool::Killall => (
-            "suoyn",
-            &[
-                "--signal",
-                "--user",
-                "--older-than",
-                "--younger-than",
-                "--ns",
-            ],
-        ),
-        _ => (
-            "uUgGPstFdrq",
-            &[
-                "--signal",
-                "--euid",
-                "--uid",
-                "--group",
-                "--pgroup",
-                "--parent",
-                "--session",
-                "--terminal",
-                "--pidfile",
-                "--delimiter",
-                "--runstates",
-                "--ns",
-                "--nslist",
-                "--cgroup",
-                "--env",
-                "--queue",
-            ],
-        ),
+    let (valued_short, valued_long) = match tool {
+        KillTool::Killall => (KILLALL_VALUED_SHORT, KILLALL_VALUED_LONG),
+        _ => (PKILL_VALUED_SHORT, PKILL_VALUED_LONG),
     };
     let mut i = at + 1;
     let mut options_done = false;
@@ -105,55 +76,103 @@ pub fn killer(argv: &[String]) -> Option<Killer> {
             i += 1;
             continue;
         }
-        if let Some(long) = w.strip_prefix("--") {
-            let (name, has_value) = match long.split_once('=') {
-                Some((n, _)) => (n, true),
-                None => (long, false),
-            };
-            match name {
-                "full" => k.full = true,
-                "exact" => k.exact = true,
-                "ignore-case" => k.ignore_case = true,
-                "inverse" => k.inverted = true,
-                "regexp" => k.exact = false,
-                _ => {}
-            }
-            let takes = valued_long.contains(&format!("--{name}").as_str()) && !has_value;
-            i += if takes { 2 } else { 1 };
-            continue;
+        let takes_next = if let Some(long) = w.strip_prefix("--") {
+            k.long_option(long, valued_long)
+        } else if is_signal(&w[1..]) {
+            false
+        } else {
+            k.short_options(&w[1..], valued_short)
+        };
+        i += if takes_next { 2 } else { 1 };
+    }
+    Some(k)
+}
+
+/// killall's short options that take a value.
+const KILLALL_VALUED_SHORT: &str = "suoyn";
+
+/// killall's long options that take a value.
+const KILLALL_VALUED_LONG: &[&str] = &[
+    "--signal",
+    "--user",
+    "--older-than",
+    "--younger-than",
+    "--ns",
+];
+
+/// pkill's and pgrep's short options that take a value.
+const PKILL_VALUED_SHORT: &str = "uUgGPstFdrq";
+
+/// pkill's and pgrep's long options that take a value.
+const PKILL_VALUED_LONG: &[&str] = &[
+    "--signal",
+    "--euid",
+    "--uid",
+    "--group",
+    "--pgroup",
+    "--parent",
+    "--session",
+    "--terminal",
+    "--pidfile",
+    "--delimiter",
+    "--runstates",
+    "--ns",
+    "--nslist",
+    "--cgroup",
+    "--env",
+    "--queue",
+];
+
+/// Whether the body of an option word is a signal given as `-9`, `-KILL`, `-SIGTERM`.
+fn is_signal(body: &str) -> bool {
+    body.chars().all(|c| c.is_ascii_digit())
+        || (body.len() > 1
+            && body
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
+}
+
+impl Killer {
+    /// Applies the long option `--long` (without its dashes); true when its value is the next
+    /// word.
+    fn long_option(&mut self, long: &str, valued_long: &[&str]) -> bool {
+        let (name, has_value) = match long.split_once('=') {
+            Some((n, _)) => (n, true),
+            None => (long, false),
+        };
+        match name {
+            "full" => self.full = true,
+            "exact" => self.exact = true,
+            "ignore-case" => self.ignore_case = true,
+            "inverse" => self.inverted = true,
+            "regexp" => self.exact = false,
+            _ => {}
         }
-        // A signal given as `-9`, `-KILL`, `-SIGTERM`.
-        let body = &w[1..];
-        if body.chars().all(|c| c.is_ascii_digit())
-            || (body.len() > 1
-                && body
-                    .chars()
-                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
-        {
-            i += 1;
-            continue;
-        }
-        let mut skip_next = false;
+        valued_long.contains(&format!("--{name}").as_str()) && !has_value
+    }
+
+    /// Applies a cluster of short options (`-fx`, without its dash); true when the last takes a
+    /// value and it is the next word.
+    fn short_options(&mut self, body: &str, valued_short: &str) -> bool {
+        let tool = self.tool;
         for (pos, c) in body.char_indices() {
             if valued_short.contains(c) {
                 // The value is the rest of the cluster, or the next word.
-                skip_next = pos + c.len_utf8() == body.len();
-                break;
+                return pos + c.len_utf8() == body.len();
             }
             match (tool, c) {
-                (KillTool::Killall, 'r') => k.exact = false,
-                (KillTool::Killall, 'I') => k.ignore_case = true,
-                (KillTool::Killall, 'e') => k.exact = true,
-                (_, 'f') if tool != KillTool::Killall => k.full = true,
-                (_, 'x') if tool != KillTool::Killall => k.exact = true,
-                (_, 'i') if tool != KillTool::Killall => k.ignore_case = true,
-                (_, 'v') if tool != KillTool::Killall => k.inverted = true,
+                (KillTool::Killall, 'r') => self.exact = false,
+                (KillTool::Killall, 'I') => self.ignore_case = true,
+                (KillTool::Killall, 'e') => self.exact = true,
+                (_, 'f') if tool != KillTool::Killall => self.full = true,
+                (_, 'x') if tool != KillTool::Killall => self.exact = true,
+                (_, 'i') if tool != KillTool::Killall => self.ignore_case = true,
+                (_, 'v') if tool != KillTool::Killall => self.inverted = true,
                 _ => {}
             }
         }
-        i += if skip_next { 2 } else { 1 };
+        false
     }
-    Some(k)
 }
 
 #[cfg(test)]

@@ -33,7 +33,7 @@ pub mod word;
 
 use std::path::Path;
 
-use inferlint_core::evidence::ScriptEvidence;
+use inferlint_core::checks::script::{self, ScriptFinding};
 use inferlint_core::result::{CheckResult, Status, Tripwire};
 use model::{Pos, Script};
 
@@ -84,25 +84,21 @@ impl Finding {
         }
     }
 
-    /// The verdict for this finding: message `FILE:LINE: PROBLEM; fix: FIX`, evidence `file`,
-    /// `line`, `column`, `snippet`, `rule`, `fix`.
+    /// The verdict for this finding (core's [`script::finding`]).
     pub fn result(&self, file: &str) -> CheckResult {
-        CheckResult::new(
-            self.tripwire,
-            self.status,
-            format!(
-                "{file}:{}: {}; fix: {}",
-                self.pos.line, self.problem, self.fix
-            ),
+        script::finding(
+            file,
+            &ScriptFinding {
+                tripwire: self.tripwire,
+                status: self.status,
+                rule: self.rule,
+                line: self.pos.line,
+                column: self.pos.column,
+                snippet: &self.snippet,
+                problem: &self.problem,
+                fix: &self.fix,
+            },
         )
-        .with_evidence(ScriptEvidence {
-            file: Some(file.to_string()),
-            line: Some(self.pos.line as u64),
-            column: Some(self.pos.column as u64),
-            snippet: Some(self.snippet.clone()),
-            rule: Some(self.rule.to_string()),
-            fix: Some(self.fix.clone()),
-        })
     }
 }
 
@@ -184,25 +180,6 @@ pub fn lint_file(path: &Path) -> Result<Vec<Finding>, LintError> {
     lint_bytes(&bytes, &file)
 }
 
-/// What each tripwire's PASS line says was checked.
-fn pass_message(t: Tripwire) -> &'static str {
-    match t {
-        Tripwire::T2 => {
-            "no cleanup that finds the server by name or kills only $! (or an srun's pid), no \
-             ray start without --block under srun, no data-parallel vLLM without a cleanup of \
-             /dev/shm/vllm-*"
-        }
-        Tripwire::T3 => "no pkill -f/pgrep -f/killall pattern that matches the script's own shell",
-        Tripwire::T10 => "no duration from whole-second date +%s stamps",
-        Tripwire::T12 => "no server or load piped into tee without set -o pipefail",
-        Tripwire::T13 => {
-            "no readiness wait that takes any server on a fixed port, and no sleep as the wait"
-        }
-        Tripwire::T16 => "no random-dataset load repeated with one --seed against a warm server",
-        _ => "checked",
-    }
-}
-
 /// The verdicts for one file: its findings in tripwire order, and a PASS line (`FILE: what was
 /// checked`) for each checked tripwire without a finding.
 pub fn results(file: &str, findings: &[Finding]) -> Vec<CheckResult> {
@@ -210,14 +187,7 @@ pub fn results(file: &str, findings: &[Finding]) -> Vec<CheckResult> {
     for t in CHECKED {
         let mine: Vec<&Finding> = findings.iter().filter(|f| f.tripwire == t).collect();
         if mine.is_empty() {
-            out.push(
-                CheckResult::pass(t, format!("{file}: {}", pass_message(t))).with_evidence(
-                    ScriptEvidence {
-                        file: Some(file.to_string()),
-                        ..Default::default()
-                    },
-                ),
-            );
+            out.push(script::clean(file, t));
         } else {
             out.extend(mine.iter().map(|f| f.result(file)));
         }

@@ -1,6 +1,5 @@
-//! The tripwires, called with the Rust readers' values. Each returns
-//! `(tripwire, status, message, evidence)` for Python's `CheckResult`: the evidence crosses as
-//! Python objects (a dict of numbers, strings, lists), made by `pythonize` from its JSON value.
+//! The tripwires, called with the Rust readers' values. Each returns the library's verdict as a
+//! typed `inferlint.result.CheckResult` ([`crate::result`]).
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -11,10 +10,11 @@ use crate::core::{
     BenchResult, BootFacts, CheckResult, Engine, LoadIntent, LoadObserved, Series, Snapshot,
 };
 use crate::facts::{engine_arg, facts_from_json};
+use crate::result::PyCheckResult;
 use crate::series::PySeries;
 use crate::snapshot::PySnapshot;
 
-pub type Checked = (String, &'static str, String, Py<PyAny>);
+pub type Checked = PyCheckResult;
 
 pub fn out(r: CheckResult) -> PyResult<Checked> {
     out_with(r, |_| {})
@@ -22,18 +22,14 @@ pub fn out(r: CheckResult) -> PyResult<Checked> {
 
 /// As [`out`], with the evidence's JSON object amended first (0.3.1's keys, [`crate::compat`]).
 pub fn out_with(r: CheckResult, amend: impl FnOnce(&mut Map<String, Value>)) -> PyResult<Checked> {
-    let mut ev = r.evidence.to_json();
-    amend(&mut ev);
-    let evidence = Python::with_gil(|py| {
-        pythonize::pythonize(py, &Value::Object(ev))
-            .map(Bound::unbind)
-            .map_err(crate::errors::internal)
-    })?;
-    Ok((r.tripwire.code(), r.status.key(), r.message, evidence))
+    Python::with_gil(|py| PyCheckResult::of(py, r, amend))
 }
 
-/// A result from Python (`with_timer_comparison`'s argument): `CheckResult.to_json()`'s dict.
+/// A result from Python: a `CheckResult`, or `CheckResult.to_json()`'s dict.
 pub fn result_from_py(doc: &Bound<'_, PyAny>) -> PyResult<CheckResult> {
+    if let Ok(r) = doc.downcast::<PyCheckResult>() {
+        return Ok(r.get().inner.clone());
+    }
     pythonize::depythonize(doc)
         .map_err(|e| PyValueError::new_err(format!("not a check result: {e}")))
 }
@@ -69,6 +65,8 @@ pub fn bench_of(obj: &Bound<'_, PyAny>) -> PyResult<BenchResult> {
         median_ttft_ms: f("median_ttft_ms")?,
         p99_ttft_ms: f("p99_ttft_ms")?,
         mean_tpot_ms: f("mean_tpot_ms")?,
+        // 0.3.1's BenchResult has no median TPOT.
+        median_tpot_ms: None,
         first_error: obj.getattr("first_error")?.extract()?,
         output_lens: obj.getattr("output_lens")?.extract()?,
         ttfts: obj.getattr("ttfts")?.extract()?,

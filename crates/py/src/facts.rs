@@ -19,8 +19,11 @@ pub fn engine_arg(engine: Option<&str>) -> PyResult<Option<Engine>> {
     }
 }
 
+/// A reader's facts as JSON, with 0.3.1's `kv_pool` conflict beside the library's fields.
 fn to_json(f: &BootFacts) -> PyResult<String> {
-    serde_json::to_string(f).map_err(internal)
+    let mut f = f.clone();
+    crate::compat::boot_conflicts(&mut f);
+    serde_json::to_string(&f).map_err(internal)
 }
 
 /// A `BootFacts` document from Python (the dataclass's fields and the reader's own).
@@ -54,9 +57,12 @@ pub fn strip_log_prefix(line: &str) -> String {
     bootlog::strip_vllm_prefix(line).into_owned()
 }
 
+/// The untested-version warning as 0.3.1 worded it: the sentence, without the program's `note: `.
 #[pyfunction]
 pub fn untested_version(facts: &str) -> PyResult<Option<String>> {
-    Ok(bootlog::untested_version_note(&facts_from_json(facts)?))
+    Ok(inferlint_core::bootlog::untested_version_sentence(
+        &facts_from_json(facts)?,
+    ))
 }
 
 /// The `boot` block of a result record, as JSON.

@@ -1,6 +1,7 @@
 //! `inferlint._native`: the Rust readers and checks under the Python package `inferlint`,
 //! which keeps 0.3.1's API (dataclasses, enums, exceptions, injectable hooks) in Python and
-//! calls here for every parse and every verdict. Blocking work (file reads, HTTP, waits) runs
+//! calls here for every parse and every verdict; check results are this module's typed
+//! `CheckResult` ([`result`]). Blocking work (file reads, HTTP, waits) runs
 //! with the GIL released.
 
 // No unwrap or expect on what the inputs hold: bad input is an error naming the file and line,
@@ -17,14 +18,29 @@ mod facts;
 mod load;
 mod prom;
 mod report;
+mod result;
 mod series;
 mod snapshot;
+mod sweep;
 mod system;
 mod teardown;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", core::VERSION)?;
+    m.add_class::<result::PyCheckResult>()?;
+    m.add_function(wrap_pyfunction!(result::status_table, m)?)?;
+    m.add_function(wrap_pyfunction!(result::load_results, m)?)?;
+    m.add_function(wrap_pyfunction!(result::server_version_with, m)?)?;
+    m.add_function(wrap_pyfunction!(report::report_insights, m)?)?;
+    m.add_class::<sweep::PySweep>()?;
+    m.add_class::<sweep::PyPoint>()?;
+    m.add_class::<sweep::PyFigures>()?;
+    m.add_class::<sweep::PyPrompts>()?;
+    m.add_class::<sweep::PyReset>()?;
+    m.add_class::<sweep::PyFinding>()?;
+    m.add_function(wrap_pyfunction!(sweep::read_sweep, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep::finding_kinds, m)?)?;
     m.add_class::<snapshot::PySnapshot>()?;
     m.add_class::<prom::PyMetrics>()?;
     m.add_class::<snapshot::PyScraper>()?;
@@ -43,6 +59,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load::run_exit_code, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::parse_snapshot, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::load_snapshot, m)?)?;
+    m.add_function(wrap_pyfunction!(snapshot::scrape_with, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::snapshot_from_document, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::created_changes, m)?)?;
     m.add_function(wrap_pyfunction!(snapshot::counter_delta, m)?)?;

@@ -10,7 +10,6 @@ use pyo3::prelude::*;
 
 use inferlint_core::engine::Engine;
 use inferlint_core::load::{self, ResultLocation};
-use inferlint_core::result::CheckResult;
 
 /// The engine whose benchmark client `argv` runs ("vllm", "sglang", "trtllm").
 #[pyfunction]
@@ -76,11 +75,11 @@ pub fn server_version(py: Python<'_>, url: &str, timeout: f64) -> PyResult<Optio
     }))
 }
 
-/// A run's exit status from its results (each a result's JSON) and how it ended.
+/// A run's exit status from its results (`CheckResult`s) and how it ended.
 #[pyfunction]
 #[pyo3(signature = (results, strict, interrupted, problem, load_exit = None))]
 pub fn run_exit_code(
-    results: Vec<String>,
+    results: Vec<Bound<'_, PyAny>>,
     strict: bool,
     interrupted: bool,
     problem: bool,
@@ -88,9 +87,8 @@ pub fn run_exit_code(
 ) -> PyResult<i32> {
     let results = results
         .iter()
-        .map(|r| serde_json::from_str::<CheckResult>(r))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| PyValueError::new_err(format!("not a check result: {e}")))?;
+        .map(crate::checks::result_from_py)
+        .collect::<PyResult<Vec<_>>>()?;
     Ok(inferlint_core::output::run_exit_code(
         &results,
         strict,

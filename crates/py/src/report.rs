@@ -123,3 +123,19 @@ pub fn build_report(
     let inner = py.allow_threads(|| Report::build(inputs));
     Ok(PyReport { inner })
 }
+
+/// "What limited this run" of a page the library wrote: `(title, text)` of each, from the data
+/// embedded in the page (`report --from-html` reads the same).
+#[pyfunction]
+pub fn report_insights(py: Python<'_>, path: &str) -> PyResult<Vec<(String, String)>> {
+    let html = py
+        .allow_threads(|| std::fs::read_to_string(path))
+        .map_err(|e| io_error(path, &e))?;
+    let data = crate::core::report::embed::read_back(&html, path)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+    Ok(data
+        .insights
+        .into_iter()
+        .map(|i| (i.title, i.text))
+        .collect())
+}

@@ -3,9 +3,10 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::core::{counters, Metrics, ScrapeError, Scraper, Snapshot};
+use crate::core::{counters, ClockReading, Metrics, ScrapeError, Scraper, Snapshot};
 use crate::errors::read_error;
 use crate::prom::PyMetrics;
+use inferlint_core::endpoints::{MetricsPlaces, PlaceError, Reading};
 
 /// A snapshot's parsed metrics, held for the Python `Snapshot` of the same text.
 #[pyclass(frozen, module = "inferlint._native", name = "ParsedSnapshot")]
@@ -187,4 +188,49 @@ pub fn counter_delta(
 pub fn span_s(a: &PySnapshot, b: &PySnapshot) -> PyResult<(f64, f64)> {
     let s = counters::span(&a.inner, &b.inner).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok((s.seconds, s.uncertainty_s.unwrap_or(0.0)))
+}
+
+/// Where hooked scrapes found each server's metrics, for the whole process (as 0.3.1 kept it).
+static PLACES: std::sync::OnceLock<MetricsPlaces> = std::sync::OnceLock::new();
+
+/// A scrape through the caller's hooks (0.3.1's `fetch(url, timeout)`, `wall()`,
+/// `mono_ns()`): the library's places, order and memory ([`MetricsPlaces`]), each GET between
+/// two readings of the caller's clocks. A hook's exception is raised as it is; an answer that
+/// is JSON everywhere, or no Prometheus text, is a `ValueError` naming the URL.
+#[pyfunction]
+#[pyo3(signature = (base_url, path, timeout, fetch, wall, mono_ns))]
+pub fn scrape_with(
+    py: Python<'_>,
+    base_url: &str,
+    path: Option<&str>,
+    timeout: f64,
+    fetch: &Bound<'_, PyAny>,
+    wall: &Bound<'_, PyAny>,
+    mono_ns: &Bound<'_, PyAny>,
+) -> PyResult<(Fields, Py<PySnapshot>)> {
+    let now = || -> PyResult<ClockReading> {
+        let wall: f64 = wall.call0()?.extract()?;
+        let mono_ns: i64 = mono_ns.call0()?.extract()?;
+        Ok(ClockReading { wall, mono_ns })
+    };
+    let get = |url: &str| -> PyResult<Reading> {
+        let before = now()?;
+        let text: String = fetch.call1((url, timeout))?.extract()?;
+        let after = now()?;
+        Ok(Reading {
+            text,
+            before,
+            after,
+        })
+    };
+    let (url, r) = PLACES
+        .get_or_init(MetricsPlaces::new)
+        .read(base_url, path, get)
+        .map_err(|e| match e {
+            PlaceError::Fetch(e) => e,
+            json @ PlaceError::Json { .. } => PyValueError::new_err(json.to_string()),
+        })?;
+    let s = Snapshot::from_reading(&url, r.text, r.before, r.after)
+        .map_err(|e| PyValueError::new_err(format!("{url}: {e}")))?;
+    fields(py, s)
 }

@@ -200,21 +200,7 @@ fn bar_figure(
 
 fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
     let t = seconds(series);
-    let blocks = report.usable_blocks();
-    let ceiling: Vec<Option<f64>> = series
-        .samples
-        .iter()
-        .map(|s| {
-            if !s.per_engine().is_empty() {
-                return per_engine::fit_in_cache(s, blocks);
-            }
-            let (u, r) = (s.kv_usage?, s.running?);
-            if u < inferlint_core::checks::t9::SATURATION || r <= 0.0 {
-                return None;
-            }
-            predicted_ceiling(u, r, blocks).ok().map(|c| c as f64)
-        })
-        .collect();
+    let ceiling = fit_in_cache(series, report.usable_blocks());
     let requested = report.inputs().requested;
     let mut chart = TimeChart {
         t: t.clone(),
@@ -246,8 +232,12 @@ fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
         height: 260.0,
         label: "Requests running and waiting over time".into(),
     };
-    let has_ceiling = ceiling.iter().any(Option::is_some);
-    if has_ceiling {
+    let parts = RequestParts {
+        has_ceiling: ceiling.iter().any(Option::is_some),
+        requested,
+        events: chart.events.iter().map(|e| e.count).sum(),
+    };
+    if parts.has_ceiling {
         chart.lines.push(Line {
             name: "Fit in cache".into(),
             class: "s3",
@@ -256,55 +246,93 @@ fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
         });
     }
     let drawn = chart.render()?;
+    Ok(Figure {
+        id: "fig-requests",
+        title: "Requests over time".into(),
+        caption: requests_caption(report, series, &parts),
+        legend: requests_legend(report, &parts),
+        body: Body::Time(drawn),
+    })
+}
+
+/// How many requests of the size they had fit in the cache, at each reading where it was
+/// nearly full (summed over the engines of a data-parallel server).
+fn fit_in_cache(series: &Series, blocks: Option<u64>) -> Vec<Option<f64>> {
+    series
+        .samples
+        .iter()
+        .map(|s| {
+            if !s.per_engine().is_empty() {
+                return per_engine::fit_in_cache(s, blocks);
+            }
+            let (u, r) = (s.kv_usage?, s.running?);
+            if u < inferlint_core::checks::t9::SATURATION || r <= 0.0 {
+                return None;
+            }
+            predicted_ceiling(u, r, blocks).ok().map(|c| c as f64)
+        })
+        .collect()
+}
+
+/// What the requests chart drew besides running and waiting, for its caption and legend.
+struct RequestParts {
+    /// The fit-in-cache step line.
+    has_ceiling: bool,
+    /// The concurrency the load asked for, drawn as a reference line.
+    requested: Option<u64>,
+    /// Eviction events marked, in all.
+    events: f64,
+}
+
+/// The requests chart's caption: what its lines and markers are.
+fn requests_caption(report: &Report, series: &Series, parts: &RequestParts) -> String {
     let mut caption =
         "Requests the server was running, and requests waiting in its queue, at each \
                        reading."
             .to_string();
-    if has_ceiling && !per_engine::engine_ids(series).is_empty() {
+    if parts.has_ceiling && !per_engine::engine_ids(series).is_empty() {
         caption.push_str(
             " The step line is how many requests of the size they had then fit in the \
              engines' caches, summed over the data-parallel engines (on readings with every \
              engine's cache at least 90% full).",
         );
-    } else if has_ceiling {
+    } else if parts.has_ceiling {
         caption.push_str(
             " The step line is how many requests of the size they had then fit in the cache \
              (on readings with the cache at least 90% full).",
         );
     }
-    if let Some(n) = requested {
+    if let Some(n) = parts.requested {
         caption.push_str(&format!(" The dashed line is the {n} the load asked for."));
     }
-    let events: f64 = chart.events.iter().map(|e| e.count).sum();
-    if events > 0.0 {
+    if parts.events > 0.0 {
         caption.push_str(&format!(
             " Each triangle marks {} between two readings ({} in all).",
             event_words(report.engine()).1,
-            g(events)
+            g(parts.events)
         ));
     }
     caption.push_str(lag(report));
+    caption
+}
+
+/// The requests chart's legend, one key per thing drawn.
+fn requests_legend(report: &Report, parts: &RequestParts) -> Vec<Key> {
     let mut legend = vec![key("s1", "Running"), key("s2", "Waiting")];
-    if has_ceiling {
+    if parts.has_ceiling {
         legend.push(key("s3", "Fit in cache"));
     }
-    if requested.is_some() {
+    if parts.requested.is_some() {
         legend.push(key("ref", "Asked for"));
     }
-    if events > 0.0 {
+    if parts.events > 0.0 {
         legend.push(Key {
             class: "ev",
             name: capitalize(&event_words(report.engine()).1),
             marker: true,
         });
     }
-    Ok(Figure {
-        id: "fig-requests",
-        title: "Requests over time".into(),
-        caption,
-        legend,
-        body: Body::Time(drawn),
-    })
+    legend
 }
 
 fn key(class: &'static str, name: &str) -> Key {

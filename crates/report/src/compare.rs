@@ -13,6 +13,69 @@ use inferlint_core::result::{CheckResult, Status, Tripwire};
 use super::page::{pill, CSP, FAVICON};
 use super::{embed, Report};
 
+/// One run's figure for a row of the side-by-side table, where it has one.
+type Figure = fn(&Report) -> Option<String>;
+
+/// The rows of the side-by-side table: a name, and each run's figure ("–" where it has none).
+const SIDE_BY_SIDE: &[(&str, Figure)] = &[
+    ("Engine", |r| {
+        Some(match r.version() {
+            Some(v) => format!("{} {v}", r.engine().name()),
+            None => r.engine().name().to_string(),
+        })
+    }),
+    ("KV pool", |r| {
+        r.first_facts()?
+            .kv_pool_tokens
+            .map(|p| format!("{} tokens", thousands_f(p as f64, 0)))
+    }),
+    ("KV blocks (usable)", |r| {
+        r.usable_blocks().map(|b| b.to_string())
+    }),
+    ("Attention block / page", |r| {
+        let f = r.first_facts()?;
+        f.page_size
+            .or(f.attention_block_size)
+            .map(|b| format!("{b} tokens"))
+    }),
+    ("Attention backend", |r| {
+        let f = r.first_facts()?;
+        (!f.selected_backends.is_empty()).then(|| f.selected_backends.join(", "))
+    }),
+    ("Memory for KV cache", |r| {
+        r.first_facts()?
+            .available_kv_cache_gib
+            .map(|v| format!("{} GiB", g(v)))
+    }),
+    ("Concurrency asked for", |r| {
+        r.inputs().requested.map(|n| n.to_string())
+    }),
+    ("Peak running", |r| r.summary().peak_running.map(g)),
+    ("Average running while busy", |r| {
+        r.busy_averages().map(|b| format!("{:.1}", b.running))
+    }),
+    ("Preemptions", |r| r.context().evictions().map(g)),
+    ("Output tokens/s (server)", |r| {
+        r.result(Tripwire::T10)?
+            .evidence
+            .t10()?
+            .rate_per_s
+            .map(|v| v.0)
+            .filter(|v| v.is_finite())
+            .map(|v| thousands_f(v, 1))
+    }),
+    ("Output tokens/s (load tool)", |r| {
+        r.inputs()
+            .bench
+            .as_ref()?
+            .output_throughput
+            .map(|v| thousands_f(v, 1))
+    }),
+    ("Requests finished", |r| {
+        r.summary().finished.map(|v| thousands_f(v, 0))
+    }),
+];
+
 /// Reports of several runs, compared.
 pub struct Comparison {
     /// (label, report) per run, in the order given.
@@ -146,96 +209,6 @@ impl Comparison {
     }
 
     fn numbers(&self) -> Markup {
-        type Row = (&'static str, Box<dyn Fn(&Report) -> Option<String>>);
-        let rows: Vec<Row> = vec![
-            (
-                "Engine",
-                Box::new(|r: &Report| {
-                    Some(match r.version() {
-                        Some(v) => format!("{} {v}", r.engine().name()),
-                        None => r.engine().name().to_string(),
-                    })
-                }),
-            ),
-            (
-                "KV pool",
-                Box::new(|r: &Report| {
-                    r.first_facts()?
-                        .kv_pool_tokens
-                        .map(|p| format!("{} tokens", thousands_f(p as f64, 0)))
-                }),
-            ),
-            (
-                "KV blocks (usable)",
-                Box::new(|r: &Report| r.usable_blocks().map(|b| b.to_string())),
-            ),
-            (
-                "Attention block / page",
-                Box::new(|r: &Report| {
-                    let f = r.first_facts()?;
-                    f.page_size
-                        .or(f.attention_block_size)
-                        .map(|b| format!("{b} tokens"))
-                }),
-            ),
-            (
-                "Attention backend",
-                Box::new(|r: &Report| {
-                    let f = r.first_facts()?;
-                    (!f.selected_backends.is_empty()).then(|| f.selected_backends.join(", "))
-                }),
-            ),
-            (
-                "Memory for KV cache",
-                Box::new(|r: &Report| {
-                    r.first_facts()?
-                        .available_kv_cache_gib
-                        .map(|v| format!("{} GiB", g(v)))
-                }),
-            ),
-            (
-                "Concurrency asked for",
-                Box::new(|r: &Report| r.inputs().requested.map(|n| n.to_string())),
-            ),
-            (
-                "Peak running",
-                Box::new(|r: &Report| r.summary().peak_running.map(g)),
-            ),
-            (
-                "Average running while busy",
-                Box::new(|r: &Report| r.busy_averages().map(|b| format!("{:.1}", b.running))),
-            ),
-            (
-                "Preemptions",
-                Box::new(|r: &Report| r.context().evictions().map(g)),
-            ),
-            (
-                "Output tokens/s (server)",
-                Box::new(|r: &Report| {
-                    r.result(Tripwire::T10)?
-                        .evidence
-                        .t10()?
-                        .rate_per_s
-                        .map(|v| v.0)
-                        .filter(|v| v.is_finite())
-                        .map(|v| thousands_f(v, 1))
-                }),
-            ),
-            (
-                "Output tokens/s (load tool)",
-                Box::new(|r: &Report| {
-                    r.inputs()
-                        .bench
-                        .as_ref()?
-                        .output_throughput
-                        .map(|v| thousands_f(v, 1))
-                }),
-            ),
-            (
-                "Requests finished",
-                Box::new(|r: &Report| r.summary().finished.map(|v| thousands_f(v, 0))),
-            ),
-        ];
         html! {
             section aria-labelledby="h-numbers" {
                 h2 id="h-numbers" { "Side by side" }
@@ -243,7 +216,7 @@ impl Comparison {
                     table class="compare" {
                         (self.head_row())
                         tbody {
-                            @for (name, f) in &rows {
+                            @for (name, f) in SIDE_BY_SIDE {
                                 tr {
                                     th scope="row" { (name) }
                                     @for (_, r) in &self.runs { td class="num" { (f(r).unwrap_or_else(|| "–".into())) } }

@@ -88,7 +88,14 @@ impl RunFiles {
             let log = find(&names, "boot.log", |n| {
                 n.contains("boot") && n.ends_with(".log")
             });
+            let first = log.as_deref() == Some("boot.log");
             self.boot_logs.extend(log.map(at));
+            // A run that restarted its server (a sweep's `--between restart`) logged each later
+            // start to `boot-N.log`: every start is the run's, in order.
+            if first {
+                self.boot_logs
+                    .extend(later_starts(&names).into_iter().map(at));
+            }
         }
         if self.before.is_none() {
             self.before = find(&names, "before.snapshot.json", |n| {
@@ -349,4 +356,21 @@ pub fn engine_known(inputs: &Inputs) -> bool {
             .series
             .as_ref()
             .is_some_and(|s| s.header.engine.is_some())
+}
+
+/// `boot-2.log`, `boot-3.log`, … in the order of their starts.
+fn later_starts(names: &[String]) -> Vec<String> {
+    let mut later: Vec<(u32, String)> = names
+        .iter()
+        .filter_map(|n| {
+            let k = n
+                .strip_prefix("boot-")?
+                .strip_suffix(".log")?
+                .parse()
+                .ok()?;
+            (k >= 2).then(|| (k, n.clone()))
+        })
+        .collect();
+    later.sort();
+    later.into_iter().map(|(_, n)| n).collect()
 }

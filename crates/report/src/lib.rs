@@ -24,16 +24,18 @@ pub mod insights;
 pub mod page;
 pub mod summary;
 pub mod svg;
+pub mod sweep_page;
 
 use std::path::Path;
 
 use inferlint_core::bench::BenchResult;
 use inferlint_core::bootlog::BootFacts;
-use inferlint_core::checks::{self, counters, t14, t15};
+use inferlint_core::checks::{self, counters, t14};
 use inferlint_core::engine::Engine;
 use inferlint_core::result::{CheckResult, Status, Tripwire};
 use inferlint_core::series::Series;
 use inferlint_core::snapshot::Snapshot;
+use inferlint_core::verdict;
 
 pub use insights::{BusyAverages, CacheNeed, Insight, Tone};
 pub use summary::Summary;
@@ -82,15 +84,14 @@ pub struct Inputs {
     pub title: Option<String>,
     /// The file names the report was made from, in order log, before, after, series, result.
     pub sources: Vec<String>,
-    /// Results that only the live run could produce (T2, T7 from the probe) and T15, which the
-    /// caller checks with the load tool's output at hand ([`Inputs::t15`]). The last T2 wins;
-    /// for the others the worse result wins.
+    /// Results that only the live run could judge (the gate's and the stop's T2, the probe's
+    /// and the deaths' T7), merged by core's one rule ([`verdict::merge`]).
     pub extra_results: Vec<CheckResult>,
     /// The version the live server reported (SGLang prints none in its log).
     pub server_version: Option<String>,
     /// The engine, when known or named; else it is read from the inputs (else vLLM).
     pub engine: Option<Engine>,
-    /// Untimed requests the load tool sent but left out of its result (for [`Inputs::t15`]).
+    /// Untimed requests the load tool sent but left out of its result (T15, T16).
     pub untimed_requests: u64,
     /// What the load command asked for (T16, T18), when the command is known.
     pub load: Option<inferlint_core::load::LoadIntent>,
@@ -107,19 +108,6 @@ pub struct Inputs {
     pub nodes: Vec<NodePart>,
 }
 
-impl Inputs {
-    /// T15 on these inputs, when there are a result file and both snapshots. [`Report::build`]
-    /// takes T15 from `extra_results` only; `report` adds this one there.
-    pub fn t15(&self, engine: Engine) -> Option<CheckResult> {
-        let (r, b, a) = (
-            self.bench.as_ref()?,
-            self.before.as_ref()?,
-            self.after.as_ref()?,
-        );
-        Some(t15::check(r, b, a, self.untimed_requests, engine))
-    }
-}
-
 /// A built report.
 #[derive(Clone, Debug)]
 pub struct Report {
@@ -130,19 +118,6 @@ pub struct Report {
     insights: Vec<Insight>,
     lede: Vec<String>,
     inputs: Inputs,
-}
-
-/// Adds the live run's own results: the last T2 wins, for the others the worse one.
-fn merge_extra(results: &mut Vec<CheckResult>, extra: &[CheckResult]) {
-    for r in extra {
-        match results.iter().position(|x| x.tripwire == r.tripwire) {
-            Some(i) if r.tripwire == Tripwire::T2 || r.status <= results[i].status => {
-                results[i] = r.clone();
-            }
-            Some(_) => {}
-            None => results.push(r.clone()),
-        }
-    }
 }
 
 /// The engine: named, else the boot log's, the snapshots', the recording's; else vLLM.
@@ -178,52 +153,26 @@ impl Report {
         }
         let engine = engine_of(&inputs, &facts);
         let first = facts.first().map(|(_, f)| f);
-        let mut results =
-            checks::boot_all(inputs.boot_logs.first().map(|l| l.text.as_str()), &facts);
-        // The live run's results (T2, T7, T15) go right after the boot-log checks and before
-        // the run checks, in the original's order: scripts read these lines in order
-        // (docs/reference.md, "report").
-        merge_extra(&mut results, &inputs.extra_results);
-        let live_end = results.len();
-        let run = checks::run_all(&checks::Facts {
-            before: inputs.before.as_ref(),
-            after: inputs.after.as_ref(),
-            series: inputs.series.as_ref(),
-            boot: first,
-            requested: inputs.requested,
-            bench: inputs.bench.as_ref(),
-            untimed_requests: inputs.untimed_requests,
-            load: inputs.load.as_ref(),
-            observed: inputs.observed.as_ref(),
-            engine,
+        let results = verdict::assemble(&verdict::RunFacts {
+            first_log: inputs.boot_logs.first().map(|l| l.text.as_str()),
+            boot: &facts,
+            live: &inputs.extra_results,
+            window: Some(verdict::Window {
+                facts: checks::Facts {
+                    before: inputs.before.as_ref(),
+                    after: inputs.after.as_ref(),
+                    series: inputs.series.as_ref(),
+                    boot: first,
+                    requested: inputs.requested,
+                    bench: inputs.bench.as_ref(),
+                    untimed_requests: inputs.untimed_requests,
+                    load: inputs.load.as_ref(),
+                    observed: inputs.observed.as_ref(),
+                    engine,
+                },
+                gaps: &inputs.missing,
+            }),
         });
-        // T15 is the caller's: `run` and `report` check the result file with the load tool's
-        // own output at hand (untimed requests) and pass it in `extra_results`.
-        let run: Vec<CheckResult> = run
-            .into_iter()
-            .filter(|r| r.tripwire != Tripwire::T15)
-            .collect();
-        // The run checks a missing input left out become "can't tell" in their places; a T15
-        // that could not be checked keeps T15's place, after the live run's results.
-        let run = inferlint_core::checks::gaps::complete(
-            run,
-            &inputs.missing,
-            engine,
-            inputs.requested,
-            inputs.bench.is_some(),
-        );
-        let mut t15_at = live_end;
-        for r in run {
-            if results.iter().any(|x| x.tripwire == r.tripwire) {
-                continue;
-            }
-            if r.tripwire == Tripwire::T15 {
-                results.insert(t15_at, r);
-                t15_at += 1;
-            } else {
-                results.push(r);
-            }
-        }
         let summary = summary::summarize(
             inputs.before.as_ref(),
             inputs.after.as_ref(),
@@ -394,18 +343,5 @@ impl Report {
     }
 }
 
-/// Writes `bytes` to a temporary file beside `path`, then renames it over `path`.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)?;
-    }
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "report.html".into());
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
-}
+/// Writes a page whole or not at all (core's one atomic write).
+pub use inferlint_core::files::write_atomic as write_atomically;

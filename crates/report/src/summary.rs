@@ -98,44 +98,18 @@ pub fn summarize(
         return s;
     }
     let names = engine.metrics();
-    let (b, a) = (&before.metrics, &after.metrics);
-    let delta =
-        |q: CounterQuery<'_>| -> Result<f64, DeltaError> { counters::counter_delta(b, a, &q) };
-    let mut restarted: Option<String> = None;
-    let mut value = |q: CounterQuery<'_>| match delta(q) {
-        Ok(v) => Some(v),
-        Err(DeltaError::Restarted(r)) => {
-            restarted.get_or_insert_with(|| r.to_string());
-            None
-        }
-        Err(DeltaError::Absent { .. }) => None,
+    let mut d = Deltas {
+        before: &before.metrics,
+        after: &after.metrics,
+        restarted: None,
     };
-
-    s.finished = value(CounterQuery::new(names.finished));
-    s.output_tokens = value(CounterQuery::new(names.generation_tokens));
-    s.prompt_tokens = value(CounterQuery::new(names.prompt_tokens));
+    s.finished = d.value(CounterQuery::new(names.finished));
+    s.output_tokens = d.value(CounterQuery::new(names.generation_tokens));
+    s.prompt_tokens = d.value(CounterQuery::new(names.prompt_tokens));
     if let Some(counter) = names.preemptions {
-        s.preemptions = value(CounterQuery::new(counter).with_witness(names.preemption_witness));
+        s.preemptions = d.value(CounterQuery::new(counter).with_witness(names.preemption_witness));
     }
-    for (reason, _) in FINISH_REASONS {
-        if reason_present(a, names.finished, reason) {
-            let labels = [("finished_reason", reason)];
-            if let Some(v) = value(CounterQuery::new(names.finished).with_labels(&labels)) {
-                s.finished_by_reason.insert(reason.to_string(), v.into());
-            }
-        }
-    }
-    // Reasons the page does not know still count; keep them after the known ones.
-    for sample in a.series(names.finished, &[]) {
-        if let Some(reason) = sample.label("finished_reason") {
-            if !s.finished_by_reason.contains_key(reason) {
-                let labels = [("finished_reason", reason)];
-                if let Some(v) = value(CounterQuery::new(names.finished).with_labels(&labels)) {
-                    s.finished_by_reason.insert(reason.to_string(), v.into());
-                }
-            }
-        }
-    }
+    s.finished_by_reason = d.finished_by_reason(names.finished);
     if !s.finished_by_reason.is_empty() {
         s.errors = Some(
             s.finished_by_reason
@@ -144,31 +118,86 @@ pub fn summarize(
                 .unwrap_or(0.0),
         );
     }
-    let mut mean = |hist: &str| {
+    s.mean_e2e_s = d.mean(names.e2e_latency);
+    s.mean_ttft_s = d.mean(names.ttft);
+    s.mean_queue_s = d.mean(names.queue_time);
+    match d.restarted {
+        Some(r) => voided(s, r),
+        None => s,
+    }
+}
+
+/// The summary of a server that restarted while a counter was read: its counts are void, what
+/// the readings themselves say stays.
+fn voided(s: Summary, restarted: String) -> Summary {
+    Summary {
+        restarted: Some(restarted),
+        span_s: s.span_s,
+        wall_start: s.wall_start,
+        wall_end: s.wall_end,
+        peak_running: s.peak_running,
+        interval_s: s.interval_s,
+        readings: s.readings,
+        url: s.url,
+        boot_s: s.boot_s,
+        ..Summary::default()
+    }
+}
+
+/// Counter deltas between the before and after readings, remembering the first restart one
+/// of them showed.
+struct Deltas<'a> {
+    before: &'a Metrics,
+    after: &'a Metrics,
+    restarted: Option<String>,
+}
+
+impl Deltas<'_> {
+    /// The counter's delta; None when it is absent or the server restarted.
+    fn value(&mut self, q: CounterQuery<'_>) -> Option<f64> {
+        match counters::counter_delta(self.before, self.after, &q) {
+            Ok(v) => Some(v),
+            Err(DeltaError::Restarted(r)) => {
+                self.restarted.get_or_insert_with(|| r.to_string());
+                None
+            }
+            Err(DeltaError::Absent { .. }) => None,
+        }
+    }
+
+    /// The histogram's mean between the readings: the delta of its sum over that of its count.
+    fn mean(&mut self, hist: &str) -> Option<f64> {
         let sum = format!("{hist}_sum");
         let count = format!("{hist}_count");
-        let total = value(CounterQuery::new(&sum))?;
-        let n = value(CounterQuery::new(&count))?;
+        let total = self.value(CounterQuery::new(&sum))?;
+        let n = self.value(CounterQuery::new(&count))?;
         (n > 0.0).then(|| total / n)
-    };
-    s.mean_e2e_s = mean(names.e2e_latency);
-    s.mean_ttft_s = mean(names.ttft);
-    s.mean_queue_s = mean(names.queue_time);
-    if let Some(r) = restarted {
-        return Summary {
-            restarted: Some(r),
-            span_s: s.span_s,
-            wall_start: s.wall_start,
-            wall_end: s.wall_end,
-            peak_running: s.peak_running,
-            interval_s: s.interval_s,
-            readings: s.readings,
-            url: s.url,
-            boot_s: s.boot_s,
-            ..Summary::default()
-        };
     }
-    s
+
+    /// Requests finished per reason, the page's reasons first in its order.
+    fn finished_by_reason(&mut self, finished: &str) -> Map<String, Value> {
+        let mut by_reason = Map::new();
+        for (reason, _) in FINISH_REASONS {
+            if reason_present(self.after, finished, reason) {
+                let labels = [("finished_reason", reason)];
+                if let Some(v) = self.value(CounterQuery::new(finished).with_labels(&labels)) {
+                    by_reason.insert(reason.to_string(), v.into());
+                }
+            }
+        }
+        // Reasons the page does not know still count; keep them after the known ones.
+        for sample in self.after.series(finished, &[]) {
+            if let Some(reason) = sample.label("finished_reason") {
+                if !by_reason.contains_key(reason) {
+                    let labels = [("finished_reason", reason)];
+                    if let Some(v) = self.value(CounterQuery::new(finished).with_labels(&labels)) {
+                        by_reason.insert(reason.to_string(), v.into());
+                    }
+                }
+            }
+        }
+        by_reason
+    }
 }
 
 fn reason_present(m: &Metrics, name: &str, reason: &str) -> bool {

@@ -11,6 +11,9 @@ use serde_json::{json, Value};
 
 use super::downsample::{self, Cell, Row};
 
+mod paths;
+use paths::{area_path, band_path, line_path, triangle};
+
 /// The chart's width in SVG units (the page scales it to fit).
 pub const WIDTH: f64 = 720.0;
 /// Plot margins: left (y labels), right (reference-line labels), top, bottom (x labels).
@@ -193,8 +196,88 @@ fn time_unit(span: f64) -> (f64, &'static str) {
     }
 }
 
+/// Where a chart's times land across the plot, and the ticks that label them.
+struct TimeAxis {
+    t_lo: f64,
+    /// Seconds across the plot (1 when all readings share one time).
+    t_span: f64,
+    /// Seconds in the unit the axis is labelled in, and its name.
+    unit: f64,
+    unit_name: &'static str,
+    /// Tick values in that unit, from 0.
+    x_ticks: Vec<f64>,
+}
+
+impl TimeAxis {
+    fn new(t_lo: f64, t_hi: f64) -> Self {
+        let t_span = if t_hi > t_lo { t_hi - t_lo } else { 1.0 };
+        let (unit, unit_name) = time_unit(t_span);
+        let x_ticks: Vec<f64> = nice_ticks(0.0, t_span / unit)
+            .into_iter()
+            .filter(|v| *v * unit <= t_span * (1.0 + 1e-9))
+            .collect();
+        TimeAxis {
+            t_lo,
+            t_span,
+            unit,
+            unit_name,
+            x_ticks,
+        }
+    }
+
+    fn x_of(&self, t: f64) -> f64 {
+        LEFT + (t - self.t_lo) / self.t_span * PLOT_WIDTH
+    }
+}
+
+/// Where a chart's values land down the plot, and the ticks that label them.
+struct ValueAxis {
+    /// The ticks, the first and last being the ends of the axis.
+    ticks: Vec<f64>,
+    y_lo: f64,
+    y_hi: f64,
+    /// The plot's bottom edge in SVG units.
+    plot_bottom: f64,
+}
+
+impl ValueAxis {
+    fn y_of(&self, v: f64) -> f64 {
+        let plot_h = self.plot_bottom - TOP;
+        TOP + (1.0 - (v - self.y_lo) / (self.y_hi - self.y_lo)) * plot_h
+    }
+}
+
 impl TimeChart {
     pub fn render(&self) -> Result<Drawn, ChartError> {
+        self.validate()?;
+        let n = self.t.len();
+        let time = TimeAxis::new(self.t[0], self.t[n - 1]);
+        let x_of = |t: f64| time.x_of(t);
+        let columns = PLOT_WIDTH as usize;
+        let values: Vec<&[Option<f64>]> = self.lines.iter().map(|l| &l.values[..]).collect();
+        let (rows, thinned) = if n > 2 * columns {
+            let rows = downsample::columns(&self.t, &values, columns, x_of);
+            (rows, Some((n, columns)))
+        } else {
+            (downsample::every(&self.t, &values, x_of), None)
+        };
+        let value = self.value_axis(&rows);
+        let events = self.placed_events(&rows, thinned.is_some(), x_of);
+        let svg = self.markup(&time, &value, &rows, thinned, &events);
+        Ok(Drawn {
+            svg,
+            rows,
+            names: self.lines.iter().map(|l| l.name.clone()).collect(),
+            classes: self.lines.iter().map(|l| l.class).collect(),
+            event_words: self.event_words.clone(),
+            events,
+            thinned,
+        })
+    }
+
+    /// Whether the chart can be drawn: two readings or more, at finite times in order, and as
+    /// many values in each line.
+    fn validate(&self) -> Result<(), ChartError> {
         let n = self.t.len();
         if n < 2 {
             return Err(ChartError::TooFewReadings);
@@ -211,26 +294,15 @@ impl TimeChart {
                 });
             }
         }
-        let (t_lo, t_hi) = (self.t[0], self.t[n - 1]);
-        let t_span = if t_hi > t_lo { t_hi - t_lo } else { 1.0 };
-        let plot_bottom = self.height - BOTTOM;
-        let plot_h = plot_bottom - TOP;
-        let x_of = |t: f64| LEFT + (t - t_lo) / t_span * PLOT_WIDTH;
+        Ok(())
+    }
 
-        let columns = PLOT_WIDTH as usize;
-        let values: Vec<&[Option<f64>]> = self.lines.iter().map(|l| &l.values[..]).collect();
-        let (rows, thinned) = if n > 2 * columns {
-            let rows = downsample::columns(&self.t, &values, columns, x_of);
-            (rows, Some((n, columns)))
-        } else {
-            (downsample::every(&self.t, &values, x_of), None)
-        };
-
-        // The value axis: from 0 (or below, for negative data) to the data, the reference
-        // lines, or the fixed top.
+    /// The value axis: from 0 (or below, for negative data) to the data, the reference lines,
+    /// or the fixed top.
+    fn value_axis(&self, rows: &[Row]) -> ValueAxis {
         let mut lo: f64 = 0.0;
         let mut hi: f64 = f64::NEG_INFINITY;
-        for r in &rows {
+        for r in rows {
             for cell in &r.cells {
                 for v in cell.values() {
                     lo = lo.min(v);
@@ -248,39 +320,46 @@ impl TimeChart {
             hi = lo + 1.0;
         }
         let ticks = nice_ticks(lo, hi);
-        let (y_lo, y_hi) = (ticks[0], ticks[ticks.len() - 1]);
-        let y_of = |v: f64| TOP + (1.0 - (v - y_lo) / (y_hi - y_lo)) * plot_h;
+        ValueAxis {
+            y_lo: ticks[0],
+            y_hi: ticks[ticks.len() - 1],
+            ticks,
+            plot_bottom: self.height - BOTTOM,
+        }
+    }
 
-        let (unit, unit_name) = time_unit(t_span);
-        let x_ticks: Vec<f64> = nice_ticks(0.0, t_span / unit)
-            .into_iter()
-            .filter(|v| *v * unit <= t_span * (1.0 + 1e-9))
-            .collect();
-
-        let events = self.placed_events(&rows, thinned.is_some(), x_of);
-        let names: Vec<String> = self.lines.iter().map(|l| l.name.clone()).collect();
-
-        let svg = html! {
+    /// The chart's SVG: grid, axes, reference lines, the lines (or bands, when thinned) and the
+    /// event markers.
+    fn markup(
+        &self,
+        time: &TimeAxis,
+        value: &ValueAxis,
+        rows: &[Row],
+        thinned: Option<(usize, usize)>,
+        events: &[(f64, f64, f64)],
+    ) -> Markup {
+        let y_of = |v: f64| value.y_of(v);
+        html! {
             svg class="plot" viewBox=(format!("0 0 {} {}", c(WIDTH), c(self.height)))
                 role="img" aria-label=(self.label) tabindex="0"
-                data-left=(c(LEFT)) data-right=(c(WIDTH - RIGHT)) data-top=(c(TOP)) data-bottom=(c(plot_bottom)) {
+                data-left=(c(LEFT)) data-right=(c(WIDTH - RIGHT)) data-top=(c(TOP)) data-bottom=(c(value.plot_bottom)) {
                 title { (self.label) }
                 g class="grid" {
-                    @for v in &ticks {
+                    @for v in &value.ticks {
                         line x1=(c(LEFT)) x2=(c(WIDTH - RIGHT)) y1=(c(y_of(*v))) y2=(c(y_of(*v))) {}
                     }
                 }
                 g class="axis y" {
-                    @for v in &ticks {
+                    @for v in &value.ticks {
                         text x=(c(LEFT - 6.0)) y=(c(y_of(*v) + 4.0)) text-anchor="end" {
                             (tick_label(*v)) (self.y_suffix)
                         }
                     }
                 }
                 g class="axis x" {
-                    @for v in &x_ticks {
-                        text x=(c(x_of(t_lo + v * unit))) y=(c(plot_bottom + 16.0)) text-anchor="middle" {
-                            (tick_label(*v)) " " (unit_name)
+                    @for v in &time.x_ticks {
+                        text x=(c(time.x_of(time.t_lo + v * time.unit))) y=(c(value.plot_bottom + 16.0)) text-anchor="middle" {
+                            (tick_label(*v)) " " (time.unit_name)
                         }
                     }
                 }
@@ -291,7 +370,7 @@ impl TimeChart {
                     }
                 }
                 @if let Some((readings, cols)) = thinned {
-                    text class="thin-note" x=(c(WIDTH - RIGHT + 6.0)) y=(c(plot_bottom + 16.0)) {
+                    text class="thin-note" x=(c(WIDTH - RIGHT + 6.0)) y=(c(value.plot_bottom + 16.0)) {
                         "thinned"
                         title { (inferlint_core::fmt::thousands(readings as i64)) " readings drawn as the lowest and highest value in each of " (cols) " columns" }
                     }
@@ -300,30 +379,21 @@ impl TimeChart {
                 // between each column's lowest and highest value.
                 @for (i, l) in self.lines.iter().enumerate().rev() {
                     @if thinned.is_some() {
-                        path class=(format!("band {}", l.class)) d=(band_path(&rows, i, &y_of)) {}
+                        path class=(format!("band {}", l.class)) d=(band_path(rows, i, &y_of)) {}
                     } @else {
                         @if l.kind == LineKind::Area {
-                            path class=(format!("area {}", l.class)) d=(area_path(&rows, i, &y_of, y_of(y_lo.max(0.0).min(y_hi)))) {}
+                            path class=(format!("area {}", l.class)) d=(area_path(rows, i, &y_of, y_of(value.y_lo.max(0.0).min(value.y_hi)))) {}
                         }
-                        path class=(format!("line {}", l.class)) d=(line_path(&rows, i, l.kind, &y_of)) {}
+                        path class=(format!("line {}", l.class)) d=(line_path(rows, i, l.kind, &y_of)) {}
                     }
                 }
-                @for (t, x, count) in &events {
+                @for (t, x, count) in events {
                     path class="ev" data-count=(inferlint_core::fmt::g(*count)) d=(triangle(*x)) {
                         title { (self.event_title(*t, *count)) }
                     }
                 }
             }
-        };
-        Ok(Drawn {
-            svg,
-            rows,
-            names,
-            classes: self.lines.iter().map(|l| l.class).collect(),
-            event_words: self.event_words.clone(),
-            events,
-            thinned,
-        })
+        }
     }
 
     fn event_title(&self, t: f64, count: f64) -> String {
@@ -358,108 +428,6 @@ impl TimeChart {
         }
         out
     }
-}
-
-/// A marker triangle pointing down from the top edge, kept inside the plot.
-fn triangle(x: f64) -> String {
-    let x = x.clamp(LEFT + 4.0, WIDTH - RIGHT - 4.0);
-    format!(
-        "M{} {}L{} {}L{} {}Z",
-        c(x - 4.0),
-        c(TOP),
-        c(x + 4.0),
-        c(TOP),
-        c(x),
-        c(TOP + 7.0)
-    )
-}
-
-/// The points of series `i`, in drawing order, with `None` where the line breaks.
-fn points(rows: &[Row], i: usize, y_of: &impl Fn(f64) -> f64) -> Vec<Option<(f64, f64)>> {
-    let mut pts = Vec::with_capacity(rows.len() + 1);
-    for r in rows {
-        match r.cells[i] {
-            Cell::Empty => pts.push(None),
-            Cell::One(v) => pts.push(Some((r.x, y_of(v)))),
-            Cell::Range(a, b) => {
-                pts.push(Some((r.x, y_of(a))));
-                pts.push(Some((r.x, y_of(b))));
-            }
-        }
-    }
-    pts
-}
-
-/// `M x y L x y …` (or `H x V y` moves for a step line); a missing value lifts the pen.
-fn line_path(rows: &[Row], i: usize, kind: LineKind, y_of: &impl Fn(f64) -> f64) -> String {
-    let mut d = String::new();
-    let mut pen_down = false;
-    for p in points(rows, i, y_of) {
-        match p {
-            None => pen_down = false,
-            Some((x, y)) if !pen_down => {
-                d.push_str(&format!("M{} {}", c(x), c(y)));
-                pen_down = true;
-            }
-            Some((x, y)) if kind == LineKind::Step => {
-                d.push_str(&format!("H{}V{}", c(x), c(y)));
-            }
-            Some((x, y)) => d.push_str(&format!("L{} {}", c(x), c(y))),
-        }
-    }
-    d
-}
-
-/// The filled area under series `i`: one closed shape per unbroken stretch.
-fn area_path(rows: &[Row], i: usize, y_of: &impl Fn(f64) -> f64, base: f64) -> String {
-    let mut d = String::new();
-    let mut stretch: Vec<(f64, f64)> = Vec::new();
-    let close = |stretch: &mut Vec<(f64, f64)>, d: &mut String| {
-        if let (Some(first), Some(last)) = (stretch.first(), stretch.last()) {
-            d.push_str(&format!("M{} {}", c(first.0), c(base)));
-            for (x, y) in stretch.iter() {
-                d.push_str(&format!("L{} {}", c(*x), c(*y)));
-            }
-            d.push_str(&format!("L{} {}Z", c(last.0), c(base)));
-        }
-        stretch.clear();
-    };
-    for p in points(rows, i, y_of) {
-        match p {
-            Some(pt) => stretch.push(pt),
-            None => close(&mut stretch, &mut d),
-        }
-    }
-    close(&mut stretch, &mut d);
-    d
-}
-
-/// The band between each drawn column's lowest and highest value of series `i`: one closed
-/// shape per unbroken stretch, along the highest values and back along the lowest.
-fn band_path(rows: &[Row], i: usize, y_of: &impl Fn(f64) -> f64) -> String {
-    let mut d = String::new();
-    let mut stretch: Vec<(f64, f64, f64)> = Vec::new();
-    let close = |stretch: &mut Vec<(f64, f64, f64)>, d: &mut String| {
-        for (k, (x, _, hi)) in stretch.iter().enumerate() {
-            let cmd = if k == 0 { 'M' } else { 'L' };
-            d.push_str(&format!("{cmd}{} {}", c(*x), c(y_of(*hi))));
-        }
-        for (x, lo, _) in stretch.iter().rev() {
-            d.push_str(&format!("L{} {}", c(*x), c(y_of(*lo))));
-        }
-        if !stretch.is_empty() {
-            d.push('Z');
-        }
-        stretch.clear();
-    };
-    for r in rows {
-        match (r.cells[i].min(), r.cells[i].max()) {
-            (Some(lo), Some(hi)) => stretch.push((r.x, lo, hi)),
-            _ => close(&mut stretch, &mut d),
-        }
-    }
-    close(&mut stretch, &mut d);
-    d
 }
 
 /// One bar of a bar chart.

@@ -15,7 +15,11 @@
 //! * any other member killed by a signal (a crash, the OOM killer): a failure of the server's
 //!   tree, though the server may still answer;
 //! * not: any other member exiting with a code. Servers run short-lived helpers (a compiler for
-//!   a JIT kernel, `git`, `which`) whose exit codes are their own business.
+//!   a JIT kernel, `git`, `which`) whose exit codes are their own business. A fork that still
+//!   carries its parent's title is such a helper too: Python's `subprocess` forks the titled
+//!   worker and only then execs `lscpu` or a compiler, so a helper that ends before the next
+//!   census was only ever seen as `VLLM::Worker` (recorded on the real DP=2 vLLM, whose boot
+//!   printed `VLLM::Worker (pid 194) exited with code 0` while both workers lived on).
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -65,7 +69,7 @@ pub use inferlint_core::checks::t7_deaths::Death;
 
 /// Whether an end matters, and if so whether the server is broken by it.
 pub fn judge(exit: &MemberExit) -> Option<bool> {
-    if exit.leader || is_server_title(exit.name()) {
+    if exit.leader || (is_server_title(exit.name()) && !exit.named_as_its_parent()) {
         return Some(true);
     }
     match exit.status {
@@ -380,6 +384,7 @@ mod tests {
             status,
             oom_kill: oom,
             at_unix_ms: 0,
+            parent: None,
         }
     }
 
@@ -489,6 +494,23 @@ mod tests {
             )),
             None
         );
+    }
+
+    #[test]
+    fn a_fork_under_its_parents_title_is_the_parents_helper() {
+        // The real DP=2 vLLM's boot: a child of a worker, seen only between its fork and its
+        // exec, ends with code 0 while both workers serve on.
+        let mut fork = exit(&["VLLM::Worker"], false, Some(ExitKind::Code(0)), false);
+        fork.parent = Some("VLLM::Worker".into());
+        assert_eq!(judge(&fork), None);
+        fork.status = KILL;
+        assert_eq!(judge(&fork), Some(false), "killed, it is still a crash");
+        // The worker itself: its parent is the engine, under another title.
+        let mut worker = exit(&["VLLM::Worker"], false, Some(ExitKind::Code(0)), false);
+        worker.parent = Some("VLLM::EngineCore_DP1".into());
+        assert_eq!(judge(&worker), Some(true));
+        worker.parent = None;
+        assert_eq!(judge(&worker), Some(true), "a parent unknown is no fork");
     }
 
     #[tokio::test]

@@ -13,6 +13,7 @@ use crate::record::{record_observed, RecordEvent, RecordOptions, RecordSummary};
 use inferlint_core::engine::Engine;
 use inferlint_core::observed::LoadObserved;
 use inferlint_core::series::SeriesSample;
+use inferlint_core::snapshot::Snapshot;
 use inferlint_http::scrape::Scraper;
 
 use super::client_cpu::CpuMeter;
@@ -51,6 +52,9 @@ pub struct LoadOutcome {
     pub last_scrape_error: Option<String>,
     /// The server's warm-up lines and the client's CPU while the load ran (T20, T21).
     pub observed: LoadObserved,
+    /// The load-tool processes a script ran, each a point of a sweep written as a loop (empty
+    /// unless they were followed); the last ones still to be closed by the after snapshot.
+    pub script_points: Vec<crate::script_points::ScriptPoint>,
 }
 
 /// The recorder, running until told to stop.
@@ -62,7 +66,8 @@ pub struct Recorder {
 }
 
 enum Event {
-    Sample(SeriesSample),
+    /// A reading, with its scrape where the load's points are followed.
+    Sample(SeriesSample, Option<Box<Snapshot>>),
     Failed(String),
 }
 
@@ -74,6 +79,7 @@ impl Recorder {
         interval: Duration,
         engine: Option<Engine>,
         scraper: Arc<Scraper>,
+        keep_scrapes: bool,
     ) -> Recorder {
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let (ev_tx, events) = mpsc::unbounded_channel();
@@ -91,7 +97,9 @@ impl Recorder {
             };
             record_observed(&url, &out, opts, stop, move |ev| {
                 let _ = ev_tx.send(match ev {
-                    RecordEvent::Sample(s) => Event::Sample(s.clone()),
+                    RecordEvent::Sample(s, snap) => {
+                        Event::Sample(s.clone(), keep_scrapes.then(|| Box::new(snap.clone())))
+                    }
                     RecordEvent::ScrapeFailed(e) => Event::Failed(e.to_string()),
                 });
             })
@@ -166,6 +174,7 @@ impl LoadOutcome {
             scrape_failures: 0,
             last_scrape_error: None,
             observed: LoadObserved::default(),
+            script_points: Vec::new(),
         }
     }
 }
@@ -179,6 +188,8 @@ struct Running<'a> {
     outcome: LoadOutcome,
     /// The load tree's CPU at each sample of the recording.
     cpu: CpuMeter,
+    /// The load-tool processes of a script load, at each sample (when followed).
+    points: crate::script_points::ScriptPoints,
     t0: Instant,
     /// Whether the load's output is still open.
     lines_open: bool,
@@ -236,6 +247,7 @@ impl<'a> Running<'a> {
         let mut load = Running {
             monitor: Monitor::new(spec.engine, spec.requested),
             cpu: CpuMeter::new(proc.pid),
+            points: crate::script_points::ScriptPoints::of_load(spec.argv),
             spec,
             proc,
             outcome,
@@ -326,9 +338,12 @@ impl<'a> Running<'a> {
     fn recorded(&mut self, ev: Option<Event>) {
         let at = self.t0.elapsed();
         let update = match ev {
-            Some(Event::Sample(s)) => {
+            Some(Event::Sample(s, snap)) => {
                 self.cpu
                     .reading(&self.proc.members(), Instant::now(), s.is_busy());
+                if let Some(snap) = snap {
+                    self.points.sample(&self.proc.member_argvs(), *snap);
+                }
                 self.monitor.sample(&s, at)
             }
             Some(Event::Failed(e)) => {
@@ -447,6 +462,8 @@ impl<'a> Running<'a> {
         self.outcome.exit = self.proc.exited();
         self.outcome.seconds = self.t0.elapsed().as_secs_f64();
         self.outcome.observed.client_cpu = self.cpu.result();
+        // Those still open are closed by the run's after snapshot, taken after this.
+        self.outcome.script_points = self.points.finish(None);
         self.outcome
     }
 }

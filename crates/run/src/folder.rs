@@ -1,7 +1,6 @@
 //! The run folder: its file names, atomic writes, `run.json` (what ran, where, when, and how it
 //! ended), `results.json` and the JUnit XML test suite for CI systems.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -11,6 +10,16 @@ use inferlint_core::output::to_json_string;
 use inferlint_core::result::{CheckResult, Status, Tripwire};
 
 pub const BOOT_LOG: &str = "boot.log";
+
+/// The log of the server's `n`th start in the run: `boot.log`, then `boot-2.log`, … (a sweep
+/// that restarts the server between its points starts it once per point).
+pub fn boot_log_name(n: u32) -> String {
+    if n <= 1 {
+        BOOT_LOG.to_string()
+    } else {
+        format!("boot-{n}.log")
+    }
+}
 pub const BEFORE: &str = "before.snapshot.json";
 pub const AFTER: &str = "after.snapshot.json";
 pub const SERIES: &str = "run.series.jsonl";
@@ -19,29 +28,7 @@ pub const RESULTS: &str = "results.json";
 pub const REPORT: &str = "report.html";
 pub const RUN_JSON: &str = "run.json";
 
-/// Writes a file so that a reader sees the old content or the new, never a part: a temporary
-/// file in the same folder, flushed to disk, then renamed over the target.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
+pub use inferlint_core::files::write_atomic;
 
 /// The default folder name: `xray-%Y%m%d-%H%M%S` in local time.
 pub fn default_folder_name() -> String {
@@ -133,6 +120,13 @@ pub struct RunRecord {
     /// What the run saw of the load while it ran: the server's warm-up lines, the client's CPU
     /// (T20, T21); null until the load has run.
     pub during_load: Option<inferlint_core::observed::LoadObserved>,
+    /// Whether the server ran with its development endpoints on (vLLM's
+    /// `VLLM_SERVER_DEV_MODE=1`, for the cache reset between a sweep's points); absent when not.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub dev_endpoints: bool,
+    /// The sweep's file (`sweep.json`), for a sweep.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<String>,
 }
 
 impl RunRecord {
@@ -165,6 +159,8 @@ impl RunRecord {
             deaths: Vec::new(),
             nodes: Vec::new(),
             during_load: None,
+            dev_endpoints: false,
+            sweep: None,
         }
     }
 
@@ -185,16 +181,6 @@ pub fn write_results(dir: &Path, results: &[CheckResult]) -> std::io::Result<Pat
     Ok(path)
 }
 
-/// One result per tripwire, the last one recorded winning (the stop's T2 after the gate's),
-/// in tripwire order.
-pub fn last_per_tripwire(results: &[CheckResult]) -> Vec<&CheckResult> {
-    let mut last: Vec<Option<&CheckResult>> = vec![None; Tripwire::ALL.len()];
-    for r in results {
-        last[usize::from(r.tripwire.number()) - 1] = Some(r);
-    }
-    last.into_iter().flatten().collect()
-}
-
 fn xml_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -212,11 +198,12 @@ fn xml_escape(s: &str) -> String {
     out
 }
 
-/// The results as a JUnit XML test suite: one test case per tripwire (its last result); FAIL
+/// The results as a JUnit XML test suite: one test case per tripwire (core's merge of a
+/// tripwire judged twice, [`inferlint_core::verdict::one_per_tripwire`]); FAIL
 /// is a `<failure>`, UNKNOWN an `<error>`, N/A `<skipped>`; PASS and WARN pass (a WARN keeps
 /// its message in `<system-out>`).
 pub fn junit_xml(results: &[CheckResult], suite: &str, seconds: f64) -> String {
-    let cases = last_per_tripwire(results);
+    let cases = inferlint_core::verdict::one_per_tripwire(results);
     let count = |s: Status| cases.iter().filter(|r| r.status == s).count();
     let (failures, errors, skipped) = (
         count(Status::Fail),
@@ -236,7 +223,7 @@ pub fn junit_xml(results: &[CheckResult], suite: &str, seconds: f64) -> String {
         chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S"),
         xml_escape(&inferlint_host::host_name()),
     ));
-    for r in cases {
+    for r in &cases {
         let name = case_name(r.tripwire);
         let msg = xml_escape(&r.message);
         x.push_str(&format!(
@@ -286,17 +273,6 @@ pub fn write_junit(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn atomic_write_replaces_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("x.json");
-        write_atomic(&p, b"one").unwrap();
-        write_atomic(&p, b"two").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
-        assert_eq!(names.len(), 1, "no temporary file left behind");
-    }
 
     #[test]
     fn junit_maps_statuses() {

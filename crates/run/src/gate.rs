@@ -14,7 +14,7 @@ use std::time::Duration;
 use inferlint_supervisor::TeardownReport;
 
 use inferlint_core::checks::t2;
-use inferlint_core::result::{CheckResult, Tripwire};
+use inferlint_core::result::CheckResult;
 use inferlint_host::gpu::{self, GpuScope, GpuSource};
 
 use super::GpuCheck;
@@ -118,22 +118,14 @@ pub async fn before_start(timeout: Duration, mode: GpuCheck, scope: &GpuScope) -
     let scope = scope.clone();
     tokio::task::spawn_blocking(move || before_start_blocking(timeout, mode, &scope))
         .await
-        .unwrap_or_else(|e| {
-            Judgement::only(CheckResult::unknown(
-                Tripwire::T2,
-                format!("the GPU check failed: {e}"),
-            ))
-        })
+        .unwrap_or_else(|e| Judgement::only(t2::unreadable(format!("the GPU check failed: {e}"))))
 }
 
 /// [`before_start`] on the calling thread, which it blocks for the readings: a node agent's
 /// gate on its own node's GPUs before it starts its part (docs/design/nodes.md#the-gate-on-every-node).
 pub fn before_start_blocking(timeout: Duration, mode: GpuCheck, scope: &GpuScope) -> Judgement {
     if mode == GpuCheck::Off {
-        return Judgement::only(CheckResult::not_applicable(
-            Tripwire::T2,
-            "the GPU check was skipped (--no-gpu-check)",
-        ));
+        return Judgement::only(t2::skipped());
     }
     let mut node = RealNode::new(gpu::source_from_env(), scope.clone());
     let readable = node.readable();
@@ -145,7 +137,7 @@ pub fn before_start_blocking(timeout: Duration, mode: GpuCheck, scope: &GpuScope
     let j = match neighbours::wait_clear(&mut node, &own, &options(timeout, readable, None, false))
     {
         Ok(j) => j,
-        Err(e) => return Judgement::only(CheckResult::unknown(Tripwire::T2, e.to_string())),
+        Err(e) => return Judgement::only(t2::unreadable(e.to_string())),
     };
     let mut lines = Vec::new();
     if !readable {
@@ -159,13 +151,7 @@ pub fn before_start_blocking(timeout: Duration, mode: GpuCheck, scope: &GpuScope
         ));
     }
     if readable && j.last.as_ref().is_some_and(|r| r.gpus.is_empty()) {
-        let t2 = CheckResult::fail(
-            Tripwire::T2,
-            format!(
-                "{GATE_PREFIX}the run's GPUs ({}) name no GPU on this machine",
-                scope.describe()
-            ),
-        );
+        let t2 = t2::scope_names_no_gpu(GATE_PREFIX, &scope.describe());
         return Judgement {
             t2,
             lines,
@@ -220,12 +206,7 @@ pub async fn after_stop(
         after_stop_blocking(timeout, &report, run_id, &scope, baseline_mib)
     })
     .await
-    .unwrap_or_else(|e| {
-        Judgement::only(CheckResult::unknown(
-            Tripwire::T2,
-            format!("the GPU check failed: {e}"),
-        ))
-    })
+    .unwrap_or_else(|e| Judgement::only(t2::unreadable(format!("the GPU check failed: {e}"))))
 }
 
 /// [`after_stop`] on the calling thread, which it blocks for the readings: a node agent's T2
@@ -276,6 +257,6 @@ pub fn after_stop_blocking(
                 judged: Some(j),
             }
         }
-        Err(e) => Judgement::only(CheckResult::unknown(Tripwire::T2, e.to_string())),
+        Err(e) => Judgement::only(t2::unreadable(e.to_string())),
     }
 }

@@ -34,6 +34,7 @@ pub mod nodes;
 pub mod proc;
 pub mod record;
 pub mod redact;
+pub mod script_points;
 pub mod sequence;
 pub mod server;
 
@@ -107,6 +108,19 @@ pub struct RunInputs {
     pub serve_nodes: Vec<crate::nodes::NodePart>,
     /// How the node agents are started (needed when `serve_nodes` is not empty).
     pub node_launcher: Option<crate::nodes::Launcher>,
+    /// Run the load once per value of one of its options (`--sweep`), each point a window of
+    /// its own (docs/design/sweeps.md).
+    pub sweep: Option<Sweeping>,
+    /// Turn on a vLLM server's development endpoints (`VLLM_SERVER_DEV_MODE=1`) even when it
+    /// listens on an address other hosts can reach (`--allow-dev-endpoints`).
+    pub allow_dev_endpoints: bool,
+}
+
+/// A sweep's setting: which option takes which values, and what is done between points.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sweeping {
+    pub plan: inferlint_core::sweep::Plan,
+    pub between: inferlint_core::sweep::Between,
 }
 
 impl RunInputs {
@@ -140,6 +154,8 @@ impl RunInputs {
             shepherd: None,
             serve_nodes: Vec::new(),
             node_launcher: None,
+            sweep: None,
+            allow_dev_endpoints: false,
         }
     }
 }

@@ -110,7 +110,18 @@ impl Monitor {
         if let Some(r) = s.running {
             self.peak_running = Some(self.peak_running.map_or(r, |p| p.max(r)));
         }
-        // A counter that goes down: the server restarted, and every delta across it is void.
+        self.note_restart(s, &t, &mut alerts);
+        self.note_evictions(s, at, &t, &mut alerts);
+        self.note_ceiling(s, &t, &mut alerts);
+        let rate = self.token_rate(s);
+        Update {
+            status: Some(self.status_line(s, &t, rate)),
+            alerts,
+        }
+    }
+
+    /// A counter that goes down: the server restarted, and every delta across it is void.
+    fn note_restart(&mut self, s: &SeriesSample, t: &str, alerts: &mut Vec<String>) {
         if let Some(tok) = s.generation_tokens {
             if let Some(last) = self.last_generated.filter(|&last| tok < last) {
                 self.window.clear();
@@ -127,8 +138,17 @@ impl Monitor {
             }
             self.last_generated = Some(tok);
         }
-        // Evictions: the counter moved since the last sample. The first is alerted at once;
-        // later ones at most every few seconds, summed.
+    }
+
+    /// Evictions: the counter moved since the last sample. The first is alerted at once; later
+    /// ones at most every few seconds, summed. TensorRT-LLM's paused requests once.
+    fn note_evictions(
+        &mut self,
+        s: &SeriesSample,
+        at: Duration,
+        t: &str,
+        alerts: &mut Vec<String>,
+    ) {
         if let Some(p) = s.preemptions {
             if self.first_preemptions.is_none() {
                 self.first_preemptions = Some(p);
@@ -167,8 +187,11 @@ impl Monitor {
                 ));
             }
         }
-        // The ceiling: how many requests of the current size fit, at saturated samples; for a
-        // data-parallel server, in each engine's own pool.
+    }
+
+    /// The ceiling: how many requests of the current size fit, at saturated samples; for a
+    /// data-parallel server, in each engine's own pool.
+    fn note_ceiling(&mut self, s: &SeriesSample, t: &str, alerts: &mut Vec<String>) {
         if let Some(c) = saturated_ceiling(s.kv_usage, s.running) {
             if let Some(low) = self.lowest_ceiling.filter(|&low| c < low) {
                 alerts.push(format!(
@@ -193,8 +216,11 @@ impl Monitor {
                 *lowest = c;
             }
         }
-        // Generated tokens/s over the last few seconds.
-        let rate = match (s.generation_tokens, s.t_mono_ns) {
+    }
+
+    /// Generated tokens/s over the last few seconds.
+    fn token_rate(&mut self, s: &SeriesSample) -> Option<f64> {
+        match (s.generation_tokens, s.t_mono_ns) {
             (Some(tok), Some(ns)) => {
                 let secs = ns as f64 / 1e9;
                 self.window.push_back((secs, tok));
@@ -212,7 +238,11 @@ impl Monitor {
                 }
             }
             _ => None,
-        };
+        }
+    }
+
+    /// The live status line: elapsed, running (of the asked), waiting, KV, tokens/s, evictions.
+    fn status_line(&self, s: &SeriesSample, t: &str, rate: Option<f64>) -> String {
         let mut parts = vec![format!("load {t}")];
         let per = s.per_engine();
         let running = s.running.map_or("?".to_string(), g);
@@ -256,10 +286,7 @@ impl Monitor {
         if let Some(p) = self.preemptions_so_far() {
             parts.push(format!("{} {}", g(p), self.word(2.0)));
         }
-        Update {
-            status: Some(parts.join("  ")),
-            alerts,
-        }
+        parts.join("  ")
     }
 
     /// Takes one failed scrape.

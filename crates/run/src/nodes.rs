@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use inferlint_core::result::{CheckResult, Tripwire};
+use inferlint_core::result::CheckResult;
 use inferlint_supervisor::node_protocol::{NodeCommand, NodeEvent, TitleCount};
 use inferlint_supervisor::{ExitKind, MemberExit, StopMode};
 use serde::Serialize;
@@ -384,19 +384,6 @@ fn append(log: &Mutex<std::fs::File>, line: &str) {
     let _ = writeln!(f, "{line}");
 }
 
-/// A T2 result as an agent sent it; one that is not is a can't tell.
-fn t2_of(result: serde_json::Value) -> CheckResult {
-    serde_json::from_value::<CheckResult>(result)
-        .ok()
-        .filter(|r| r.tripwire == Tripwire::T2)
-        .unwrap_or_else(|| {
-            CheckResult::unknown(
-                Tripwire::T2,
-                "its agent's T2 could not be read (not a T2 result)",
-            )
-        })
-}
-
 /// Takes one event in.
 fn hear(
     heard: &Mutex<Heard>,
@@ -432,10 +419,10 @@ fn hear(
             g.teardown_lines = report.lines();
         }
         NodeEvent::Checked { phase, result } if phase == "stop" => {
-            g.record.t2 = Some(t2_of(result));
+            g.record.t2 = Some(inferlint_core::checks::t2::from_agent(result));
         }
         NodeEvent::Checked { phase, result } if phase == "gate" => {
-            g.record.gate_t2 = Some(t2_of(result));
+            g.record.gate_t2 = Some(inferlint_core::checks::t2::from_agent(result));
         }
         // A phase this run does not know (an agent newer than the run) is not a verdict here.
         NodeEvent::Checked { .. } => {}

@@ -172,6 +172,21 @@ impl Proc {
             .collect()
     }
 
+    /// The tree's live members with their parent and argument vector (a sweep written as a
+    /// loop finds its points among them).
+    pub fn member_argvs(&self) -> Vec<crate::script_points::Member> {
+        self.tree()
+            .census()
+            .into_iter()
+            .filter(|m| !m.info.is_zombie())
+            .map(|m| crate::script_points::Member {
+                id: m.info.id(),
+                ppid: m.info.ppid,
+                argv: m.info.argv.clone(),
+            })
+            .collect()
+    }
+
     fn tree(&self) -> Tree {
         let mut tree = Tree::new(ProcScanner::system());
         tree.marker = Some(self.sup.marker());

@@ -83,7 +83,8 @@ pub enum RecordError {
 /// One thing that happened during a recording, for a caller that shows progress.
 #[derive(Debug)]
 pub enum RecordEvent<'a> {
-    Sample(&'a SeriesSample),
+    /// A reading: its row of the series, and the scrape it was made of.
+    Sample(&'a SeriesSample, &'a Snapshot),
     ScrapeFailed(&'a ScrapeError),
 }
 
@@ -157,7 +158,7 @@ pub async fn record_observed(
                 let sample =
                     SeriesSample::from_metrics(&snap.metrics, engine, snap.t_wall, snap.t_mono_ns);
                 w.write_sample(&sample).map_err(io)?;
-                on_event(RecordEvent::Sample(&sample));
+                on_event(RecordEvent::Sample(&sample, &snap));
             }
             Err(ScrapeError::Status { url, status: 404 })
                 if writer.is_none() && opts.require_engine_metrics =>

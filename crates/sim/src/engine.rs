@@ -12,89 +12,23 @@ use std::os::fd::{AsFd, FromRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use nix::fcntl::{fcntl, FcntlArg, FdFlag};
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::Signal;
 
-use super::config::{Escape, FailKind, ServeConfig, CHANNEL_FD, FD_ENV, PREEMPTION_LOG_ENV};
-use super::failures;
-use super::gpu;
-use super::logline::{sites, Logger};
-use super::os::{self, mono_now};
-use super::proto::{drain_lines, encode, Batch, ToApi, ToEngine};
-use super::sched::{NewRequest, Outputs, SchedConfig, Scheduler};
-use super::worker::{dp_rank, engine_title, logger_for, spawn_workers, stop_workers};
-use inferlint_core::Engine as EngineKind;
-// `inferlint sim worker` has always been dispatched here (src/cli/sim.rs).
-pub use super::worker::run_worker;
+use crate::failures;
+use crate::fds::{set_cloexec, SignalPipe};
+use crate::gpu;
+use crate::logline::{sites, Logger};
+use crate::os::{self, mono_now};
+use crate::proto::{drain_lines, encode, Batch, ToApi, ToEngine};
+use crate::registry;
+use crate::sched::{NewRequest, Outputs, SchedConfig, Scheduler};
+use crate::settings::{Escape, FailKind, ServeConfig, CHANNEL_FD, FD_ENV, PREEMPTION_LOG_ENV};
+use crate::surface::{CacheHold, Surface};
+use crate::worker::{dp_rank, spawn_workers, stop_workers};
 
 /// Steps run back to back before the engine reports and reads new requests.
 const MAX_STEPS_PER_BATCH: usize = 256;
-
-/// Self-pipes the signal handlers write to (one per signal, since a handler writes a fixed
-/// byte), so poll() wakes on SIGTERM/SIGINT.
-pub(super) struct SignalPipe {
-    pipes: Vec<(Signal, UnixStream)>,
-}
-
-impl SignalPipe {
-    pub(super) fn new(signals: &[Signal]) -> std::io::Result<SignalPipe> {
-        let mut pipes = Vec::new();
-        for &sig in signals {
-            let (read, write) = UnixStream::pair()?;
-            read.set_nonblocking(true)?;
-            signal_hook::low_level::pipe::register(sig as i32, write)?;
-            pipes.push((sig, read));
-        }
-        Ok(SignalPipe { pipes })
-    }
-
-    pub(super) fn poll_fds(&self) -> Vec<PollFd<'_>> {
-        self.pipes
-            .iter()
-            .map(|(_, r)| PollFd::new(r.as_fd(), PollFlags::POLLIN))
-            .collect()
-    }
-
-    /// The first signal received since the last call, if any.
-    pub(super) fn take(&mut self) -> Option<Signal> {
-        let mut buf = [0u8; 64];
-        let mut got = None;
-        for (sig, r) in &mut self.pipes {
-            while let Ok(n) = r.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                got.get_or_insert(*sig);
-            }
-        }
-        got
-    }
-}
-
-/// Closes `fd` on exec, so no child started later inherits it.
-pub(super) fn set_cloexec(fd: impl AsFd) {
-    if let Ok(bits) = fcntl(&fd, FcntlArg::F_GETFD) {
-        let flags = FdFlag::from_bits_truncate(bits) | FdFlag::FD_CLOEXEC;
-        let _ = fcntl(&fd, FcntlArg::F_SETFD(flags));
-    }
-}
-
-/// Makes `fd` the child's fd 3 (inherited across exec) in a `pre_exec` hook.
-///
-/// # Safety
-/// Runs between fork and exec: only async-signal-safe calls (dup2, fcntl).
-pub(crate) unsafe fn pass_as_fd3(fd: RawFd) -> std::io::Result<()> {
-    if fd == CHANNEL_FD {
-        let flags = libc::fcntl(fd, libc::F_GETFD);
-        if libc::fcntl(fd, libc::F_SETFD, flags & !libc::FD_CLOEXEC) == -1 {
-            return Err(std::io::Error::last_os_error());
-        }
-    } else if libc::dup2(fd, CHANNEL_FD) == -1 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
 
 fn sleep_s(s: f64) {
     if s > 0.0 {
@@ -105,12 +39,83 @@ fn sleep_s(s: f64) {
 /// `inferlint sim engine-core`: runs until told to stop; returns the exit status.
 pub fn run_engine() -> crate::error::SimResult<i32> {
     let cfg = ServeConfig::from_env()?;
+    let sim = registry::surface(cfg.engine);
     let fd: RawFd = std::env::var(FD_ENV)
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(CHANNEL_FD);
     // Leave the API server's session or parentage before anything else (still single-threaded).
-    match cfg.escape {
+    escape(cfg.escape)?;
+    let rank = dp_rank();
+    let title = sim.engine_title(&cfg, rank);
+    os::rename(&title);
+    // SAFETY: the API server passed us this fd; nothing else in this process owns it.
+    let mut sock = unsafe { UnixStream::from_raw_fd(fd) };
+    set_cloexec(&sock);
+    let log = sim.logger(&cfg, &title, rank, 0);
+    let signals: &[Signal] = if cfg.engine_ignores_sigterm {
+        // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
+        unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
+        &[Signal::SIGINT]
+    } else {
+        &[Signal::SIGTERM, Signal::SIGINT]
+    };
+    let mut sigs = SignalPipe::new(signals)?;
+    sock.write_all(&encode(&ToApi::Hello {
+        pid: std::process::id(),
+    }))?;
+
+    let boot_start = mono_now();
+    sim.engine_boot_lines(&log, &cfg)?;
+    let fail = cfg
+        .fail_boot
+        .filter(|k| *k != FailKind::EngineDead)
+        .or(cfg.pool_too_small().then_some(FailKind::KvCacheTooSmall));
+    if let Some(kind) = fail {
+        sim.engine_failure(&log, kind, &cfg);
+        return Ok(1);
+    }
+    if cfg.fail_boot == Some(FailKind::EngineDead) {
+        return Ok(1);
+    }
+    let gpu_dir = gpu::dir_from_env();
+    // One simulated GPU per worker; without workers (TP 1) the engine holds its own, and an
+    // SGLang rank-0 scheduler or TensorRT-LLM rank 0 always does (the other ranks are its workers).
+    let _holding = match (&gpu_dir, cfg.tp) {
+        (Some(dir), tp) if tp == 1 || sim.engine_is_rank0() => {
+            let card = gpu::my_card(dir, cfg.gpu_index(rank, 0))?;
+            Some(gpu::hold(dir, cfg.gpu_mib, card)?)
+        }
+        _ => None,
+    };
+    let (death_read, death_write) = nix::unistd::pipe()?;
+    set_cloexec(&death_write);
+    let mut workers = spawn_workers(sim, &cfg, &death_read)?;
+    drop(death_read);
+    sim.engine_ready_lines(&log, &cfg, mono_now() - boot_start);
+    sock.write_all(&encode(&ToApi::Ready {
+        num_gpu_blocks: cfg.num_gpu_blocks,
+    }))?;
+
+    let code = Engine::new(sim, cfg.clone(), log.clone(), sock).run(&mut sigs);
+    if code.is_none() {
+        // Shut down by a signal: stop the workers as vLLM's executor does.
+        stop_workers(&log, &mut workers);
+    }
+    drop(death_write);
+    Ok(code.unwrap_or(0))
+}
+
+/// `inferlint sim worker` (src/cli/sim.rs dispatches it here): a worker or helper process of
+/// the engine the configuration names.
+pub fn run_worker() -> crate::error::SimResult<i32> {
+    let cfg = ServeConfig::from_env()?;
+    crate::worker::run(registry::surface(cfg.engine), &cfg)
+}
+
+/// Leaves the API server's session (setsid) or parentage (a double fork), as `--escape` asks.
+fn escape(how: Option<Escape>) -> crate::error::SimResult<()> {
+    match how {
         Some(Escape::Setsid) => {
             let _ = nix::unistd::setsid();
         }
@@ -127,125 +132,6 @@ pub fn run_engine() -> crate::error::SimResult<i32> {
         }
         None => {}
     }
-    let rank = dp_rank();
-    let title = engine_title(&cfg, rank);
-    os::rename(&title);
-    // SAFETY: the API server passed us this fd; nothing else in this process owns it.
-    let mut sock = unsafe { UnixStream::from_raw_fd(fd) };
-    set_cloexec(&sock);
-    let log = logger_for(&cfg, &title, rank, 0);
-    let signals: &[Signal] = if cfg.engine_ignores_sigterm {
-        // SAFETY: setting a signal to SIG_IGN has no handler to be unsafe about.
-        unsafe { libc::signal(libc::SIGTERM, libc::SIG_IGN) };
-        &[Signal::SIGINT]
-    } else {
-        &[Signal::SIGTERM, Signal::SIGINT]
-    };
-    let mut sigs = SignalPipe::new(signals)?;
-    sock.write_all(&encode(&ToApi::Hello {
-        pid: std::process::id(),
-    }))?;
-
-    let boot_start = mono_now();
-    match cfg.engine {
-        EngineKind::Sglang => crate::sglang::boot::scheduler_lines(&log, &cfg),
-        EngineKind::Trtllm => crate::trtllm::boot::rank_lines(&log, &cfg),
-        EngineKind::Vllm => boot_lines(&log, &cfg)?,
-    }
-    let fail = cfg
-        .fail_boot
-        .filter(|k| *k != FailKind::EngineDead)
-        .or(cfg.pool_too_small().then_some(FailKind::KvCacheTooSmall));
-    if let Some(kind) = fail {
-        if cfg.engine == EngineKind::Sglang {
-            crate::sglang::failures::print_scheduler_failure(&log, kind);
-        } else {
-            failures::print_engine_failure(&log, kind, &cfg);
-        }
-        return Ok(1);
-    }
-    if cfg.fail_boot == Some(FailKind::EngineDead) {
-        return Ok(1);
-    }
-    let gpu_dir = gpu::dir_from_env();
-    // One simulated GPU per worker; without workers (TP 1) the engine holds its own, and an
-    // SGLang rank-0 scheduler or TensorRT-LLM rank 0 always does (the other ranks are its workers).
-    let _holding = match (&gpu_dir, cfg.tp) {
-        (Some(dir), tp) if tp == 1 || cfg.engine != EngineKind::Vllm => {
-            let card = gpu::my_card(dir, cfg.gpu_index(rank, 0))?;
-            Some(gpu::hold(dir, cfg.gpu_mib, card)?)
-        }
-        _ => None,
-    };
-    let (death_read, death_write) = nix::unistd::pipe()?;
-    set_cloexec(&death_write);
-    let mut workers = spawn_workers(&cfg, &death_read)?;
-    drop(death_read);
-    let elapsed = mono_now() - boot_start;
-    match cfg.engine {
-        EngineKind::Sglang => crate::sglang::boot::scheduler_ready_lines(&log, &cfg, elapsed),
-        EngineKind::Trtllm => crate::trtllm::boot::rank_ready_lines(&log, &cfg, elapsed),
-        EngineKind::Vllm => finish_boot_lines(&log, &cfg, elapsed),
-    }
-    sock.write_all(&encode(&ToApi::Ready {
-        num_gpu_blocks: cfg.num_gpu_blocks,
-    }))?;
-
-    let code = Engine::new(cfg.clone(), log.clone(), sock).run(&mut sigs);
-    if code.is_none() {
-        // Shut down by a signal: stop the workers as vLLM's executor does.
-        stop_workers(&log, &mut workers);
-    }
-    drop(death_write);
-    Ok(code.unwrap_or(0))
-}
-
-fn boot_lines(log: &Logger, cfg: &ServeConfig) -> crate::error::SimResult<()> {
-    let s = sites(cfg.release);
-    let share = cfg.boot_secs * 0.8 / 8.0;
-    log.info(s.engine_config, &format!(
-        "Initializing a V1 LLM engine (v{}) with config: model='{m}', speculative_config={spec}, tokenizer='{m}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, tokenizer_revision=None, trust_remote_code=False, dtype=torch.bfloat16, max_seq_len={}, download_dir=None, load_format=auto, tensor_parallel_size={}, pipeline_parallel_size=1, data_parallel_size=1, disable_custom_all_reduce=False, quantization=None, enforce_eager={}, kv_cache_dtype=auto, device_config=cuda, seed=0, served_model_name={}, enable_prefix_caching=True, enable_chunked_prefill=True",
-        cfg.release.version(),
-        cfg.max_model_len,
-        cfg.tp,
-        if cfg.enforce_eager { "True" } else { "False" },
-        cfg.served_names.join(","),
-        m = cfg.model,
-        spec = cfg
-            .spec
-            .as_ref()
-            .map_or_else(|| "None".to_string(), crate::spec::SpecConfig::engine_repr)
-    ));
-    sleep_s(share);
-    let load = match cfg.release {
-        super::config::Release::V030 => "Loading model from scratch...".to_string(),
-        _ => format!("Starting to load model {}...", cfg.model),
-    };
-    log.info(s.load_start, &load);
-    match &cfg.attention_backend {
-        Some(b) => log.info(s.backend_explicit, &format!("Using AttentionBackendEnum.{b} backend.")),
-        None => log.info(
-            s.backend_auto,
-            "Using FLASH_ATTN attention backend out of potential backends: ['FLASH_ATTN', 'FLASHINFER', 'TRITON_ATTN', 'FLEX_ATTENTION'].",
-        ),
-    }
-    sleep_s(share * 2.0);
-    log.info(
-        s.weights,
-        &format!("Loading weights took {:.2} seconds", share * 2.0 + 0.61),
-    );
-    let load_gib = 1.12;
-    let model_msg = match cfg.release {
-        super::config::Release::V028
-        | super::config::Release::V030
-        | super::config::Release::V033 => {
-            format!(
-                "Model loading took {load_gib} GiB memory and {:.6} seconds",
-                share * 3.0 + 2.104566
-            )
-        }
-    };
-    log.info(s.model_memory, &model_msg);
     Ok(())
 }
 
@@ -255,64 +141,8 @@ fn cfg_cold(cfg: &ServeConfig) -> Option<f64> {
         .filter(|s| *s > 0.0 && !cfg.enforce_eager)
 }
 
-fn finish_boot_lines(log: &Logger, cfg: &ServeConfig, elapsed: f64) {
-    let s = sites(cfg.release);
-    let share = cfg.boot_secs * 0.8 / 8.0;
-    if cfg.hybrid {
-        log.info(s.hybrid_block, &format!("Setting attention block size to {} tokens to ensure that attention page size is >= mamba page size.", cfg.block_size));
-        log.info(s.hybrid_padding, "Padding mamba page size by 0.13% to ensure that mamba page size and attention page size are exactly equal.");
-    }
-    sleep_s(share);
-    if !cfg.enforce_eager {
-        if let Some(site) = s.compile {
-            log.info(site, "torch.compile took 4.07 s in total");
-        }
-        if let Some(site) = s.cudagraph_estimate {
-            log.info(site, "Estimated CUDA graph memory: 0.20 GiB total");
-        }
-    }
-    log.info(
-        s.kv_memory,
-        &format!("Available KV cache memory: {:.2} GiB", cfg.kv_cache_gib()),
-    );
-    if let Some(n) = cfg.num_gpu_blocks_override {
-        let profiled = (8192 * 16 / cfg.block_size).max(n + 1);
-        log.info(
-            s.blocks_override,
-            &format!("Overriding num_gpu_blocks={profiled} with num_gpu_blocks_override={n}"),
-        );
-    }
-    log.info(
-        s.kv_size,
-        &format!(
-            "GPU KV cache size: {} tokens, Maximum concurrency for {} tokens per request: {:.2}x",
-            inferlint_core::fmt::thousands(cfg.kv_cache_tokens() as i64),
-            inferlint_core::fmt::thousands(cfg.max_model_len as i64),
-            cfg.max_concurrency()
-        ),
-    );
-    sleep_s(share * 2.0);
-    if cfg.enforce_eager {
-        log.info(s.eager, "Cudagraph is disabled under eager mode");
-    } else {
-        log.info(
-            s.graphs,
-            "Graph capturing finished in 1 secs, took 0.18 GiB",
-        );
-        if let Some(site) = s.graph_pool {
-            log.info(site, "CUDA graph pool memory: 0.18 GiB (actual), 0.2 GiB (estimated), difference: 0.02 GiB (12.0%).");
-        }
-    }
-    let took = elapsed + share * 2.0;
-    let msg = if cfg.enforce_eager {
-        format!("init engine (profile, create kv cache, warmup model) took {took:.2} s")
-    } else {
-        format!("init engine (profile, create kv cache, warmup model) took {took:.2} s (compilation: 4.07 s)")
-    };
-    log.info(s.init_done, &msg);
-}
-
 struct Engine {
+    sim: &'static dyn Surface,
     cfg: ServeConfig,
     log: Logger,
     sock: UnixStream,
@@ -330,7 +160,7 @@ struct Engine {
 }
 
 impl Engine {
-    fn new(cfg: ServeConfig, log: Logger, sock: UnixStream) -> Engine {
+    fn new(sim: &'static dyn Surface, cfg: ServeConfig, log: Logger, sock: UnixStream) -> Engine {
         let sched = Scheduler::new(SchedConfig {
             usable_blocks: cfg.usable_blocks(),
             block_size: cfg.block_size,
@@ -346,6 +176,7 @@ impl Engine {
         });
         let cold = cfg_cold(&cfg);
         Engine {
+            sim,
             cfg,
             log,
             sock,
@@ -362,7 +193,7 @@ impl Engine {
 
     /// A batch of a size the engine has not run before (by powers of two) compiles first
     /// (`--cold-start-secs`): vLLM compiles per shape and captures CUDA graphs per batch size.
-    /// It logs the line ../shared/spec/engines.md gives (`backends.py`) when done, and does
+    /// It logs vLLM's compile line (`backends.py`) when done, and does
     /// nothing else meanwhile, as a compiling engine does not. So `run`'s probe (1, then 8 at
     /// once) pays for sizes up to 8, and a load of more at once pays in its own window.
     fn pay_cold_start(&mut self) {
@@ -520,6 +351,9 @@ impl Engine {
                     );
                 }
                 Ok(ToEngine::Abort { id }) => self.sched.abort(id, &mut out),
+                Ok(ToEngine::ResetPrefixCache { reset_running }) => {
+                    self.reset_prefix_cache(reset_running, &mut out);
+                }
                 Err(_) => {}
             }
         }
@@ -529,15 +363,38 @@ impl Engine {
         None
     }
 
+    /// Empties the prefix cache if no block is held, after preempting the running requests
+    /// when asked; the preemptions go out first, in their own batch, then the answer.
+    fn reset_prefix_cache(&mut self, reset_running: bool, out: &mut Outputs) {
+        if reset_running {
+            self.sched.preempt_all(out);
+            if !out.is_empty() {
+                self.send_batch(std::mem::take(out));
+            }
+        }
+        let hold = CacheHold {
+            blocks: self.sched.used_blocks(),
+            running: self.sched.num_running() as u32,
+            waiting: self.sched.num_waiting() as u32,
+        };
+        let success = self.sim.reset_prefix_cache(&self.log, hold);
+        if self.sock_open
+            && self
+                .sock
+                .write_all(&encode(&ToApi::CacheReset { success }))
+                .is_err()
+        {
+            self.sock_open = false;
+        }
+    }
+
     fn send_batch(&mut self, out: Outputs) {
         if let Some(f) = &mut self.preemption_log {
             for id in &out.preempted {
                 let _ = writeln!(f, "{{\"request\": {id}, \"t_mono\": {}}}", mono_now());
             }
         }
-        if self.cfg.engine == EngineKind::Trtllm {
-            crate::trtllm::boot::pause_lines(&self.log, &out.preempted);
-        }
+        self.sim.preempted(&self.log, &out.preempted);
         if !self.sock_open {
             return;
         }

@@ -4,8 +4,8 @@
 //! `[shutdown]` line and its own traceback), and the fatal error of an engine that dies while
 //! serving.
 
-use super::config::{FailKind, ServeConfig};
-use super::logline::{sites, Logger};
+use crate::logline::{sites, Logger};
+use crate::settings::{FailKind, ServeConfig, KV_BYTES_PER_TOKEN};
 
 const SITE: &str = "/opt/venv/lib/python3.12/site-packages";
 
@@ -16,193 +16,50 @@ fn frame(file: &str, line: u32, func: &str, code: &str) -> [String; 2] {
     ]
 }
 
-/// The frames common to every engine start-up failure, then the kind's own frames and message.
-fn engine_traceback(kind: FailKind, cfg: &ServeConfig) -> Vec<String> {
-    let mut lines = vec![
-        "EngineCore failed to start.".to_string(),
-        "Traceback (most recent call last):".to_string(),
-    ];
-    lines.extend(frame(
-        "vllm/v1/engine/core.py",
-        1315,
-        "run_engine_core",
-        "engine_core = EngineCoreProc(*args, engine_index=dp_rank, **kwargs)",
-    ));
-    lines.extend(frame(
-        "vllm/v1/engine/core.py",
-        1073,
-        "__init__",
-        "super().__init__(",
-    ));
-    let tail: Vec<String> = match kind {
-        FailKind::JitToolchain => {
-            let mut t = Vec::new();
-            t.extend(frame(
-                "vllm/v1/engine/core.py",
-                133,
-                "__init__",
-                "self.model_executor = executor_class(vllm_config)",
-            ));
-            t.extend(frame(
-                "flashinfer/jit/core.py",
-                427,
-                "build",
-                "run_ninja(self.build_dir, self.ninja_path, verbose)",
-            ));
-            t.extend(frame(
-                "flashinfer/jit/cpp_ext.py",
-                382,
-                "run_ninja",
-                "raise RuntimeError(msg) from e",
-            ));
-            t.push("RuntimeError: Ninja build failed. Ninja output:".into());
-            t.push("ninja: Entering directory `/root/.cache/flashinfer/0.6.16.post3/89/cached_ops/sampling'".into());
-            t.push("FAILED: [code=1] /root/.cache/flashinfer/0.6.16.post3/89/cached_ops/sampling/csrc_sampling.cuda.o ".into());
-            t.push(format!("{SITE}/flashinfer/data/cccl/libcudacxx/include/cuda/std/__cccl/cuda_toolkit.h:41:8: error: #error \"CUDA compiler and CUDA toolkit headers are incompatible, please check your include paths\""));
-            t.push("   41 | #      error \"CUDA compiler and CUDA toolkit headers are incompatible, please check your include paths\"".into());
-            t.push("ninja: build stopped: subcommand failed.".into());
-            t
-        }
-        FailKind::OutOfMemory => {
-            let mut t = Vec::new();
-            t.extend(frame(
-                "vllm/v1/worker/gpu_model_runner.py",
-                5445,
-                "load_model",
-                "self.model = model_loader.load_model(",
-            ));
-            t.extend(frame(
-                "torch/utils/_device.py",
-                122,
-                "__torch_function__",
-                "return func(*args, **kwargs)",
-            ));
-            t.push("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 23.99 GiB of which 1.02 GiB is free. Including non-PyTorch memory, this process has 22.95 GiB memory in use. Of the allocated memory 21.80 GiB is allocated by PyTorch, and 512.00 MiB is reserved by PyTorch but unallocated.".into());
-            t
-        }
-        FailKind::KvCacheTooSmall => {
-            let mut t = Vec::new();
-            t.extend(frame(
-                "vllm/v1/engine/core.py",
-                157,
-                "__init__",
-                "kv_cache_config = self._initialize_kv_caches(vllm_config)",
-            ));
-            t.extend(frame(
-                "vllm/v1/core/kv_cache_utils.py",
-                1030,
-                "_check_enough_kv_cache_memory",
-                "raise ValueError(",
-            ));
-            let gib = |tokens: f64| {
-                tokens * super::config::KV_BYTES_PER_TOKEN as f64 / (1u64 << 30) as f64
-            };
-            let need = cfg.max_model_len as f64;
-            // A pool forced to fail (--fail-boot) holds a bit under half of one request.
-            let (avail, est) = if cfg.pool_too_small() {
-                (
-                    cfg.estimated_max_model_len() as f64,
-                    cfg.estimated_max_model_len(),
-                )
-            } else {
-                let est = (cfg.max_model_len as u64 * 45 / 100) / cfg.block_size as u64
-                    * cfg.block_size as u64;
-                (est as f64, est)
-            };
-            t.push(format!(
-                "ValueError: To serve at least one request with the model's max seq len ({}), ({:.2} GiB KV cache is needed, which is larger than the available KV cache memory ({:.2} GiB). Based on the available memory, the estimated maximum model length is {est}. Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.",
-                cfg.max_model_len,
-                gib(need),
-                gib(avail),
-            ));
-            t
-        }
-        FailKind::AcceleratorError => {
-            let mut t = Vec::new();
-            t.extend(frame(
-                "vllm/model_executor/layers/vocab_parallel_embedding.py",
-                50,
-                "create_weights",
-                "torch.empty(",
-            ));
-            t.extend(frame(
-                "torch/utils/_device.py",
-                122,
-                "__torch_function__",
-                "return func(*args, **kwargs)",
-            ));
-            t.push("torch.AcceleratorError: CUDA error: device not ready".into());
-            t.push("Search for `cudaErrorNotReady' in https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPES.html for more information.".into());
-            t.push("For more detailed error information, run with CUDA_LOG_FILE=stderr".into());
-            t
-        }
-        FailKind::CudaError => {
-            let mut t = Vec::new();
-            t.extend(frame(
-                "vllm/v1/worker/gpu_worker.py",
-                302,
-                "determine_available_memory",
-                "self.model_runner.profile_run()",
-            ));
-            t.extend(frame(
-                "torch/cuda/__init__.py",
-                1069,
-                "synchronize",
-                "return torch._C._cuda_synchronize()",
-            ));
-            t.push("RuntimeError: CUDA error: an illegal memory access was encountered".into());
-            t.push("CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.".into());
-            t.push("For debugging consider passing CUDA_LAUNCH_BLOCKING=1".into());
-            t
-        }
-        FailKind::Assertion => {
-            let mut t = Vec::new();
-            t.extend(frame(
-                "vllm/v1/core/kv_cache_utils.py",
-                1187,
-                "get_kv_cache_config",
-                "assert len(kv_cache_specs) > 0",
-            ));
-            t.push("AssertionError".into());
-            t
-        }
-        FailKind::ValueError => {
-            let mut t = Vec::new();
-            t.extend(frame(
-                "vllm/model_executor/model_loader/utils.py",
-                58,
-                "initialize_model",
-                "model_class, _ = get_model_architecture(model_config)",
-            ));
-            t.push("ValueError: Unknown quantization method: awq_marlin2. Must be one of ['awq', 'fp8', 'gptq', 'compressed-tensors', 'bitsandbytes'].".into());
-            t
-        }
-        FailKind::RuntimeError => {
-            let mut t = Vec::new();
-            t.extend(frame(
-                "vllm/distributed/parallel_state.py",
-                1638,
-                "init_distributed_environment",
-                "torch.distributed.init_process_group(",
-            ));
-            t.push("RuntimeError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/NCCLUtils.cpp:77, unhandled system error (run with NCCL_DEBUG=INFO for details), NCCL version 2.27.3".into());
-            t
-        }
-        FailKind::UnclassifiedException => {
-            let mut t = Vec::new();
-            t.extend(frame(
-                "vllm/model_executor/models/qwen3.py",
-                512,
-                "load_weights",
-                "param = params_dict[name]",
-            ));
-            t.push("KeyError: 'model.layers.0.mlp.experts.w2_weight'".into());
-            t
-        }
+/// The frames common to every engine start-up failure (the recorded vLLM tracebacks).
+const ENGINE_CORE: &str = include_str!("failures/engine_core.txt");
+
+/// A kind's own frames and message, after [`ENGINE_CORE`]'s; `{…}` marks the numbers of the
+/// configuration that fails.
+fn kind_frames(kind: FailKind) -> &'static str {
+    match kind {
+        FailKind::JitToolchain => include_str!("failures/jit_toolchain.txt"),
+        FailKind::OutOfMemory => include_str!("failures/out_of_memory.txt"),
+        FailKind::KvCacheTooSmall => include_str!("failures/kv_cache_too_small.txt"),
+        FailKind::AcceleratorError => include_str!("failures/accelerator_error.txt"),
+        FailKind::CudaError => include_str!("failures/cuda_error.txt"),
+        FailKind::Assertion => include_str!("failures/assertion.txt"),
+        FailKind::ValueError => include_str!("failures/value_error.txt"),
+        FailKind::RuntimeError => include_str!("failures/runtime_error.txt"),
+        FailKind::UnclassifiedException => include_str!("failures/unclassified_exception.txt"),
         FailKind::EngineDead => unreachable!("an engine that died is reported by the API server"),
+    }
+}
+
+/// The engine's traceback for `kind`, one line each.
+fn engine_traceback(kind: FailKind, cfg: &ServeConfig) -> String {
+    let text = format!("{ENGINE_CORE}{}", kind_frames(kind));
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    if kind != FailKind::KvCacheTooSmall {
+        return text.to_string();
+    }
+    let gib = |tokens: f64| tokens * KV_BYTES_PER_TOKEN as f64 / (1u64 << 30) as f64;
+    let need = cfg.max_model_len as f64;
+    // A pool forced to fail (--fail-boot) holds a bit under half of one request.
+    let (avail, est) = if cfg.pool_too_small() {
+        (
+            cfg.estimated_max_model_len() as f64,
+            cfg.estimated_max_model_len(),
+        )
+    } else {
+        let est =
+            (cfg.max_model_len as u64 * 45 / 100) / cfg.block_size as u64 * cfg.block_size as u64;
+        (est as f64, est)
     };
-    lines.extend(tail);
-    lines
+    text.replace("{max_model_len}", &cfg.max_model_len.to_string())
+        .replace("{needed_gib}", &format!("{:.2}", gib(need)))
+        .replace("{available_gib}", &format!("{:.2}", gib(avail)))
+        .replace("{estimated_max_model_len}", &est.to_string())
 }
 
 /// Prints the engine's side of a start-up failure.
@@ -211,7 +68,7 @@ pub fn print_engine_failure(log: &Logger, kind: FailKind, cfg: &ServeConfig) {
         return;
     }
     let site = sites(log.release).fail_start;
-    let text = engine_traceback(kind, cfg).join("\n");
+    let text = engine_traceback(kind, cfg);
     log.error(site, &text);
 }
 
@@ -336,7 +193,8 @@ pub fn print_queue_full(log: &Logger, request_id: Option<&str>, current: u32, ma
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{test_config, Release};
+    use crate::config::test_config;
+    use crate::settings::Release;
 
     #[test]
     fn every_engine_kind_ends_in_its_own_exception_line() {
@@ -374,7 +232,7 @@ mod tests {
             ),
         ];
         for (kind, needle) in expect {
-            let text = engine_traceback(kind, &cfg).join("\n");
+            let text = engine_traceback(kind, &cfg);
             assert!(text.contains(needle), "{kind:?}: {text}");
             assert!(
                 text.starts_with("EngineCore failed to start.\nTraceback"),

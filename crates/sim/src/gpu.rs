@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use inferlint_core::gpu::{parse_cuda_visible, Gpu, GpuScope, ScopeOrigin};
 
-use super::config::GPU_ENV;
 use super::os;
+use super::settings::GPU_ENV;
 
 pub use inferlint_core::gpu::simdir::{
     card_count, set_cards, sim_uuid, BadCards, Holding, CARDS_FILE,

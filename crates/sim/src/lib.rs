@@ -21,11 +21,15 @@
 //!     --random-input-len 2400 --random-output-len 1000 --ignore-eos --save-result
 //! ```
 //!
-//! Modules: [`config`] (flags → one resolved configuration), [`sched`] (the KV cache and
-//! scheduler), [`engine`] (the engine and worker processes), [`api`] (the API server: HTTP,
-//! metrics, shutdown), [`proto`] (their channel), [`metrics`] and [`expo`] (the exposition),
-//! [`logline`] and [`failures`] (the log lines), [`gpu`] (the simulated GPU), [`os`] (process
-//! titles and /proc), [`spec`] (the n-gram drafter's counters), [`bench`] (the load client).
+//! Modules: the generic layers — [`config`] (`sim serve`'s flags) and [`settings`] (the one
+//! resolved configuration), [`sched`] (the KV cache and scheduler), [`engine`] and [`worker`]
+//! (the engine and worker processes), [`api`] (the API server: HTTP, metrics, shutdown),
+//! [`proto`] (their channel) and [`fds`] (the fds they pass), [`metrics`] and [`expo`] (the
+//! exposition), [`logline`] (the log writer) and [`failures`] (the start-up tracebacks), [`gpu`]
+//! (the simulated GPU), [`os`] (process titles and /proc), [`spec`] (the n-gram drafter's
+//! counters), [`bench`] (the load client) — ask [`surface::Surface`] for what differs between
+//! engines; each engine's folder ([`vllm`], [`sglang`], [`trtllm`]) implements it, and
+//! [`registry`] picks one by its key (docs/design/engines.md#one-interface-three-engines).
 #![expect(
     missing_docs,
     reason = "233 public items (mostly struct fields and variants) were undocumented when the workspace turned missing_docs on; document them, then drop this"
@@ -44,13 +48,18 @@ pub mod engine;
 pub mod error;
 pub mod expo;
 pub mod failures;
+pub mod fds;
 pub mod gpu;
 pub mod logline;
 pub mod metrics;
 pub mod os;
 pub mod proto;
+pub mod registry;
 pub mod sched;
+pub mod settings;
 pub mod sglang;
 pub mod spec;
+pub mod surface;
 pub mod trtllm;
+pub mod vllm;
 pub mod worker;

@@ -1,13 +1,12 @@
-//! vLLM's log line shapes (docs/design/engines.md#log-lines): `(Process pid=N) LEVEL mm-dd HH:MM:SS
-//! [file.py:line] message`, continuation lines of a multi-line message repeating the header, the
-//! uvicorn lines, and the `file:line` each message is logged from in each release. Under
-//! `--engine sglang` the same logger writes SGLang's shape instead: `[%Y-%m-%d %H:%M:%S{prefix}]
-//! message`, uvicorn's lines as `[stamp] INFO:     …` (docs/design/engines.md#the-simulated-sglang,
-//! the recorded 0.5 logs).
+//! The log writer (docs/design/engines.md#log-lines): a process's [`Logger`] writes its records,
+//! uvicorn's lines and tracebacks in the [`Shape`] of its engine (each engine's folder has one:
+//! vLLM's `(Process pid=N) LEVEL mm-dd HH:MM:SS [file.py:line] message`, SGLang's and
+//! TensorRT-LLM's), and [`sites`] gives the `file:line` each vLLM message is logged from in each
+//! release.
 
 use std::io::Write;
 
-use super::config::Release;
+use super::settings::Release;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
@@ -17,7 +16,7 @@ pub enum Level {
 }
 
 impl Level {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Level::Info => "INFO",
             Level::Warning => "WARNING",
@@ -26,105 +25,67 @@ impl Level {
     }
 }
 
-/// Whose log shape a [`Logger`] writes.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Style {
-    #[default]
-    Vllm,
-    /// SGLang's, with the process's ` DP{n} TP{n}` prefix inside the brackets (may be empty).
-    Sglang { prefix: String },
-    /// TensorRT-LLM's Python logger: `[%m/%d/%Y-%H:%M:%S] [TRT-LLM] [I] [module] message`, the
-    /// site being the module (`_torch`, `llmapi`, `serve`); other output bare.
-    Trtllm,
+/// How one engine's processes write their lines: each engine's folder has one, and the
+/// [`Logger`] of a process writes through it.
+pub trait Shape: std::fmt::Debug + Sync {
+    /// The formatted text of one log record (several physical lines for a multi-line message).
+    fn record(&self, log: &Logger, level: Level, site: &str, msg: &str) -> String;
+    /// Output that is not a log record (tracebacks, uvicorn's lines), newline included.
+    fn decorate(&self, log: &Logger, text: &str) -> String;
+    /// A line of Python's own traceback print, newline included.
+    fn raw(&self, _log: &Logger, text: &str) -> String {
+        format!("{text}\n")
+    }
+    /// Whether uvicorn's server lines go to stderr (else to stdout with the rest, so that a
+    /// reader of two pipes still sees them in the order they were written).
+    fn uvicorn_on_stderr(&self) -> bool {
+        false
+    }
+    /// Whether the process writes vLLM's own lines (its `[shutdown]` lines and the like).
+    fn is_vllm(&self) -> bool {
+        false
+    }
 }
 
-/// Writes one process's log lines to stdout (uvicorn's server lines go to stderr).
+/// Writes one process's log lines to stdout (uvicorn's server lines may go to stderr).
 #[derive(Clone, Debug)]
 pub struct Logger {
     pub release: Release,
     /// `APIServer`, `EngineCore`, `Worker_TP0`.
     pub process: String,
     pub pid: u32,
-    pub style: Style,
+    /// What the shape puts in each header beside the stamp (SGLang's ` DP{n} TP{n}`; may be empty).
+    pub tag: String,
+    pub shape: &'static dyn Shape,
 }
 
 impl Logger {
-    pub fn new(release: Release, process: &str) -> Logger {
+    pub fn new(release: Release, process: &str, shape: &'static dyn Shape) -> Logger {
         Logger {
             release,
             process: process.to_string(),
             pid: std::process::id(),
-            style: Style::Vllm,
+            tag: String::new(),
+            shape,
         }
     }
 
-    /// A logger in SGLang's shape; `prefix` as [`crate::sglang::log_prefix`] gives it.
-    pub fn sglang(release: Release, process: &str, prefix: &str) -> Logger {
+    /// The same logger with `tag` in its headers.
+    pub fn tagged(self, tag: &str) -> Logger {
         Logger {
-            style: Style::Sglang {
-                prefix: prefix.to_string(),
-            },
-            ..Logger::new(release, process)
-        }
-    }
-
-    /// A logger in TensorRT-LLM's shape (crate::trtllm::boot writes its lines).
-    pub fn trtllm(release: Release, process: &str) -> Logger {
-        Logger {
-            style: Style::Trtllm,
-            ..Logger::new(release, process)
+            tag: tag.to_string(),
+            ..self
         }
     }
 
     /// Whether it writes vLLM's lines (the `[shutdown]` lines and the like are vLLM's alone).
     pub fn is_vllm(&self) -> bool {
-        self.style == Style::Vllm
-    }
-
-    fn prefix(&self) -> String {
-        format!("({} pid={}) ", self.process, self.pid)
-    }
-
-    /// SGLang's `[2026-10-01 01:40:43 TP0] ` header.
-    fn sglang_header(prefix: &str) -> String {
-        let stamp = chrono::Local::now().format("%Y-%m-%d %H:%M:%S");
-        format!("[{stamp}{prefix}] ")
+        self.shape.is_vllm()
     }
 
     /// The formatted text of one log call (several physical lines for a multi-line message).
     pub fn format(&self, level: Level, site: &str, msg: &str) -> String {
-        if let Style::Sglang { prefix } = &self.style {
-            // SGLang's formatter has no level or site; a multi-line message keeps one header.
-            return format!("{}{msg}\n", Logger::sglang_header(prefix));
-        }
-        if self.style == Style::Trtllm {
-            let stamp = chrono::Local::now().format("%m/%d/%Y-%H:%M:%S");
-            let letter = &level.name()[..1];
-            let module = if site.is_empty() {
-                String::new()
-            } else {
-                format!("[{site}] ")
-            };
-            return format!("[{stamp}] [TRT-LLM] [{letter}] {module}{msg}\n");
-        }
-        let stamp = chrono::Local::now().format("%m-%d %H:%M:%S");
-        let header = format!("{}{} {} [{}] ", self.prefix(), level.name(), stamp, site);
-        // vLLM's NewLineFormatter repeats the header on every line; 0.33 keeps the `\r` its
-        // `\r\n` separator leaves at the end of each continued line.
-        let sep = match self.release {
-            Release::V033 => "\r\n",
-            _ => "\n",
-        };
-        let mut out = String::new();
-        for (i, line) in msg.split('\n').enumerate() {
-            if i > 0 {
-                out.push_str(sep);
-            }
-            out.push_str(&header);
-            out.push_str(line);
-        }
-        out.push('\n');
-        out
+        self.shape.record(self, level, site, msg)
     }
 
     pub fn log(&self, level: Level, site: &str, msg: &str) {
@@ -143,37 +104,20 @@ impl Logger {
         self.log(Level::Error, site, msg);
     }
 
-    /// Output that is not a vLLM log record (tracebacks, uvicorn): 0.28 and 0.30 prefix every
-    /// line a process writes; 0.33 leaves third-party output bare.
+    /// Output that is not a log record (tracebacks, uvicorn).
     pub fn decorate(&self, text: &str) -> String {
-        if let Style::Sglang { prefix } = &self.style {
-            // SGLang patches uvicorn's formats to `[%(asctime)s] %(levelprefix)s %(message)s`.
-            return format!("{}{text}\n", Logger::sglang_header(prefix));
-        }
-        if self.style == Style::Trtllm {
-            return format!("{text}\n");
-        }
-        match self.release {
-            Release::V033 => format!("{text}\n"),
-            _ => format!("{}{text}\n", self.prefix()),
-        }
+        self.shape.decorate(self, text)
     }
 
-    /// Always prefixed: Python's own traceback print in a vLLM process.
+    /// Python's own traceback print in this process.
     pub fn raw(&self, text: &str) {
-        if !self.is_vllm() {
-            write_stdout(&format!("{text}\n"));
-            return;
-        }
-        write_stdout(&format!("{}{text}\n", self.prefix()));
+        write_stdout(&self.shape.raw(self, text));
     }
 
-    /// uvicorn's server lines (`INFO:     Started server process [N]`), on stderr.
+    /// uvicorn's server lines (`INFO:     Started server process [N]`).
     pub fn uvicorn(&self, msg: &str) {
         let line = self.decorate(&format!("INFO:     {msg}"));
-        if !self.is_vllm() {
-            // SGLang's lines all go to one stream here, so that a reader of two pipes still
-            // sees them in the order they were written (the recorded log's order).
+        if !self.shape.uvicorn_on_stderr() {
             write_stdout(&line);
             return;
         }
@@ -450,67 +394,6 @@ pub fn py_str(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_multi_line_message_repeats_the_header() {
-        let l = Logger {
-            release: Release::V028,
-            process: "APIServer".into(),
-            pid: 821,
-            style: Style::Vllm,
-        };
-        let text = l.format(Level::Info, "api_utils.py:333", &logo("0.28.0", "m"));
-        let lines: Vec<&str> = text.split('\n').collect();
-        assert_eq!(lines.len(), 7, "six lines and the final newline: {text:?}");
-        assert!(lines[0].starts_with("(APIServer pid=821) INFO "));
-        assert!(lines[0].ends_with(" [api_utils.py:333] "));
-        assert!(lines[2].ends_with("█ ▀▄▀ █  version 0.28.0"));
-        let l33 = Logger {
-            release: Release::V033,
-            ..l
-        };
-        assert_eq!(
-            l33.format(Level::Info, "startup.py:38", "a\nb")
-                .matches("\r\n")
-                .count(),
-            1
-        );
-    }
-
-    #[test]
-    fn third_party_output_is_prefixed_before_033_only() {
-        let l = Logger {
-            release: Release::V030,
-            process: "APIServer".into(),
-            pid: 5,
-            style: Style::Vllm,
-        };
-        assert_eq!(
-            l.decorate("INFO:     Shutting down"),
-            "(APIServer pid=5) INFO:     Shutting down\n"
-        );
-        let l = Logger {
-            release: Release::V033,
-            ..l
-        };
-        assert_eq!(
-            l.decorate("INFO:     Shutting down"),
-            "INFO:     Shutting down\n"
-        );
-    }
-
-    #[test]
-    fn sglang_lines_carry_a_bracketed_stamp_and_prefix() {
-        let l = Logger::sglang(Release::V028, "scheduler", " TP1");
-        let line = l.format(Level::Info, "", "Load weight begin. avail mem=22.37 GB");
-        let (head, msg) = line.split_once("] ").unwrap();
-        assert!(head.starts_with("[20") && head.ends_with(" TP1"), "{line}");
-        assert_eq!(msg, "Load weight begin. avail mem=22.37 GB\n");
-        let api = Logger::sglang(Release::V028, "APIServer", "");
-        let up = api.decorate("INFO:     Application startup complete.");
-        assert!(up.starts_with('[') && up.contains("] INFO:     Application startup complete.\n"));
-        assert!(!api.is_vllm() && Logger::new(Release::V028, "x").is_vllm());
-    }
 
     #[test]
     fn python_string_literals() {

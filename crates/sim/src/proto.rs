@@ -21,6 +21,13 @@ pub enum ToEngine {
     Abort {
         id: u64,
     },
+    /// Empty the prefix cache (vLLM's `/reset_prefix_cache`, SGLang's `/flush_cache`); with
+    /// `reset_running` the running requests are preempted first. Answered by
+    /// [`ToApi::CacheReset`], in the order asked.
+    ResetPrefixCache {
+        #[serde(default)]
+        reset_running: bool,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,6 +42,10 @@ pub enum ToApi {
         num_gpu_blocks: u32,
     },
     Out(Batch),
+    /// The answer to [`ToEngine::ResetPrefixCache`]: whether the cache was emptied.
+    CacheReset {
+        success: bool,
+    },
 }
 
 /// What the engine's steps since the last batch produced, and its gauges after the last one.
@@ -98,5 +109,16 @@ mod tests {
             ToEngine::Abort { id: 3 }
         );
         assert!(buf.is_empty());
+    }
+
+    #[test]
+    fn a_reset_and_its_answer_round_trip() {
+        let ask = ToEngine::ResetPrefixCache {
+            reset_running: true,
+        };
+        let line = encode(&ask);
+        assert_eq!(serde_json::from_slice::<ToEngine>(&line).unwrap(), ask);
+        let answer: ToApi = serde_json::from_str(r#"{"t":"cache_reset","success":false}"#).unwrap();
+        assert_eq!(answer, ToApi::CacheReset { success: false });
     }
 }

@@ -247,6 +247,14 @@ impl Scheduler {
         true
     }
 
+    /// Preempts every running request, newest first, so they wait again in their old order
+    /// (vLLM's `reset_prefix_cache(reset_running_requests=True)`).
+    pub fn preempt_all(&mut self, out: &mut Outputs) {
+        while !self.running.is_empty() {
+            self.preempt_newest(out);
+        }
+    }
+
     fn preempt_newest(&mut self, out: &mut Outputs) -> u64 {
         let Some(mut r) = self.running.pop() else {
             return 0;
@@ -265,15 +273,25 @@ impl Scheduler {
     /// One engine step at time `now`.
     pub fn step(&mut self, now: f64, out: &mut Outputs) {
         let mut budget = self.cfg.max_num_batched_tokens;
-        // (index into running, tokens to compute this step)
+        let (mut scheduled, preempted_any) = self.schedule_running(&mut budget, out);
+        // vLLM admits waiting requests only in steps without a preemption.
+        if !preempted_any {
+            self.admit_waiting(now, &mut budget, &mut scheduled);
+        }
+        self.execute(now, scheduled, out);
+    }
+
+    /// The running requests' tokens this step, oldest first, within `budget`: a request that
+    /// needs blocks the pool lacks preempts the newest (itself, last). Returns (request id,
+    /// tokens to compute) and whether anything was preempted.
+    fn schedule_running(&mut self, budget: &mut u32, out: &mut Outputs) -> (Vec<(u64, u32)>, bool) {
         let mut scheduled: Vec<(u64, u32)> = Vec::with_capacity(self.running.len());
         let mut preempted_any = false;
-
         let mut i = 0;
-        while i < self.running.len() && budget > 0 {
+        while i < self.running.len() && *budget > 0 {
             let (id, want) = {
                 let r = &self.running[i];
-                (r.id, (r.num_tokens() - r.computed).min(budget))
+                (r.id, (r.num_tokens() - r.computed).min(*budget))
             };
             let need = self.blocks_for(self.running[i].computed + want);
             let mut schedulable = true;
@@ -292,41 +310,46 @@ impl Scheduler {
                 break;
             }
             scheduled.push((id, want));
-            budget -= want;
+            *budget -= want;
             i += 1;
         }
 
-        // vLLM admits waiting requests only in steps without a preemption.
-        if !preempted_any {
-            while budget > 0 && (self.running.len() as u32) < self.cfg.max_num_seqs {
-                let Some(front) = self.waiting.front() else {
-                    break;
-                };
-                // A first admission starts after the prompt's cached blocks (vLLM counts them as
-                // computed); after a preemption the request computes everything again.
-                let start = if front.scheduled_ts.is_none() {
-                    front.cached
-                } else {
-                    front.computed
-                };
-                let want = (front.num_tokens() - start).min(budget);
-                let need = self.blocks_for(start + want);
-                let Some(mut r) = self.waiting.pop_front() else {
-                    break;
-                };
-                r.computed = start;
-                if !Self::grow(&mut self.free_blocks, &mut r, need) {
-                    self.waiting.push_front(r);
-                    break;
-                }
-                r.scheduled_ts.get_or_insert(now);
-                scheduled.push((r.id, want));
-                budget -= want;
-                self.running.push(r);
-            }
-        }
+        (scheduled, preempted_any)
+    }
 
-        // Execute: compute the scheduled tokens; a fully computed request samples one token.
+    /// Waiting requests admitted, first come first served, while the budget, `max_num_seqs`
+    /// and the pool allow.
+    fn admit_waiting(&mut self, now: f64, budget: &mut u32, scheduled: &mut Vec<(u64, u32)>) {
+        while *budget > 0 && (self.running.len() as u32) < self.cfg.max_num_seqs {
+            let Some(front) = self.waiting.front() else {
+                break;
+            };
+            // A first admission starts after the prompt's cached blocks (vLLM counts them as
+            // computed); after a preemption the request computes everything again.
+            let start = if front.scheduled_ts.is_none() {
+                front.cached
+            } else {
+                front.computed
+            };
+            let want = (front.num_tokens() - start).min(*budget);
+            let need = self.blocks_for(start + want);
+            let Some(mut r) = self.waiting.pop_front() else {
+                break;
+            };
+            r.computed = start;
+            if !Self::grow(&mut self.free_blocks, &mut r, need) {
+                self.waiting.push_front(r);
+                break;
+            }
+            r.scheduled_ts.get_or_insert(now);
+            scheduled.push((r.id, want));
+            *budget -= want;
+            self.running.push(r);
+        }
+    }
+
+    /// Computes the scheduled tokens; a fully computed request samples one token.
+    fn execute(&mut self, now: f64, scheduled: Vec<(u64, u32)>, out: &mut Outputs) {
         let mut step_tokens = 0;
         let mut done = Vec::new();
         for (id, want) in scheduled {
@@ -382,6 +405,28 @@ mod tests {
                 cached: 0,
             },
             0.0,
+        );
+    }
+
+    #[test]
+    fn preempting_all_frees_every_block_and_keeps_the_order() {
+        let mut s = sched(11, 16, 8);
+        add(&mut s, 1, 20, 40);
+        add(&mut s, 2, 20, 40);
+        let mut out = Outputs::default();
+        s.step(0.0, &mut out);
+        assert_eq!(s.running_blocks(), vec![2, 2]);
+        let mut out = Outputs::default();
+        s.preempt_all(&mut out);
+        assert_eq!(out.preempted, vec![2, 1], "newest first");
+        assert_eq!(
+            (s.used_blocks(), s.num_running(), s.num_waiting()),
+            (0, 0, 2)
+        );
+        s.step(0.1, &mut out);
+        assert_eq!(
+            s.running.iter().map(|r| r.id).collect::<Vec<_>>(),
+            vec![1, 2]
         );
     }
 

@@ -13,15 +13,14 @@ use std::process::{Child, Command};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use super::config::{ServeConfig, CHANNEL_FD, CONFIG_ENV};
 use nix::sys::signal::Signal;
 
-use super::engine::{pass_as_fd3, set_cloexec, SignalPipe};
-use super::gpu;
-use super::logline::{sites, Logger};
-use super::os;
-use super::sglang;
-use inferlint_core::Engine;
+use crate::fds::{pass_as_fd3, set_cloexec, SignalPipe};
+use crate::gpu;
+use crate::logline::{sites, Logger};
+use crate::os;
+use crate::settings::{ServeConfig, CHANNEL_FD, CONFIG_ENV};
+use crate::surface::Surface;
 
 /// The environment variable naming a worker's tensor-parallel rank.
 pub const RANK_ENV: &str = "INFERLINT_SIM_WORKER_RANK";
@@ -36,92 +35,24 @@ pub const DETOKENIZER: &str = "detokenizer";
 /// [`ROLE_ENV`]'s value for TensorRT-LLM's MPI runtime (`prte`).
 pub const PRTE: &str = "prte";
 
-/// The title of the helper process with [`ROLE_ENV`] `role` started by the API server
-/// `launcher`: vLLM's DP coordinator, SGLang's data-parallel controller or detokenizer,
-/// TensorRT-LLM's `prte`. None for an unknown role.
-pub fn helper_title(cfg: &ServeConfig, role: &str, launcher: u32) -> Option<String> {
-    match (cfg.engine, role) {
-        (Engine::Sglang, COORDINATOR) => Some(sglang::DP_CONTROLLER_TITLE.into()),
-        (Engine::Sglang, DETOKENIZER) => Some(sglang::DETOKENIZER_TITLE.into()),
-        (Engine::Trtllm, PRTE) => Some(crate::trtllm::prte_title(launcher)),
-        (_, COORDINATOR) => Some("VLLM::DPCoordinator".into()),
-        _ => None,
-    }
-}
-
-/// The logger of a simulator process titled `title` of data-parallel rank `dp`, tensor-parallel
-/// rank `tp`, in its engine's shape.
-pub fn logger_for(cfg: &ServeConfig, title: &str, dp: u32, tp: u32) -> Logger {
-    match cfg.engine {
-        Engine::Sglang => Logger::sglang(
-            cfg.release,
-            title.trim_start_matches("sglang::"),
-            &sglang::log_prefix(cfg, dp, tp),
-        ),
-        Engine::Trtllm => Logger::trtllm(cfg.release, title),
-        Engine::Vllm => Logger::new(cfg.release, title.trim_start_matches("VLLM::")),
-    }
-}
-
 /// This process's data-parallel rank (0 without data parallelism).
-pub(super) fn dp_rank() -> u32 {
+pub(crate) fn dp_rank() -> u32 {
     std::env::var(DP_RANK_ENV)
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(0)
 }
 
-/// The engine's process title: `VLLM::EngineCore`, or `VLLM::EngineCore_DP{rank}` with data
-/// parallelism (node-sharing facts, docs/supervision.md).
-pub fn engine_title(cfg: &ServeConfig, rank: u32) -> String {
-    match cfg.engine {
-        Engine::Sglang => return sglang::scheduler_title(cfg, rank, 0),
-        Engine::Trtllm => return crate::trtllm::RANK_TITLE.to_string(),
-        Engine::Vllm => {}
-    }
-    if cfg.dp > 1 {
-        format!("VLLM::EngineCore_DP{rank}")
-    } else {
-        "VLLM::EngineCore".to_string()
-    }
-}
-
-/// A worker's title: `Worker` plus `_DP{d}` and `_TP{r}` for the dimensions above 1.
-pub fn worker_title(cfg: &ServeConfig, dp: u32, tp: u32) -> String {
-    match cfg.engine {
-        Engine::Sglang => return sglang::scheduler_title(cfg, dp, tp),
-        Engine::Trtllm => return crate::trtllm::RANK_TITLE.to_string(),
-        Engine::Vllm => {}
-    }
-    let mut t = "VLLM::Worker".to_string();
-    if cfg.dp > 1 {
-        t.push_str(&format!("_DP{dp}"));
-    }
-    if cfg.tp > 1 {
-        t.push_str(&format!("_TP{tp}"));
-    }
-    t
-}
-/// The tensor-parallel ranks that get a process of their own beside the engine: every rank
-/// with `--tp` > 1 for vLLM; for SGLang and TensorRT-LLM the ranks above 0 (rank 0's scheduler
-/// or MPI rank is the engine).
-fn worker_ranks(cfg: &ServeConfig) -> std::ops::Range<u32> {
-    match (cfg.engine, cfg.tp) {
-        (_, 0 | 1) => 0..0,
-        (Engine::Sglang | Engine::Trtllm, n) => 1..n,
-        (_, n) => 0..n,
-    }
-}
-
-pub(super) fn spawn_workers(
+pub(crate) fn spawn_workers(
+    sim: &dyn Surface,
     cfg: &ServeConfig,
     death_read: &OwnedFd,
 ) -> crate::error::SimResult<Vec<Child>> {
     let mut out = Vec::new();
-    for rank in worker_ranks(cfg) {
+    for rank in sim.worker_ranks(cfg) {
         let fd = death_read.as_fd().as_raw_fd();
         let mut cmd = Command::new("/proc/self/exe");
-        cmd.arg0(worker_title(cfg, dp_rank(), rank))
+        cmd.arg0(sim.worker_title(cfg, dp_rank(), rank))
             .args(["sim", "worker"])
             .env(RANK_ENV, rank.to_string())
             .env(CONFIG_ENV, cfg.to_env());
@@ -147,7 +78,7 @@ fn terminate_and_wait(workers: &mut [Child]) {
     }
 }
 
-pub(super) fn stop_workers(log: &Logger, workers: &mut [Child]) {
+pub(crate) fn stop_workers(log: &Logger, workers: &mut [Child]) {
     if workers.is_empty() {
         return;
     }
@@ -174,8 +105,7 @@ pub(super) fn stop_workers(log: &Logger, workers: &mut [Child]) {
 /// `inferlint sim worker`: a tensor-parallel worker, or (with [`ROLE_ENV`]) the data-parallel
 /// coordinator. A worker holds its GPU's simulated memory; both exit when their parent does
 /// (the death pipe on fd 3 reaches EOF) or on SIGTERM.
-pub fn run_worker() -> crate::error::SimResult<i32> {
-    let cfg = ServeConfig::from_env()?;
+pub fn run(sim: &dyn Surface, cfg: &ServeConfig) -> crate::error::SimResult<i32> {
     let rank: u32 = std::env::var(RANK_ENV)
         .ok()
         .and_then(|s| s.parse().ok())
@@ -183,15 +113,15 @@ pub fn run_worker() -> crate::error::SimResult<i32> {
     let role = std::env::var(ROLE_ENV).ok();
     let helper = role
         .as_deref()
-        .and_then(|r| helper_title(&cfg, r, std::os::unix::process::parent_id()));
+        .and_then(|r| sim.helper_title(cfg, r, std::os::unix::process::parent_id()));
     let title = match &helper {
         Some(t) => t.clone(),
-        None => worker_title(&cfg, dp_rank(), rank),
+        None => sim.worker_title(cfg, dp_rank(), rank),
     };
     // The helpers (coordinator, detokenizer) only pass messages: they hold no GPU.
     let coordinator = helper.is_some();
     os::rename(&title);
-    let log = logger_for(&cfg, &title, dp_rank(), rank);
+    let log = sim.logger(cfg, &title, dp_rank(), rank);
     let mut sigs = SignalPipe::new(&[Signal::SIGTERM, Signal::SIGINT])?;
     // SAFETY: the parent passed the read end of its death pipe as fd 3.
     let death = unsafe { OwnedFd::from_raw_fd(CHANNEL_FD) };

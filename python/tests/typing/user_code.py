@@ -7,9 +7,19 @@ from __future__ import annotations
 
 import pytest
 
-from inferlint import CheckResult, Status, TripwireFailed, bootlog, checks, series, telemetry
+from inferlint import (
+    CheckResult,
+    Status,
+    TripwireFailed,
+    bootlog,
+    checks,
+    series,
+    sweep,
+    telemetry,
+)
 from inferlint.blocks import infer_blocks
 from inferlint.report import build, render
+from inferlint.result import LABELS
 
 
 def verdicts(url: str, requested: int) -> list[CheckResult]:
@@ -50,6 +60,13 @@ def gate(result: CheckResult) -> bool:
     return result.status == "pass"
 
 
+def own_result() -> str:
+    r = CheckResult("T2", Status.PASS, "clear", evidence={"readings": 2})
+    status: str = r.to_json()["status"]
+    ev: dict[str, object] = r.evidence
+    return f"{LABELS[r.status]} {r.ok} {status} {r.tripwire} {r.message} {len(ev)}"
+
+
 @pytest.fixture
 def no_preemption() -> object:
     before = telemetry.scrape("http://127.0.0.1:8000")
@@ -60,3 +77,23 @@ def no_preemption() -> object:
 
 def page() -> str:
     return render(build(boot_logs=["boot.log"], requested=32))
+
+
+def curve(folder: str) -> list[tuple[int, float | None, bool]]:
+    s = sweep.read(folder)
+    rows: list[tuple[int, float | None, bool]] = []
+    for p in s.points:
+        tput: float | None = p.figures.output_tokens_per_s
+        failed: list[CheckResult] = [r for r in p.results if r.status is Status.FAIL]
+        why: list[str] = p.why_not
+        reset = p.reset
+        detail: str | None = None if reset is None else reset.detail
+        asked: int | None = p.asked_concurrency
+        print(p.label, p.path / "results.json", len(failed), "; ".join(why), detail, asked)
+        rows.append((p.index, tput, p.holds))
+    knee: int | None = s.knee
+    for f in s.findings:
+        if f.kind is sweep.FindingKind.INHERITED_CACHE and f.names is not None:
+            print(s.point(f.names).label, f.message, knee)
+    print("\n".join(s.table()), s.option, s.between)
+    return rows

@@ -150,11 +150,7 @@ fn main() {
         let _ = nix::unistd::setsid();
     }
     let ignores = o.shape == "ignore-term";
-    if o.role == "engine" {
-        inferlint_supervisor::sys::set_thread_name("VLLM::EngineCore");
-    } else if o.role.starts_with("tp") {
-        inferlint_supervisor::sys::set_thread_name(&format!("VLLM::Worker_TP{}", &o.role[2..]));
-    }
+    take_name(&o.role);
     let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP, SIGQUIT]).expect("signals");
     append(
         &o.record,
@@ -162,55 +158,9 @@ fn main() {
     );
 
     let _shm = hold_shm(&o.role);
-    let mut kids: Vec<std::process::Child> = Vec::new();
-    match (o.shape.as_str(), o.role.as_str()) {
-        ("cooperative" | "ignore-term", "leader") => {
-            kids.push(child(&o, "worker", None).spawn().expect("spawn"))
-        }
-        ("cooperative" | "ignore-term", "worker") => {
-            kids.push(child(&o, "helper", None).spawn().expect("spawn"))
-        }
-        ("setsid", "leader") => kids.push(child(&o, "escapee", None).spawn().expect("spawn")),
-        ("double-fork", "leader") => {
-            let mut c = child(&o, "daemonizer", None).spawn().expect("spawn");
-            let _ = c.wait();
-        }
-        ("double-fork", "daemonizer") => {
-            start_orphan(&o, "daemon");
-            // Exit once the daemon has recorded itself, leaving it an orphan.
-            wait_recorded(&o, 3);
-            return;
-        }
-        ("renamed", "leader") => kids.push(
-            child(&o, "engine", Some("VLLM::EngineCore"))
-                .spawn()
-                .expect("spawn"),
-        ),
-        ("renamed", "engine") => {
-            for i in 0..2 {
-                let role = format!("tp{i}");
-                let name = format!("VLLM::Worker_TP{i}");
-                kids.push(child(&o, &role, Some(&name)).spawn().expect("spawn"));
-            }
-        }
-        ("cleared-env", "leader") => {
-            let mut c = child(&o, "intermediate", None)
-                .env_clear()
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("spawn");
-            let _ = c.wait();
-        }
-        ("cleared-env", "intermediate") => {
-            start_orphan(&o, "ghost");
-            wait_recorded(&o, 3);
-            return;
-        }
-        _ => {}
-    }
-
+    let Some(mut kids) = start_children(&o) else {
+        return;
+    };
     if o.role == "leader" {
         wait_recorded(&o, expected(&o.shape));
         let mut out = std::io::stdout().lock();
@@ -221,42 +171,10 @@ fn main() {
     let chatter =
         (o.role == "leader" && o.chatter_ms > 0).then(|| Duration::from_millis(o.chatter_ms));
     loop {
-        let sig = match chatter {
-            Some(d) => {
-                let got = signals.pending().next();
-                if got.is_none() {
-                    let _ = writeln!(std::io::stdout(), "tick");
-                    std::thread::sleep(d);
-                    continue;
-                }
-                got.unwrap()
-            }
-            None => match signals.forever().next() {
-                Some(s) => s,
-                None => return,
-            },
+        let Some(sig) = next_signal(&mut signals, chatter) else {
+            return;
         };
-        if let Some(path) = &o.signals {
-            append(
-                path,
-                &format!(
-                    "{} {} {}",
-                    std::process::id(),
-                    o.role,
-                    inferlint_supervisor::sys::signal_number_name(sig)
-                ),
-            );
-        }
-        if o.role == "leader" {
-            // Output written during the teardown must still reach the raw log, even after the
-            // supervisor is gone (the shepherd drains it then).
-            let _ = writeln!(
-                std::io::stdout(),
-                "stopping on {}",
-                inferlint_supervisor::sys::signal_number_name(sig)
-            );
-            let _ = std::io::stdout().flush();
-        }
+        note_signal(&o, sig);
         if ignores {
             continue;
         }
@@ -268,19 +186,127 @@ fn main() {
             ("cooperative", _) | ("renamed", "engine")
         );
         if passes_down {
-            for k in &kids {
-                let _ = inferlint_supervisor::sys::kill(k.id() as i32, Signal::SIGTERM);
-            }
-            let deadline = Instant::now() + Duration::from_secs(2);
-            for k in &mut kids {
-                while Instant::now() < deadline {
-                    if let Ok(Some(_)) = k.try_wait() {
-                        break;
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-            }
+            stop_children(&mut kids);
         }
         std::process::exit(0);
+    }
+}
+
+/// Names the thread as vLLM names its engine and workers, for the roles that stand in for them.
+fn take_name(role: &str) {
+    if role == "engine" {
+        inferlint_supervisor::sys::set_thread_name("VLLM::EngineCore");
+    } else if let Some(rank) = role.strip_prefix("tp") {
+        inferlint_supervisor::sys::set_thread_name(&format!("VLLM::Worker_TP{rank}"));
+    }
+}
+
+/// Starts this role's children in its shape; the ones it waits for on its way out are
+/// returned. None when this process's part is over once its child has recorded itself.
+fn start_children(o: &Opts) -> Option<Vec<std::process::Child>> {
+    let mut kids: Vec<std::process::Child> = Vec::new();
+    match (o.shape.as_str(), o.role.as_str()) {
+        ("cooperative" | "ignore-term", "leader") => {
+            kids.push(child(o, "worker", None).spawn().expect("spawn"));
+        }
+        ("cooperative" | "ignore-term", "worker") => {
+            kids.push(child(o, "helper", None).spawn().expect("spawn"));
+        }
+        ("setsid", "leader") => kids.push(child(o, "escapee", None).spawn().expect("spawn")),
+        ("double-fork", "leader") => {
+            let mut c = child(o, "daemonizer", None).spawn().expect("spawn");
+            let _ = c.wait();
+        }
+        ("double-fork", "daemonizer") => {
+            start_orphan(o, "daemon");
+            // Exit once the daemon has recorded itself, leaving it an orphan.
+            wait_recorded(o, 3);
+            return None;
+        }
+        ("renamed", "leader") => kids.push(
+            child(o, "engine", Some("VLLM::EngineCore"))
+                .spawn()
+                .expect("spawn"),
+        ),
+        ("renamed", "engine") => {
+            for i in 0..2 {
+                let role = format!("tp{i}");
+                let name = format!("VLLM::Worker_TP{i}");
+                kids.push(child(o, &role, Some(&name)).spawn().expect("spawn"));
+            }
+        }
+        ("cleared-env", "leader") => {
+            let mut c = child(o, "intermediate", None)
+                .env_clear()
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("spawn");
+            let _ = c.wait();
+        }
+        ("cleared-env", "intermediate") => {
+            start_orphan(o, "ghost");
+            wait_recorded(o, 3);
+            return None;
+        }
+        _ => {}
+    }
+    Some(kids)
+}
+
+/// The next signal received; with `chatter`, a `tick` line is printed every period until one
+/// comes. None when no more can come.
+fn next_signal(signals: &mut Signals, chatter: Option<Duration>) -> Option<i32> {
+    let Some(d) = chatter else {
+        return signals.forever().next();
+    };
+    loop {
+        if let Some(sig) = signals.pending().next() {
+            return Some(sig);
+        }
+        let _ = writeln!(std::io::stdout(), "tick");
+        std::thread::sleep(d);
+    }
+}
+
+/// Appends the signal to the signals file and, for the leader, prints it.
+fn note_signal(o: &Opts, sig: i32) {
+    if let Some(path) = &o.signals {
+        append(
+            path,
+            &format!(
+                "{} {} {}",
+                std::process::id(),
+                o.role,
+                inferlint_supervisor::sys::signal_number_name(sig)
+            ),
+        );
+    }
+    if o.role == "leader" {
+        // Output written during the teardown must still reach the raw log, even after the
+        // supervisor is gone (the shepherd drains it then).
+        let _ = writeln!(
+            std::io::stdout(),
+            "stopping on {}",
+            inferlint_supervisor::sys::signal_number_name(sig)
+        );
+        let _ = std::io::stdout().flush();
+    }
+}
+
+/// Passes SIGTERM down to the children and waits for them, 2 s in all.
+fn stop_children(kids: &mut [std::process::Child]) {
+    for k in kids.iter() {
+        let _ = inferlint_supervisor::sys::kill(k.id() as i32, Signal::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(2);
+    for k in kids {
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = k.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }

@@ -8,113 +8,119 @@ const VLLM: Option<Engine> = Some(Engine::Vllm);
 const SGLANG: Option<Engine> = Some(Engine::Sglang);
 const TRTLLM: Option<Engine> = Some(Engine::Trtllm);
 
+/// Launchers, each put in front of every command of [`SERVERS`] and [`NOT_SERVERS`].
+const LAUNCHERS: &[&str] = &[
+    "nohup",
+    "exec",
+    "exec -a myname",
+    "command",
+    "builtin",
+    "nice -n 5",
+    "nice --adjustment 5",
+    "ionice -c 2 -n 0",
+    "setsid",
+    "stdbuf -o L",
+    "taskset 0xff",
+    "taskset -c 0-7",
+    "chrt 10",
+    "numactl -N 0 -m 0",
+    "numactl --cpunodebind=0 --membind=0",
+    "env",
+    "env CUDA_VISIBLE_DEVICES=0,1 VLLM_LOGGING_LEVEL=DEBUG",
+    "env -u HOME X=1",
+    "/usr/bin/env -C /tmp X=1",
+    "sudo",
+    "sudo -u bob -E",
+    "doas -u bob",
+    "timeout 600",
+    "timeout -s INT -k 10 600",
+    "timeout --signal=INT 600",
+    "flock -w 5 /tmp/lock",
+    "time",
+    "time -f %e",
+    "srun",
+    "srun -n 1 -N 1 --gres gpu:1",
+    "srun --ntasks=1 --gpus-per-task=1",
+    "uv run",
+    "uv run --with vllm --python 3.12",
+    "conda run -n serving",
+    "conda run --prefix /opt/env",
+    "micromamba run -n serving",
+    "pixi run",
+    "poetry run",
+    // Launchers in front of launchers.
+    "nohup env X=1 taskset 0x1 numactl -N 0 timeout 600 srun -n1 uv run",
+];
+
+/// Server commands and the engine each starts.
+const SERVERS: &[(&str, Option<Engine>)] = &[
+    ("vllm serve Qwen/Qwen3-8B --port 8000", VLLM),
+    ("/opt/venv/bin/vllm serve m", VLLM),
+    ("sglang serve --model-path m", SGLANG),
+    ("trtllm-serve serve m", TRTLLM),
+    ("trtllm-serve m --backend pytorch", TRTLLM),
+    (
+        "python -m vllm.entrypoints.openai.api_server --model m",
+        VLLM,
+    ),
+    ("python3 -u -m vllm.entrypoints.cli.main serve m", VLLM),
+    ("python3.12 -m sglang.launch_server --model-path m", SGLANG),
+    ("python -msglang.launch_server --model-path m", SGLANG),
+    ("/opt/venv/bin/python /opt/venv/bin/vllm serve m", VLLM),
+    ("python3 -X dev /opt/venv/bin/trtllm-serve serve m", TRTLLM),
+    ("inferlint sim serve m --port 8100", VLLM),
+    ("/x/target/debug/inferlint sim serve m", VLLM),
+    (
+        "inferlint sim serve m --engine sglang --enable-metrics",
+        SGLANG,
+    ),
+    ("inferlint sim serve m --engine=sglang", SGLANG),
+    ("inferlint sim serve m --engine vllm", VLLM),
+];
+
+/// Commands that name a server's program but start none.
+const NOT_SERVERS: &[&str] = &[
+    "vllm bench serve --model m",
+    "vllm serve-docs",
+    "/opt/tools/vllm",
+    "sglang",
+    "trtllm-serve",
+    "trtllm-serve --help",
+    "grep 'vllm serve' log",
+    "tail -f 'logs/vllm serve.log'",
+    "bash -c 'vllm serve m'",
+    "python serve.py --model vllm",
+    "python -c 'import vllm'",
+    "python -m vllm.entrypoints.cli.main bench serve",
+    "python -m sglang.bench_serving --backend sglang",
+    "python -m mpi4py.futures.server",
+    "python-config --includes vllm serve",
+    "inferlint sim bench --model m",
+    "inferlint teardown",
+    "docker run img vllm serve m",
+];
+
 /// Every launcher in front of a server, and the same launcher in front of something that is no
 /// server: each must be seen through, and must not make a server of what it runs.
 #[test]
 fn every_launcher_is_seen_through_in_both_directions() {
-    let launchers = [
-        "nohup",
-        "exec",
-        "exec -a myname",
-        "command",
-        "builtin",
-        "nice -n 5",
-        "nice --adjustment 5",
-        "ionice -c 2 -n 0",
-        "setsid",
-        "stdbuf -o L",
-        "taskset 0xff",
-        "taskset -c 0-7",
-        "chrt 10",
-        "numactl -N 0 -m 0",
-        "numactl --cpunodebind=0 --membind=0",
-        "env",
-        "env CUDA_VISIBLE_DEVICES=0,1 VLLM_LOGGING_LEVEL=DEBUG",
-        "env -u HOME X=1",
-        "/usr/bin/env -C /tmp X=1",
-        "sudo",
-        "sudo -u bob -E",
-        "doas -u bob",
-        "timeout 600",
-        "timeout -s INT -k 10 600",
-        "timeout --signal=INT 600",
-        "flock -w 5 /tmp/lock",
-        "time",
-        "time -f %e",
-        "srun",
-        "srun -n 1 -N 1 --gres gpu:1",
-        "srun --ntasks=1 --gpus-per-task=1",
-        "uv run",
-        "uv run --with vllm --python 3.12",
-        "conda run -n serving",
-        "conda run --prefix /opt/env",
-        "micromamba run -n serving",
-        "pixi run",
-        "poetry run",
-        // Launchers in front of launchers.
-        "nohup env X=1 taskset 0x1 numactl -N 0 timeout 600 srun -n1 uv run",
-    ];
-    let servers = [
-        ("vllm serve Qwen/Qwen3-8B --port 8000", VLLM),
-        ("/opt/venv/bin/vllm serve m", VLLM),
-        ("sglang serve --model-path m", SGLANG),
-        ("trtllm-serve serve m", TRTLLM),
-        ("trtllm-serve m --backend pytorch", TRTLLM),
-        (
-            "python -m vllm.entrypoints.openai.api_server --model m",
-            VLLM,
-        ),
-        ("python3 -u -m vllm.entrypoints.cli.main serve m", VLLM),
-        ("python3.12 -m sglang.launch_server --model-path m", SGLANG),
-        ("python -msglang.launch_server --model-path m", SGLANG),
-        ("/opt/venv/bin/python /opt/venv/bin/vllm serve m", VLLM),
-        ("python3 -X dev /opt/venv/bin/trtllm-serve serve m", TRTLLM),
-        ("inferlint sim serve m --port 8100", VLLM),
-        ("/x/target/debug/inferlint sim serve m", VLLM),
-        (
-            "inferlint sim serve m --engine sglang --enable-metrics",
-            SGLANG,
-        ),
-        ("inferlint sim serve m --engine=sglang", SGLANG),
-        ("inferlint sim serve m --engine vllm", VLLM),
-    ];
-    let not_servers = [
-        "vllm bench serve --model m",
-        "vllm serve-docs",
-        "/opt/tools/vllm",
-        "sglang",
-        "trtllm-serve",
-        "trtllm-serve --help",
-        "grep 'vllm serve' log",
-        "tail -f 'logs/vllm serve.log'",
-        "bash -c 'vllm serve m'",
-        "python serve.py --model vllm",
-        "python -c 'import vllm'",
-        "python -m vllm.entrypoints.cli.main bench serve",
-        "python -m sglang.bench_serving --backend sglang",
-        "python -m mpi4py.futures.server",
-        "python-config --includes vllm serve",
-        "inferlint sim bench --model m",
-        "inferlint teardown",
-        "docker run img vllm serve m",
-    ];
-    for l in launchers {
-        for (cmd, engine) in servers {
+    for l in LAUNCHERS {
+        for &(cmd, engine) in SERVERS {
             let line = format!("{l} {cmd}");
             assert_eq!(server_engine(&v(&line)), engine, "{line}");
             assert_eq!(command_engine(&v(&line)), engine, "{line}");
             assert_eq!(process_engine("x", &v(&line)), engine, "{line}");
         }
-        for cmd in not_servers {
+        for cmd in NOT_SERVERS {
             let line = format!("{l} {cmd}");
             assert_eq!(server_engine(&v(&line)), None, "{line}");
         }
     }
     // Without a launcher too.
-    for (cmd, engine) in servers {
+    for &(cmd, engine) in SERVERS {
         assert_eq!(server_engine(&v(cmd)), engine, "{cmd}");
     }
-    for cmd in not_servers {
+    for cmd in NOT_SERVERS {
         assert_eq!(server_engine(&v(cmd)), None, "{cmd}");
         assert_eq!(process_engine("x", &v(cmd)), None, "{cmd}");
     }

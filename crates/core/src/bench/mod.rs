@@ -33,6 +33,7 @@ pub struct BenchResult {
     pub median_ttft_ms: Option<f64>,
     pub p99_ttft_ms: Option<f64>,
     pub mean_tpot_ms: Option<f64>,
+    pub median_tpot_ms: Option<f64>,
     /// The first non-empty entry of the per-request `errors` (`--save-detailed`).
     pub first_error: Option<String>,
     /// The per-request output lengths (`--save-detailed`), failed requests included as 0;
@@ -77,6 +78,7 @@ impl BenchResult {
             median_ttft_ms: num("median_ttft_ms"),
             p99_ttft_ms: num("p99_ttft_ms"),
             mean_tpot_ms: num("mean_tpot_ms"),
+            median_tpot_ms: num("median_tpot_ms"),
             first_error: obj
                 .get("errors")
                 .and_then(Value::as_array)

@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use super::classify::{Change, Classifier, Failure};
+pub use super::events::{BootEvent, BootEventKind};
 use super::facts::BootFacts;
 use super::lines::{
     decode, is_progress_bar, split_vllm, stamp_seconds, strip_ansi, strip_other_stamps,
@@ -19,41 +20,6 @@ use crate::fmt::first_chars;
 /// Engine markers are looked for in a log's first 200,000 characters
 /// (docs/design/engines.md#auto-detection).
 const HEAD_CHARS: usize = 200_000;
-
-/// Something the live supervisor wants to know the moment its line arrives.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BootEvent {
-    /// 1-based line number of the line that caused it.
-    pub lineno: usize,
-    pub kind: BootEventKind,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub enum BootEventKind {
-    /// The log's own markers name this engine (it may change once: TensorRT-LLM and SGLang
-    /// markers outrank vLLM's).
-    EngineDetected { engine: Engine },
-    /// The engine's version as the log prints it.
-    VersionSeen { version: String },
-    /// The KV cache pool, in tokens (TensorRT-LLM prints a dry-run size before the real one).
-    KvPoolSized { tokens: u64 },
-    /// An attention backend was chosen, for the main model or for the draft model.
-    BackendSelected { backend: String, drafter: bool },
-    /// vLLM raised the attention block size (hybrid attention/Mamba models).
-    BlockSizeForced { tokens: u64 },
-    /// `Application startup complete`: the server is ready.
-    Ready,
-    /// The verdict on the log so far is this failure. One found before ready is final unless the
-    /// server becomes ready after all; one found while serving is withdrawn (FailureCleared) if
-    /// the server keeps answering.
-    FailureFound { failure: Failure },
-    /// The failure reported earlier no longer holds.
-    FailureCleared,
-    /// After the ready line, a line of work vLLM and SGLang do to warm up (compiling a graph,
-    /// capturing CUDA graphs): a request paid for it (docs/design/tripwires.md#t20). The
-    /// line's message, prefixes stripped.
-    WarmupWork { line: String },
-}
 
 /// The incremental boot-log analyzer.
 #[derive(Debug)]
@@ -356,7 +322,7 @@ impl Analyzer {
 }
 
 /// The phrases of warm-up work: a graph compiled (vLLM's torch.compile lines) or CUDA graphs
-/// captured (vLLM's and SGLang's end-of-capture lines), ../shared/spec/engines.md.
+/// captured (vLLM's and SGLang's end-of-capture lines; docs/design/tripwires.md#t20).
 const WARMUP_WORK: &[Phrase] = &[
     Phrase::CompilingGraph,
     Phrase::TorchCompile,

@@ -6,6 +6,7 @@
 
 pub mod analyzer;
 pub mod classify;
+mod events;
 pub mod facts;
 mod labels;
 pub mod lines;
@@ -121,6 +122,15 @@ fn version_of(facts: &BootFacts) -> Option<&str> {
         .or(facts.server_version.as_deref())
 }
 
+/// The untested-version warning as a sentence (`SGLang 0.6.1 is not a tested version …`),
+/// without the `note: ` the terminal puts before it; None for a tested or unknown version.
+pub fn untested_version_sentence(facts: &BootFacts) -> Option<String> {
+    untested_version_note(facts).map(|n| match n.strip_prefix("note: ") {
+        Some(rest) => rest.to_string(),
+        None => n,
+    })
+}
+
 /// The untested-version warning (docs/design/bootlog.md#untested-versions), or None for a tested or
 /// unknown version.
 pub fn untested_version_note(facts: &BootFacts) -> Option<String> {
@@ -189,4 +199,23 @@ pub fn parse_files_labelled(
         .zip(labels)
         .map(|(p, label)| Ok((label, parse_file(p, hint)?)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sentence_is_the_note_without_its_prefix() {
+        let mut f = BootFacts {
+            engine: Some(crate::Engine::Sglang),
+            server_version: Some("0.6.1".into()),
+            ..Default::default()
+        };
+        let s = untested_version_sentence(&f).expect("untested");
+        assert!(s.starts_with("SGLang 0.6.1 is not a tested version"), "{s}");
+        assert_eq!(untested_version_note(&f), Some(format!("note: {s}")));
+        f.server_version = None;
+        assert_eq!(untested_version_sentence(&f), None);
+    }
 }

@@ -4,10 +4,9 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::analyzer::{BootEvent, BootEventKind};
+use super::events::{parse_f64, parse_u64, set_pool, BootEvent, BootEventKind};
 use super::phrases::{Found, Phrase as P};
 use super::state::{round2, State};
-use super::vllm::{parse_f64, parse_u64, set_pool};
 
 #[allow(
     clippy::expect_used,

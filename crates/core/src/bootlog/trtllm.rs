@@ -7,11 +7,10 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use super::analyzer::{BootEvent, BootEventKind};
 use super::classify::is_answered_post;
+use super::events::{parse_f64, parse_u64, set_pool, BootEvent, BootEventKind};
 use super::phrases::{Found, Phrase as P};
 use super::state::State;
-use super::vllm::{parse_f64, parse_u64, set_pool};
 
 #[allow(
     clippy::expect_used,

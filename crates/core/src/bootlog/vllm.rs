@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::analyzer::{BootEvent, BootEventKind};
+use super::events::{parse_f64, parse_u64, set_pool, BootEvent, BootEventKind};
 use super::phrases::{Found, Phrase as P};
 use super::pyliteral;
 use super::state::State;
@@ -52,14 +52,6 @@ static DOWNGRADE: LazyLock<Regex> = LazyLock::new(|| {
         r"(?:CUDAGraphMode\.)?(\w+) is not supported with spec-decode.*setting cudagraph_mode=(?:CUDAGraphMode\.)?(\w+)",
     )
 });
-
-pub(crate) fn parse_u64(s: &str) -> Option<u64> {
-    s.replace(',', "").parse().ok()
-}
-
-pub(crate) fn parse_f64(s: &str) -> Option<f64> {
-    s.parse::<f64>().ok().filter(|x| x.is_finite())
-}
 
 /// Reads one vLLM line (its message, prefixes stripped) into the state.
 pub(crate) fn read(
@@ -150,27 +142,6 @@ pub(crate) fn read(
     if found.has(P::Drafter) {
         st.after_drafter = true;
     }
-}
-
-/// Sets the pool size, with a conflict note unless the field is last-wins (TensorRT-LLM), and
-/// tells the live terminal when it changed.
-pub(crate) fn set_pool(
-    st: &mut State,
-    tokens: u64,
-    note: bool,
-    lineno: usize,
-    ev: &mut Vec<BootEvent>,
-) {
-    if note {
-        st.note("kv_pool_tokens", tokens);
-    }
-    if st.f.kv_pool_tokens != Some(tokens) {
-        ev.push(BootEvent {
-            lineno,
-            kind: BootEventKind::KvPoolSized { tokens },
-        });
-    }
-    st.f.kv_pool_tokens = Some(tokens);
 }
 
 fn read_version(st: &mut State, lineno: usize, msg: &str, found: Found, ev: &mut Vec<BootEvent>) {

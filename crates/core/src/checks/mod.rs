@@ -23,6 +23,8 @@ pub mod t12;
 pub mod t4_t11;
 pub mod t5;
 pub mod t6;
+// Campaign scripts.
+pub mod script;
 // Processes and the GPU.
 pub mod t2;
 pub mod t7;

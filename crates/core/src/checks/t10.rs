@@ -85,22 +85,28 @@ pub fn check(
 /// The result with `; an integer-second timer would say {naive:.2f} ({error:+.2%})` appended,
 /// as the terminal shows it (JSON output and the HTML finding keep the bare message).
 pub fn with_integer_second_comparison(result: &CheckResult) -> CheckResult {
-    let e = result.evidence.t10();
-    let naive = e.and_then(|e| e.integer_second_rate_per_s.flatten());
-    let error = e.and_then(|e| e.integer_second_error.flatten());
+    match integer_second_note(result) {
+        Some(note) => result
+            .clone()
+            .with_message(format!("{}{note}", result.message)),
+        None => result.clone(),
+    }
+}
+
+/// What the terminal adds to a T10 PASS line (`CheckResult::line`): what a whole-second timer
+/// would have said, from the result's own evidence. None for another result, a figure that is
+/// not finite, or a message that already says it.
+pub fn integer_second_note(result: &CheckResult) -> Option<String> {
+    let e = result.evidence.t10()?;
     // A non-finite figure was never a comparison worth printing.
     let finite = |x: Option<JsonF64>| x.map(|x| x.0).filter(|x| x.is_finite());
-    match (result.status, finite(naive), finite(error)) {
-        (Status::Pass, Some(naive), Some(error)) => {
-            let msg = format!(
-                "{}; an integer-second timer would say {naive:.2} ({})",
-                result.message,
-                pct_signed(error, 2)
-            );
-            result.clone().with_message(msg)
-        }
-        _ => result.clone(),
-    }
+    let naive = finite(e.integer_second_rate_per_s.flatten())?;
+    let error = finite(e.integer_second_error.flatten())?;
+    let note = format!(
+        "; an integer-second timer would say {naive:.2} ({})",
+        pct_signed(error, 2)
+    );
+    (result.status == Status::Pass && !result.message.ends_with(&note)).then_some(note)
 }
 
 #[cfg(test)]

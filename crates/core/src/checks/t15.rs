@@ -66,68 +66,99 @@ pub fn check(
         )
         .with_evidence(server);
     };
-    let completed_n = completed as i64;
-    let expected = expected_extra as i64;
-    let extra = (server_finished as i64).saturating_sub(completed_n);
-    let extra_tokens = server_tokens - client_tokens;
-    let full = |r: CheckResult| {
-        r.with_evidence(T15Evidence {
-            extra_requests: Some(extra),
-            extra_output_tokens: Some(JsonF64(extra_tokens)),
-            ..server.clone()
-        })
+    let counts = Counts {
+        completed,
+        client_tokens,
+        server_finished,
+        server_tokens,
+        expected: expected_extra as i64,
     };
-    if extra > expected {
-        let k = extra - expected;
-        return full(CheckResult::fail(
-            Tripwire::T15,
-            format!("the server finished {k} more request{} than the load tool sent; other traffic shared the server during the run", plural(k)),
-        ));
+    let extra = counts.extra_requests();
+    counts.judge().with_evidence(T15Evidence {
+        extra_requests: Some(extra),
+        extra_output_tokens: Some(JsonF64(server_tokens - client_tokens)),
+        ..server
+    })
+}
+
+/// What the client and the server each counted, and the untimed requests expected between.
+struct Counts {
+    completed: f64,
+    client_tokens: f64,
+    server_finished: f64,
+    server_tokens: f64,
+    /// Untimed requests (test, warm-up) the client sent but left out of its result.
+    expected: i64,
+}
+
+impl Counts {
+    /// Requests the server finished beyond the ones the client completed.
+    fn extra_requests(&self) -> i64 {
+        (self.server_finished as i64).saturating_sub(self.completed as i64)
     }
-    if completed_n == 0 && extra <= expected {
-        // Agreement on no request is no agreement worth a pass (docs/design/tripwires.md#t15).
-        return full(CheckResult::unknown(
-            Tripwire::T15,
-            "the load tool completed no request: client and server have nothing to agree on (T17 says which requests failed)",
-        ));
+
+    /// The verdict on the requests, then on the tokens.
+    fn judge(&self) -> CheckResult {
+        let completed_n = self.completed as i64;
+        let (extra, expected) = (self.extra_requests(), self.expected);
+        if extra > expected {
+            let k = extra - expected;
+            return CheckResult::fail(
+                Tripwire::T15,
+                format!("the server finished {k} more request{} than the load tool sent; other traffic shared the server during the run", plural(k)),
+            );
+        }
+        if completed_n == 0 {
+            // Agreement on no request is no agreement worth a pass
+            // (docs/design/tripwires.md#t15).
+            return CheckResult::unknown(
+                Tripwire::T15,
+                "the load tool completed no request: client and server have nothing to agree on (T17 says which requests failed)",
+            );
+        }
+        if extra < expected {
+            let k = expected - extra;
+            return CheckResult::fail(
+                Tripwire::T15,
+                format!(
+                    "the load tool counted {k} more completed request{} than the server finished",
+                    plural(k)
+                ),
+            );
+        }
+        self.judge_tokens(completed_n, extra)
     }
-    if extra < expected {
-        let k = expected - extra;
-        return full(CheckResult::fail(
-            Tripwire::T15,
-            format!(
-                "the load tool counted {k} more completed request{} than the server finished",
-                plural(k)
-            ),
-        ));
+
+    /// Requests agree: the tokens must too, allowing for what untimed requests generated (up
+    /// to 1.5 times their share at the run's average length, at least 1 token each).
+    fn judge_tokens(&self, completed_n: i64, extra: i64) -> CheckResult {
+        let extra_tokens = self.server_tokens - self.client_tokens;
+        let per_request = if self.completed > 0.0 {
+            (self.client_tokens / self.completed).max(1.0)
+        } else {
+            1.0
+        };
+        let allowed = self.expected as f64 * per_request * 1.5;
+        if !(0.0..=allowed).contains(&extra_tokens) {
+            return CheckResult::warn(
+                Tripwire::T15,
+                format!(
+                    "requests agree, but the server generated {} output tokens and the load tool counted {}",
+                    thousands_f(self.server_tokens, 0),
+                    thousands(self.client_tokens as i64)
+                ),
+            );
+        }
+        let mut msg = format!(
+            "client and server agree: {completed_n} requests, {} output tokens",
+            thousands(self.client_tokens as i64)
+        );
+        if extra > 0 {
+            msg.push_str(&format!(
+                ", plus {extra} untimed request{} (test or warm-up)",
+                plural(extra)
+            ));
+        }
+        CheckResult::pass(Tripwire::T15, msg)
     }
-    // Untimed requests generate tokens the client does not count: allow up to 1.5 times their
-    // share at the run's average length (at least 1 token each).
-    let per_request = if completed > 0.0 {
-        (client_tokens / completed).max(1.0)
-    } else {
-        1.0
-    };
-    let allowed = expected as f64 * per_request * 1.5;
-    if !(0.0..=allowed).contains(&extra_tokens) {
-        return full(CheckResult::warn(
-            Tripwire::T15,
-            format!(
-                "requests agree, but the server generated {} output tokens and the load tool counted {}",
-                thousands_f(server_tokens, 0),
-                thousands(client_tokens as i64)
-            ),
-        ));
-    }
-    let mut msg = format!(
-        "client and server agree: {completed_n} requests, {} output tokens",
-        thousands(client_tokens as i64)
-    );
-    if extra > 0 {
-        msg.push_str(&format!(
-            ", plus {extra} untimed request{} (test or warm-up)",
-            plural(extra)
-        ));
-    }
-    full(CheckResult::pass(Tripwire::T15, msg))
 }

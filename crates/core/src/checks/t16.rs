@@ -1,6 +1,8 @@
 //! T16 cached-prompts: the share of the window's prompt tokens the prefix cache served, judged
 //! by what the load's prompts were meant to be (docs/design/tripwires.md#t16).
 
+use std::ops::ControlFlow;
+
 use crate::checks::counters::{snapshot_delta, CounterQuery, DeltaError};
 use crate::engine::Engine;
 use crate::evidence::{JsonF64, T16Evidence};
@@ -41,30 +43,9 @@ pub fn check(
         seed: load.seed,
         ..Default::default()
     };
-    let hits = snapshot_delta(before, after, &CounterQuery::new(names.prefix_hits));
-    let queries = snapshot_delta(before, after, &CounterQuery::new(names.prefix_queries));
-    let (hits, queries) = match (hits, queries) {
-        (Ok(h), Ok(q)) => (h, q),
-        (Err(DeltaError::Restarted(r)), _) | (_, Err(DeltaError::Restarted(r))) => {
-            return CheckResult::unknown(Tripwire::T16, r.to_string()).with_evidence(T16Evidence {
-                restarted: Some(true),
-                ..base
-            })
-        }
-        (Err(e), _) | (_, Err(e)) => {
-            if caching == Some(false) {
-                return CheckResult::pass(
-                    Tripwire::T16,
-                    "prefix caching is off (enable_prefix_caching=False): every prompt token was computed",
-                )
-                .with_evidence(base);
-            }
-            return CheckResult::unknown(
-                Tripwire::T16,
-                format!("{e}: whether prompts came from the prefix cache cannot be told"),
-            )
-            .with_evidence(base);
-        }
+    let (hits, queries) = match window_counts(before, after, engine, caching, &base) {
+        ControlFlow::Continue(counts) => counts,
+        ControlFlow::Break(r) => return r,
     };
     let evidence = |explained: f64| T16Evidence {
         hit_tokens: Some(hits),
@@ -82,6 +63,59 @@ pub fn check(
         .with_evidence(evidence(0.0));
     }
     let explained = explained_hits(hits, queries, untimed);
+    judge(load, hits, queries, explained, untimed).with_evidence(evidence(explained))
+}
+
+/// The window's prefix-cache hit tokens and prompt tokens, or the result when the counters
+/// cannot give them.
+fn window_counts(
+    before: &Snapshot,
+    after: &Snapshot,
+    engine: Engine,
+    caching: Option<bool>,
+    base: &T16Evidence,
+) -> ControlFlow<CheckResult, (f64, f64)> {
+    let names = engine.metrics();
+    let hits = snapshot_delta(before, after, &CounterQuery::new(names.prefix_hits));
+    let queries = snapshot_delta(before, after, &CounterQuery::new(names.prefix_queries));
+    match (hits, queries) {
+        (Ok(h), Ok(q)) => ControlFlow::Continue((h, q)),
+        (Err(DeltaError::Restarted(r)), _) | (_, Err(DeltaError::Restarted(r))) => {
+            ControlFlow::Break(
+                CheckResult::unknown(Tripwire::T16, r.to_string()).with_evidence(T16Evidence {
+                    restarted: Some(true),
+                    ..base.clone()
+                }),
+            )
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            if caching == Some(false) {
+                return ControlFlow::Break(CheckResult::pass(
+                    Tripwire::T16,
+                    "prefix caching is off (enable_prefix_caching=False): every prompt token was computed",
+                )
+                .with_evidence(base.clone()));
+            }
+            ControlFlow::Break(
+                CheckResult::unknown(
+                    Tripwire::T16,
+                    format!("{e}: whether prompts came from the prefix cache cannot be told"),
+                )
+                .with_evidence(base.clone()),
+            )
+        }
+    }
+}
+
+/// The verdict on a window where prompt tokens reached the engine, by what the load's prompts
+/// were meant to be.
+fn judge(
+    load: &LoadIntent,
+    hits: f64,
+    queries: f64,
+    explained: f64,
+    untimed: Untimed,
+) -> CheckResult {
     let share = format!(
         "{} of prompt tokens came from the prefix cache ({} of {})",
         pct(hits / queries, 1),
@@ -89,7 +123,7 @@ pub fn check(
         thousands_f(queries, 0)
     );
     let dataset = load.dataset.as_deref().unwrap_or("unknown");
-    let result = match load.prompts {
+    match load.prompts {
         Prompts::Fresh if (hits - explained) / queries >= HIT_RATE => CheckResult::fail(
             Tripwire::T16,
             format!(
@@ -120,8 +154,7 @@ pub fn check(
                 None => format!("{share}; whether the load's prompts repeat on purpose cannot be told from its command"),
             },
         ),
-    };
-    result.with_evidence(evidence(explained))
+    }
 }
 
 /// The hits that the untimed requests explain: each repeats one measured prompt, so at most one

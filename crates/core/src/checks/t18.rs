@@ -47,14 +47,7 @@ pub fn check(
         Some(Err(DeltaError::Absent { .. })) | None => {}
     }
     if let (Some(asked), Some(r)) = (load.output_len, result) {
-        // Failed requests are written with length 0: they did not stop, they never ran.
-        let ran: Vec<f64> = r.output_lens.iter().copied().filter(|n| *n > 0.0).collect();
-        if !ran.is_empty() {
-            let mut short: Vec<f64> = ran.iter().copied().filter(|n| *n < asked as f64).collect();
-            ev.client_requests = Some(ran.len() as u64);
-            ev.client_short = Some(short.len() as u64);
-            ev.median_short_len = median(&mut short).map(JsonF64);
-        }
+        client_lengths(&mut ev, asked, r);
     }
     // The server's count of end-of-sequence stops is the direct one; the client's shortfall
     // stands in where the engine has no finished_reason label.
@@ -77,6 +70,24 @@ pub fn check(
         }
     };
     ev.stopped_early = Some(early);
+    early_stops(load, early, of, ev.median_short_len).with_evidence(ev)
+}
+
+/// The load tool's requests that ran and those shorter than `asked`, with their median length.
+fn client_lengths(ev: &mut T18Evidence, asked: u64, r: &BenchResult) {
+    // Failed requests are written with length 0: they did not stop, they never ran.
+    let ran: Vec<f64> = r.output_lens.iter().copied().filter(|n| *n > 0.0).collect();
+    if !ran.is_empty() {
+        let mut short: Vec<f64> = ran.iter().copied().filter(|n| *n < asked as f64).collect();
+        ev.client_requests = Some(ran.len() as u64);
+        ev.client_short = Some(short.len() as u64);
+        ev.median_short_len = median(&mut short).map(JsonF64);
+    }
+}
+
+/// The verdict on `early` of `of` requests stopping at end-of-sequence: a failure when the load
+/// asked to ignore it, a warning when it did not.
+fn early_stops(load: &LoadIntent, early: f64, of: f64, median: Option<JsonF64>) -> CheckResult {
     let asked = load.output_len.map_or_else(
         || "length asked".to_string(),
         |n| format!("{n} tokens asked"),
@@ -85,11 +96,9 @@ pub fn check(
         return CheckResult::pass(
             Tripwire::T18,
             format!("all {} requests ran to the {asked}", thousands_f(of, 0)),
-        )
-        .with_evidence(ev);
+        );
     }
-    let median = ev
-        .median_short_len
+    let median = median
         .map(|m| format!(", median {} tokens", thousands_f(m.0, 0)))
         .unwrap_or_default();
     let msg = format!(
@@ -109,7 +118,6 @@ pub fn check(
             format!("{msg}: tokens per second compares runs of different lengths; add --ignore-eos for outputs of the length asked"),
         )
     }
-    .with_evidence(ev)
 }
 
 /// The engine's `stop` and `length` finished-reason deltas.

@@ -139,6 +139,49 @@ pub fn needs_linux(what: &str) -> CheckResult {
     )
 }
 
+/// T2 when the readings could not be taken at all (`why`: the reader's error): can't tell.
+pub fn unreadable(why: impl Into<String>) -> CheckResult {
+    CheckResult::unknown(Tripwire::T2, why)
+}
+
+/// T2 when the user turned the GPU check off (`--no-gpu-check`): it does not apply.
+pub fn skipped() -> CheckResult {
+    CheckResult::not_applicable(Tripwire::T2, "the GPU check was skipped (--no-gpu-check)")
+}
+
+/// The gate's T2 when the run's GPUs (`scope`, as described to the user) name no GPU the
+/// machine has: a server started there would run on cards nobody judged.
+pub fn scope_names_no_gpu(prefix: &str, scope: &str) -> CheckResult {
+    CheckResult::fail(
+        Tripwire::T2,
+        format!("{prefix}the run's GPUs ({scope}) name no GPU on this machine"),
+    )
+}
+
+/// A node's T2 as its agent sent it (docs/design/nodes.md#t2-on-every-node); anything that does
+/// not read back as a T2 result is can't tell.
+pub fn from_agent(sent: serde_json::Value) -> CheckResult {
+    serde_json::from_value::<CheckResult>(sent)
+        .ok()
+        .filter(|r| r.tripwire == Tripwire::T2)
+        .unwrap_or_else(|| {
+            CheckResult::unknown(
+                Tripwire::T2,
+                "its agent's T2 could not be read (not a T2 result)",
+            )
+        })
+}
+
+/// The exit status `gpu-inspect` gives a T2 (docs/reference.md, "gpu-inspect"): 0 when the
+/// cards are clear, 1 when they are not, 2 when it cannot tell (no /proc, no reading).
+pub fn inspect_exit_code(r: &CheckResult) -> i32 {
+    match r.status {
+        crate::result::Status::Pass => 0,
+        crate::result::Status::Fail => 1,
+        _ => 2,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

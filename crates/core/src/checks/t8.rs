@@ -104,93 +104,103 @@ pub fn check(
     facts: Option<&BootFacts>,
     engine: Engine,
 ) -> CheckResult {
-    let peak = series.peak_running();
-    let peak_in_flight = series
-        .samples
-        .iter()
-        .filter_map(|s| Some(s.running? + s.waiting?))
-        .filter(|x| !x.is_nan())
-        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
     let vllm_args = facts
         .filter(|_| engine == Engine::Vllm)
         .and_then(|f| f.non_default_args.as_ref());
-    let queued_reqs = arg_u64(vllm_args, "max_num_queued_reqs");
-    let queued_tokens = arg_u64(vllm_args, "max_num_queued_tokens");
-    let limit = facts.and_then(|f| running_limit(f, engine));
     // A data-parallel server runs its requests on several engines, each with its own running
     // limit: the server's is their sum (docs/tripwires.md, "Data-parallel servers").
     let ids = series.engine_ids();
-    let engines = ids.len().max(1) as u64;
-    let evidence = |r: CheckResult| {
-        let per_engine = (engines > 1).then(|| {
-            ids.iter()
-                .map(|id| {
-                    let peak = series
-                        .samples
-                        .iter()
-                        .filter_map(|s| s.per_engine().iter().find(|e| e.engine == *id)?.running)
-                        .filter(|x| !x.is_nan())
-                        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))));
-                    (id.clone(), peak.map(JsonF64))
-                })
-                .collect()
-        });
-        r.with_evidence(T8Evidence {
-            engines: (engines > 1).then_some(engines),
-            peak_running_per_engine: per_engine,
-            requested: Some(requested),
-            peak_running: Some(peak),
-            peak_in_flight: Some(peak_in_flight),
-            boot_line_max_concurrency: Some(facts.and_then(|f| f.max_concurrency)),
-            boot_line_request_len: Some(facts.and_then(|f| f.max_concurrency_request_len)),
-            max_num_queued_reqs: Some(queued_reqs),
-            max_num_queued_tokens: Some(queued_tokens),
-            running_cap: Some(limit.as_ref().map(|l| l.value)),
-            gauges_lag: Some(engine.gauges_lag()),
-        })
+    let seen = Seen {
+        requested,
+        peak: series.peak_running(),
+        peak_in_flight: max_of(
+            series
+                .samples
+                .iter()
+                .filter_map(|s| Some(s.running? + s.waiting?)),
+        ),
+        queued_reqs: arg_u64(vllm_args, "max_num_queued_reqs"),
+        queued_tokens: arg_u64(vllm_args, "max_num_queued_tokens"),
+        limit: facts.and_then(|f| running_limit(f, engine)),
+        engines: ids.len().max(1) as u64,
     };
-    let Some(peak) = peak else {
+    let r = verdict(&seen, engine);
+    with_evidence(r, &seen, &ids, series, facts, engine)
+}
+
+/// What the recording and the boot log say about the requests that ran.
+struct Seen {
+    requested: u64,
+    /// The most requests any sample saw running.
+    peak: Option<f64>,
+    /// The most requests any sample saw running or waiting.
+    peak_in_flight: Option<f64>,
+    /// vLLM's admission control, when set.
+    queued_reqs: Option<u64>,
+    queued_tokens: Option<u64>,
+    limit: Option<RunningLimit>,
+    /// Engines of the server, 1 unless it is data-parallel.
+    engines: u64,
+}
+
+/// The largest of the numbers that are not NaN.
+fn max_of(xs: impl Iterator<Item = f64>) -> Option<f64> {
+    xs.filter(|x| !x.is_nan())
+        .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+}
+
+/// The verdict and message, before the evidence.
+fn verdict(seen: &Seen, engine: Engine) -> CheckResult {
+    let requested = seen.requested;
+    let Some(peak) = seen.peak else {
         let mut msg = "series has no num_requests_running samples".to_string();
         let hint = gauges_hint(engine);
         if !hint.is_empty() {
             msg.push_str("; ");
             msg.push_str(hint);
         }
-        return evidence(CheckResult::unknown(Tripwire::T8, msg));
+        return CheckResult::unknown(Tripwire::T8, msg);
     };
     let n = requested as f64;
     // No sample saw a request: the load sent none the engine saw (a client that failed at once,
     // every request refused before the queue), or each ended between two samples. Neither is a
     // server that held requests back: can't tell, as T16 says for an empty window.
-    if peak == 0.0 && peak_in_flight.is_none_or(|f| f == 0.0) && n > 0.0 {
-        return evidence(CheckResult::unknown(
+    if peak == 0.0 && seen.peak_in_flight.is_none_or(|f| f == 0.0) && n > 0.0 {
+        return CheckResult::unknown(
             Tripwire::T8,
             format!(
                 "requested {requested} concurrent, but no sample saw a request running or waiting: the load sent none, none reached the engine, or each ended between two samples (the load's exit code, T15 and T17 say which)"
             ),
-        ));
+        );
     }
     if peak >= n {
-        return evidence(CheckResult::pass(
+        return CheckResult::pass(
             Tripwire::T8,
             format!("reached {} running (requested {requested})", g(peak)),
-        ));
+        );
     }
     if engine.gauges_lag() {
-        return evidence(CheckResult::unknown(
+        return CheckResult::unknown(
             Tripwire::T8,
             format!(
                 "requested {requested} concurrent, the recording never showed more than {}; {} updates the gauge only when a request completes, so it may have run more in between",
                 g(peak),
                 engine.name()
             ),
-        ));
+        );
     }
+    CheckResult::fail(Tripwire::T8, fail_message(seen, peak, engine))
+}
+
+/// Why fewer ran than were asked for, where the server says: admission control, or its running
+/// limit reached.
+fn fail_message(seen: &Seen, peak: f64, engine: Engine) -> String {
+    let (requested, engines) = (seen.requested, seen.engines);
     let mut msg = format!(
         "requested {requested} concurrent, server never ran more than {}",
         g(peak)
     );
-    if let (Some(cap), Some(in_flight)) = (queued_reqs, peak_in_flight) {
+    if let (Some(cap), Some(in_flight)) = (seen.queued_reqs, seen.peak_in_flight) {
         if cap < requested && in_flight >= cap as f64 {
             msg.push_str(&format!(
                 "; admission control (--max-num-queued-reqs {cap}) kept at most {cap} in flight, so the other {} were rejected, not queued",
@@ -198,7 +208,7 @@ pub fn check(
             ));
         }
     }
-    if let Some(limit) = limit.as_ref() {
+    if let Some(limit) = seen.limit.as_ref() {
         let server_cap = limit.value.saturating_mul(engines);
         if engines > 1 && server_cap < requested && peak >= server_cap as f64 {
             msg.push_str(&format!(
@@ -210,7 +220,44 @@ pub fn check(
             msg.push_str(&format!("; {}", limit.sentence(engine)));
         }
     }
-    evidence(CheckResult::fail(Tripwire::T8, msg))
+    msg
+}
+
+/// The result with T8's evidence, each engine's peak included for a data-parallel server.
+fn with_evidence(
+    r: CheckResult,
+    seen: &Seen,
+    ids: &[String],
+    series: &Series,
+    facts: Option<&BootFacts>,
+    engine: Engine,
+) -> CheckResult {
+    let engines = seen.engines;
+    let per_engine =
+        (engines > 1).then(|| {
+            ids.iter()
+                .map(|id| {
+                    let peak =
+                        max_of(series.samples.iter().filter_map(|s| {
+                            s.per_engine().iter().find(|e| e.engine == *id)?.running
+                        }));
+                    (id.clone(), peak.map(JsonF64))
+                })
+                .collect()
+        });
+    r.with_evidence(T8Evidence {
+        engines: (engines > 1).then_some(engines),
+        peak_running_per_engine: per_engine,
+        requested: Some(seen.requested),
+        peak_running: Some(seen.peak),
+        peak_in_flight: Some(seen.peak_in_flight),
+        boot_line_max_concurrency: Some(facts.and_then(|f| f.max_concurrency)),
+        boot_line_request_len: Some(facts.and_then(|f| f.max_concurrency_request_len)),
+        max_num_queued_reqs: Some(seen.queued_reqs),
+        max_num_queued_tokens: Some(seen.queued_tokens),
+        running_cap: Some(seen.limit.as_ref().map(|l| l.value)),
+        gauges_lag: Some(engine.gauges_lag()),
+    })
 }
 
 #[cfg(test)]

@@ -41,45 +41,108 @@ pub fn check_at(
     // One pass per question, no copies: a day's recording is 345,600 samples, and the reader
     // has already spent most of the memory budget holding them.
     if series.busy().next().is_none() {
-        let mut msg = "no sample with requests running and KV in use".to_string();
-        let no_running = series.samples.iter().all(|s| s.running.is_none());
-        let hint = gauges_hint(engine);
-        if no_running && !hint.is_empty() {
-            msg.push_str("; ");
-            msg.push_str(hint);
-        }
-        return CheckResult::unknown(Tripwire::T9, msg).with_evidence(T9Evidence {
-            samples: Some(0),
-            usable_blocks: Some(usable_blocks),
-            gauges_lag: Some(engine.gauges_lag()),
-            ..Default::default()
-        });
+        return no_busy_sample(series, usable_blocks, engine);
     }
     let is_saturated = |s: &SeriesSample| s.kv_usage.is_some_and(|u| u >= saturation);
     let any_saturated = series.busy().any(is_saturated);
     let basis = if any_saturated { "saturated" } else { "busy" };
-    // Every used sample is busy (running > 0, usage > 0), so each has a ceiling.
-    let mut rows = 0usize;
-    let (mut lo, mut hi) = (u64::MAX, 0u64);
-    let (mut share_min, mut share_max) = (f64::INFINITY, f64::NEG_INFINITY);
-    for s in series.busy().filter(|s| !any_saturated || is_saturated(s)) {
+    let c = ceilings(
+        series.busy().filter(|s| !any_saturated || is_saturated(s)),
+        usable_blocks,
+    );
+    let (fullest, ran) = fullest_and_ran(series);
+    let fullest = fullest.and_then(|(u, r)| predicted_ceiling(u, r, usable_blocks).ok());
+    let msg = ceiling_message(&c, basis, engine);
+    // A ceiling that moved only far above what ran limited nothing: it could bind only where
+    // its lowest value was reached or asked for (docs/design/tripwires.md#t9).
+    let could_bind = (ran >= c.lo as f64) || requested.is_some_and(|n| n >= c.lo);
+    let r = if c.lo == c.hi {
+        CheckResult::pass(Tripwire::T9, msg)
+    } else if could_bind {
+        CheckResult::warn(Tripwire::T9, msg)
+    } else {
+        CheckResult::pass(Tripwire::T9, above_message(c.lo, c.hi, ran, requested))
+    };
+    let per_request = |share: f64| usable_blocks.map(|b| share * b as f64);
+    r.with_evidence(T9Evidence {
+        ceiling_min: Some(c.lo),
+        ceiling_max: Some(c.hi),
+        ceiling_at_fullest: Some(fullest),
+        share_min: Some(JsonF64(c.share_min)),
+        share_max: Some(JsonF64(c.share_max)),
+        samples: Some(c.rows as u64),
+        basis: Some(basis.to_string()),
+        usable_blocks: Some(usable_blocks),
+        blocks_per_request_min: Some(per_request(c.share_min).map(JsonF64)),
+        blocks_per_request_max: Some(per_request(c.share_max).map(JsonF64)),
+        gauges_lag: Some(engine.gauges_lag()),
+        engines: None,
+    })
+}
+
+/// The unknown of a series with no sample where requests ran and KV was in use, with the hint
+/// for engines whose gauges must be switched on.
+fn no_busy_sample(series: &Series, usable_blocks: Option<u64>, engine: Engine) -> CheckResult {
+    let mut msg = "no sample with requests running and KV in use".to_string();
+    let no_running = series.samples.iter().all(|s| s.running.is_none());
+    let hint = gauges_hint(engine);
+    if no_running && !hint.is_empty() {
+        msg.push_str("; ");
+        msg.push_str(hint);
+    }
+    CheckResult::unknown(Tripwire::T9, msg).with_evidence(T9Evidence {
+        samples: Some(0),
+        usable_blocks: Some(usable_blocks),
+        gauges_lag: Some(engine.gauges_lag()),
+        ..Default::default()
+    })
+}
+
+/// The range of ceilings, and of one request's share, over the samples that judge them.
+struct Ceilings {
+    /// Samples that gave a ceiling.
+    rows: usize,
+    lo: u64,
+    hi: u64,
+    share_min: f64,
+    share_max: f64,
+}
+
+/// The ceilings of the given busy samples; every busy sample has running > 0 and usage > 0, so
+/// each has a ceiling unless the pool's size rules it out.
+fn ceilings<'a>(
+    samples: impl Iterator<Item = &'a SeriesSample>,
+    usable_blocks: Option<u64>,
+) -> Ceilings {
+    let mut c = Ceilings {
+        rows: 0,
+        lo: u64::MAX,
+        hi: 0,
+        share_min: f64::INFINITY,
+        share_max: f64::NEG_INFINITY,
+    };
+    for s in samples {
         let (Some(u), Some(r)) = (s.kv_usage, s.running) else {
             continue;
         };
-        let Ok(c) = predicted_ceiling(u, r, usable_blocks) else {
+        let Ok(ceiling) = predicted_ceiling(u, r, usable_blocks) else {
             continue;
         };
-        rows += 1;
-        lo = lo.min(c);
-        hi = hi.max(c);
-        share_min = share_min.min(u / r);
-        share_max = share_max.max(u / r);
+        c.rows += 1;
+        c.lo = c.lo.min(ceiling);
+        c.hi = c.hi.max(ceiling);
+        c.share_min = c.share_min.min(u / r);
+        c.share_max = c.share_max.max(u / r);
     }
-    if rows == 0 {
-        lo = 0;
+    if c.rows == 0 {
+        c.lo = 0;
     }
-    // One pass for the fullest sample and the most requests that ran.
-    let (fullest, ran) = series
+    c
+}
+
+/// The fullest busy sample's (usage, running) and the most requests that ran, in one pass.
+fn fullest_and_ran(series: &Series) -> (Option<(f64, f64)>, f64) {
+    series
         .busy()
         .filter_map(|s| Some((s.kv_usage?, s.running?)))
         .fold(
@@ -91,14 +154,18 @@ pub fn check_at(
                 };
                 (best, ran.max(cur.1))
             },
-        );
-    let fullest = fullest.and_then(|(u, r)| predicted_ceiling(u, r, usable_blocks).ok());
+        )
+}
+
+/// What the ceilings say: one steady ceiling with its share, or the range it moved in.
+fn ceiling_message(c: &Ceilings, basis: &str, engine: Engine) -> String {
+    let (lo, hi) = (c.lo, c.hi);
     let pool = match engine {
         Engine::Sglang => "the fullest memory pool (KV cache or request state)",
         Engine::Vllm | Engine::Trtllm => "the cache",
     };
     let mut msg = if lo == hi {
-        let (a, b) = (pct(share_min, 1), pct(share_max, 1));
+        let (a, b) = (pct(c.share_min, 1), pct(c.share_max, 1));
         let share = if a == b { a } else { format!("{a} to {b}") };
         format!(
             "one request holds {share} of {pool}; ceiling = floor(1/share) = {lo} on every {basis} sample"
@@ -106,42 +173,18 @@ pub fn check_at(
     } else {
         format!(
             "ceiling moved between {lo} and {hi} as requests grew (one request held {} to {} of {pool}); concurrency was not a constant of this run",
-            pct(share_min, 1),
-            pct(share_max, 1)
+            pct(c.share_min, 1),
+            pct(c.share_max, 1)
         )
     };
     if engine.gauges_lag() {
         msg.push_str(&format!(
             " (from {} readings; {} updates its gauges only when a request completes)",
-            rows,
+            c.rows,
             engine.name()
         ));
     }
-    // A ceiling that moved only far above what ran limited nothing: it could bind only where
-    // its lowest value was reached or asked for (docs/design/tripwires.md#t9).
-    let could_bind = (ran >= lo as f64) || requested.is_some_and(|n| n >= lo);
-    let r = if lo == hi {
-        CheckResult::pass(Tripwire::T9, msg)
-    } else if could_bind {
-        CheckResult::warn(Tripwire::T9, msg)
-    } else {
-        CheckResult::pass(Tripwire::T9, above_message(lo, hi, ran, requested))
-    };
-    let per_request = |share: f64| usable_blocks.map(|b| share * b as f64);
-    r.with_evidence(T9Evidence {
-        ceiling_min: Some(lo),
-        ceiling_max: Some(hi),
-        ceiling_at_fullest: Some(fullest),
-        share_min: Some(JsonF64(share_min)),
-        share_max: Some(JsonF64(share_max)),
-        samples: Some(rows as u64),
-        basis: Some(basis.to_string()),
-        usable_blocks: Some(usable_blocks),
-        blocks_per_request_min: Some(per_request(share_min).map(JsonF64)),
-        blocks_per_request_max: Some(per_request(share_max).map(JsonF64)),
-        gauges_lag: Some(engine.gauges_lag()),
-        engines: None,
-    })
+    msg
 }
 
 /// The pass of a ceiling that moved but stayed above every request that ran or was asked for.

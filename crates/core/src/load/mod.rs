@@ -127,7 +127,7 @@ pub struct LoadIntent {
     pub request_rate: Option<f64>,
     /// The client sends on a schedule whose whole length is requests / rate, so a send span
     /// longer than that is the client falling behind, not chance: `vllm bench serve` rescales
-    /// its random gaps to that length unless it ramps up (../shared/spec/engines.md), and a
+    /// its random gaps to that length unless it ramps up (docs/design/tripwires.md#t21), and a
     /// constant rate spaces them evenly.
     pub exact_schedule: bool,
 }

@@ -71,6 +71,19 @@ pub struct Rewrite {
     pub result: ResultLocation,
 }
 
+/// The options by which the known clients say where their result goes (read above), not what
+/// they load: two runs that differ only there ran the same load.
+pub const OUTPUT_OPTIONS: &[&str] = &[
+    "--result-dir",
+    "--result-filename",
+    "--output-file",
+    "--artifact-dir",
+    "--output-artifact-dir",
+    "--output",
+    "--output-path",
+    "--output-dir",
+];
+
 /// Rewrites a known client so it saves its result in the run folder `out`, unless it already
 /// saves one (docs/design/run.md#the-load). Other commands run unchanged.
 pub fn rewrite(argv: &[String], out: &Path) -> Rewrite {

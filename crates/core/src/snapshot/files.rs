@@ -167,24 +167,10 @@ pub(crate) fn repr(v: Option<&Value>) -> String {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder, creating parents.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ReadError> {
-    let shown = path.display().to_string();
-    let io = |source| ReadError::Io {
-        path: shown.clone(),
+    crate::files::write_atomic(path, bytes).map_err(|source| ReadError::Io {
+        path: path.display().to_string(),
         source,
-    };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(io)?;
-    }
-    let file_name = path
-        .file_name()
-        .map_or_else(|| "out".into(), |n| n.to_string_lossy().into_owned());
-    let tmp = path.with_file_name(format!(".{file_name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(io)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        io(e)
     })
 }
 

@@ -12,9 +12,14 @@ use super::super::model::{Cmd, Script};
 use super::super::Finding;
 use super::{snippet, starts_load, starts_server};
 
-const FIX: &str = "give each run its own --seed, or reset the cache between runs (curl -X POST \
-                   $URL/reset_prefix_cache), restart the server, or start it with \
-                   --no-enable-prefix-caching; 'inferlint run' measures the hits (T16)";
+/// The fix points to `run --sweep` first: it runs the points against one server, resets the
+/// cache between them and checks the reset took (docs/design/sweeps.md), which a hand-written
+/// loop does not.
+const FIX: &str = "run the points with 'inferlint run --sweep OPTION=V1,V2,... -- LOAD' (one \
+                   server, the cache reset between points and the reset checked, each point \
+                   judged), or give each run its own --seed, reset the cache between runs \
+                   (curl -X POST $URL/reset_prefix_cache, and check its success), restart the \
+                   server, or start it with --no-enable-prefix-caching";
 
 /// The seed a load uses: its `--seed`, else its client's default (vLLM's and TensorRT-LLM's
 /// 0, SGLang's 1); None when it is a shell expansion, which may differ from run to run.

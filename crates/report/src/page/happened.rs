@@ -62,112 +62,18 @@ struct Tile {
     badge: Option<Status>,
 }
 
+/// The headline numbers, each a tile where the recording has it.
 fn tiles(report: &Report) -> Markup {
-    let engine = report.engine();
-    let bench = report.inputs().bench.as_ref();
-    let mut tiles: Vec<Tile> = Vec::new();
-    let requested = report.inputs().requested;
-    let peak = report
-        .result(Tripwire::T8)
-        .and_then(|r| r.evidence.t8()?.peak_running.flatten())
-        .or(report.summary().peak_running);
-    if let Some(p) = peak {
-        let t8 = report.result(Tripwire::T8).map(|r| r.status);
-        tiles.push(Tile {
-            key: "Ran at once".into(),
-            value: g(p),
-            unit: requested.map(|n| format!("of {n}")),
-            sub: match requested {
-                Some(n) => format!("The load tool kept {n} requests open."),
-                None => "The most requests the server ran at one reading.".into(),
-            },
-            badge: t8.filter(|s| *s != Status::Pass),
-        });
-    }
-    if let Some(t1) = report.result(Tripwire::T1) {
-        let count = t1
-            .evidence
-            .t1()
-            .and_then(|e| e.preemptions.flatten())
-            .map(Count::as_f64)
-            .or(report.summary().preemptions);
-        let key = match engine {
-            Engine::Vllm => "Preemptions",
-            Engine::Sglang => "Retractions",
-            Engine::Trtllm => "Pauses",
-        };
-        let log = match engine {
-            Engine::Vllm => "The server log mentions none.".to_string(),
-            e => format!("{} logs each.", e.name()),
-        };
-        tiles.push(Tile {
-            key: key.into(),
-            value: count.map(g).unwrap_or_else(|| "?".into()),
-            unit: None,
-            sub: format!("Requests evicted and recomputed. {log}"),
-            badge: Some(t1.status).filter(|s| *s != Status::Pass),
-        });
-    }
-    let t10 = report.result(Tripwire::T10).and_then(|r| r.evidence.t10());
-    // A figure written by name ("NaN", "inf") is no figure to show.
-    let finite = |x: Option<JsonF64>| x.map(|x| x.0).filter(|x| x.is_finite());
-    if let Some(rate) = t10.and_then(|e| finite(e.rate_per_s)) {
-        let span = t10.and_then(|e| finite(e.span_s)).unwrap_or(f64::NAN);
-        let client = bench.and_then(|b| Some((b.output_throughput?, b.duration?)));
-        let sub = match client {
-            Some((c, d)) => format!(
-                "server's count over {span:.1} s, idle time included; the load tool measured {} over its {d:.1} s",
-                thousands_f(c, 1)
-            ),
-            None => match t10.and_then(|e| finite(e.integer_second_error.flatten())) {
-                Some(e) => format!("over {span:.1} s; a whole-second timer reads {}", pct_signed(e, 2)),
-                None => format!("over {span:.1} s"),
-            },
-        };
-        tiles.push(Tile {
-            key: "Output tokens per second".into(),
-            value: thousands_f(rate, 1),
-            unit: None,
-            sub,
-            badge: None,
-        });
-    }
-    if let Some(b) = bench {
-        if let Some(med) = b.median_ttft_ms {
-            let p99 = b
-                .p99_ttft_ms
-                .map(|p| format!("p99 {}; ", millis(p)))
-                .unwrap_or_default();
-            tiles.push(Tile {
-                key: "Time to first token, median".into(),
-                value: millis(med),
-                unit: None,
-                sub: format!("{p99}as the load tool measured it, queueing included"),
-                badge: None,
-            });
-        }
-    }
-    if let Some(blocks) = report.usable_blocks() {
-        let reported = report
-            .result(Tripwire::T14)
-            .and_then(|r| r.evidence.t14()?.reported_num_gpu_blocks.flatten())
-            .map(|n| n as f64);
-        let bs = report.first_facts().and_then(|f| f.attention_block_size);
-        let mut sub = match reported {
-            Some(r) => format!("{} reported, one held back", g(r)),
-            None => "one block held back".into(),
-        };
-        if let Some(bs) = bs {
-            sub.push_str(&format!("; {} tokens per block", thousands_f(bs as f64, 0)));
-        }
-        tiles.push(Tile {
-            key: "Usable KV blocks".into(),
-            value: blocks.to_string(),
-            unit: None,
-            sub,
-            badge: None,
-        });
-    }
+    let tiles: Vec<Tile> = [
+        ran_at_once(report),
+        evictions(report),
+        output_rate(report),
+        median_ttft(report),
+        usable_blocks(report),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     if tiles.is_empty() {
         return html! {};
     }
@@ -186,6 +92,123 @@ fn tiles(report: &Report) -> Markup {
             }
         }
     }
+}
+
+/// The most requests that ran at once, of those the load kept open, flagged when T8 did not pass.
+fn ran_at_once(report: &Report) -> Option<Tile> {
+    let requested = report.inputs().requested;
+    let p = report
+        .result(Tripwire::T8)
+        .and_then(|r| r.evidence.t8()?.peak_running.flatten())
+        .or(report.summary().peak_running)?;
+    let t8 = report.result(Tripwire::T8).map(|r| r.status);
+    Some(Tile {
+        key: "Ran at once".into(),
+        value: g(p),
+        unit: requested.map(|n| format!("of {n}")),
+        sub: match requested {
+            Some(n) => format!("The load tool kept {n} requests open."),
+            None => "The most requests the server ran at one reading.".into(),
+        },
+        badge: t8.filter(|s| *s != Status::Pass),
+    })
+}
+
+/// Requests evicted and recomputed, by the engine's word for them, where T1 ran.
+fn evictions(report: &Report) -> Option<Tile> {
+    let engine = report.engine();
+    let t1 = report.result(Tripwire::T1)?;
+    let count = t1
+        .evidence
+        .t1()
+        .and_then(|e| e.preemptions.flatten())
+        .map(Count::as_f64)
+        .or(report.summary().preemptions);
+    let key = match engine {
+        Engine::Vllm => "Preemptions",
+        Engine::Sglang => "Retractions",
+        Engine::Trtllm => "Pauses",
+    };
+    let log = match engine {
+        Engine::Vllm => "The server log mentions none.".to_string(),
+        e => format!("{} logs each.", e.name()),
+    };
+    Some(Tile {
+        key: key.into(),
+        value: count.map(g).unwrap_or_else(|| "?".into()),
+        unit: None,
+        sub: format!("Requests evicted and recomputed. {log}"),
+        badge: Some(t1.status).filter(|s| *s != Status::Pass),
+    })
+}
+
+/// The server's output tokens per second (T10), beside what the load tool measured.
+fn output_rate(report: &Report) -> Option<Tile> {
+    let bench = report.inputs().bench.as_ref();
+    let t10 = report.result(Tripwire::T10).and_then(|r| r.evidence.t10());
+    // A figure written by name ("NaN", "inf") is no figure to show.
+    let finite = |x: Option<JsonF64>| x.map(|x| x.0).filter(|x| x.is_finite());
+    let rate = t10.and_then(|e| finite(e.rate_per_s))?;
+    let span = t10.and_then(|e| finite(e.span_s)).unwrap_or(f64::NAN);
+    let client = bench.and_then(|b| Some((b.output_throughput?, b.duration?)));
+    let sub = match client {
+        Some((c, d)) => format!(
+            "server's count over {span:.1} s, idle time included; the load tool measured {} over its {d:.1} s",
+            thousands_f(c, 1)
+        ),
+        None => match t10.and_then(|e| finite(e.integer_second_error.flatten())) {
+            Some(e) => format!("over {span:.1} s; a whole-second timer reads {}", pct_signed(e, 2)),
+            None => format!("over {span:.1} s"),
+        },
+    };
+    Some(Tile {
+        key: "Output tokens per second".into(),
+        value: thousands_f(rate, 1),
+        unit: None,
+        sub,
+        badge: None,
+    })
+}
+
+/// The load tool's median time to first token, with its p99.
+fn median_ttft(report: &Report) -> Option<Tile> {
+    let b = report.inputs().bench.as_ref()?;
+    let med = b.median_ttft_ms?;
+    let p99 = b
+        .p99_ttft_ms
+        .map(|p| format!("p99 {}; ", millis(p)))
+        .unwrap_or_default();
+    Some(Tile {
+        key: "Time to first token, median".into(),
+        value: millis(med),
+        unit: None,
+        sub: format!("{p99}as the load tool measured it, queueing included"),
+        badge: None,
+    })
+}
+
+/// The KV cache's usable blocks, with the count the server reported and the block size.
+fn usable_blocks(report: &Report) -> Option<Tile> {
+    let blocks = report.usable_blocks()?;
+    let reported = report
+        .result(Tripwire::T14)
+        .and_then(|r| r.evidence.t14()?.reported_num_gpu_blocks.flatten())
+        .map(|n| n as f64);
+    let bs = report.first_facts().and_then(|f| f.attention_block_size);
+    let mut sub = match reported {
+        Some(r) => format!("{} reported, one held back", g(r)),
+        None => "one block held back".into(),
+    };
+    if let Some(bs) = bs {
+        sub.push_str(&format!("; {} tokens per block", thousands_f(bs as f64, 0)));
+    }
+    Some(Tile {
+        key: "Usable KV blocks".into(),
+        value: blocks.to_string(),
+        unit: None,
+        sub,
+        badge: None,
+    })
 }
 
 /// `2026-09-26 17:50:52 to 17:52:25 (UTC-7)`, in the local time zone of the machine that

@@ -58,17 +58,7 @@ pub fn render(report: &Report, mode: Mode) -> String {
         Mode::Page => html! {
             (DOCTYPE)
             html lang="en" {
-                head {
-                    meta charset="utf-8";
-                    meta http-equiv="Content-Security-Policy" content=(CSP);
-                    meta name="viewport" content="width=device-width, initial-scale=1";
-                    meta name="color-scheme" content="light dark";
-                    meta name="generator" content=(format!("inferlint {}", inferlint_core::VERSION));
-                    title { (title) }
-                    link rel="icon" href=(FAVICON);
-                    script { (PreEscaped(THEME_JS)) }
-                    style { (PreEscaped(CSS)) }
-                }
+                (head(&title, ""))
                 body { (body) }
             }
         }
@@ -81,6 +71,24 @@ pub fn render(report: &Report, mode: Mode) -> String {
             (body)
         }
         .into_string(),
+    }
+}
+
+/// A standalone page's `<head>`: the content policy, the icon, the theme script and the run
+/// page's stylesheet, then `extra_css` (the sweep page's own rules) in the same style element.
+pub(crate) fn head(title: &str, extra_css: &str) -> Markup {
+    html! {
+        head {
+            meta charset="utf-8";
+            meta http-equiv="Content-Security-Policy" content=(CSP);
+            meta name="viewport" content="width=device-width, initial-scale=1";
+            meta name="color-scheme" content="light dark";
+            meta name="generator" content=(format!("inferlint {}", inferlint_core::VERSION));
+            title { (title) }
+            link rel="icon" href=(FAVICON);
+            script { (PreEscaped(THEME_JS)) }
+            style { (PreEscaped(CSS)) (PreEscaped(extra_css)) }
+        }
     }
 }
 

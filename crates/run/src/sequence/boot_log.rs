@@ -12,7 +12,7 @@ impl Run {
     /// The boot log's path: the run's own, or the one given in attach mode.
     pub(super) fn boot_log_path(&self) -> Option<PathBuf> {
         if self.serve_argv.is_some() {
-            let p = self.out.join(folder::BOOT_LOG);
+            let p = self.out.join(folder::boot_log_name(self.boot.number));
             p.exists().then_some(p)
         } else {
             self.inputs.boot_log.clone()
@@ -70,7 +70,7 @@ impl Run {
             self.line(&format!("note: {note}"));
         }
         self.record.engine_version = facts.version.clone();
-        let label = folder::BOOT_LOG.to_string();
+        let label = folder::boot_log_name(self.boot.number);
         let checks = checks::boot_all(Some(text.as_str()), &[(label, facts.clone())]);
         for r in checks {
             if r.tripwire == Tripwire::T7 {

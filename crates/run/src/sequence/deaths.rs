@@ -22,7 +22,13 @@ impl Run {
                 .unwrap_or(0)
         });
         let after_ready = t7_deaths::judged(&all, interrupted_ms);
-        self.record.deaths = all;
+        self.record.deaths = self
+            .server
+            .earlier_deaths
+            .iter()
+            .cloned()
+            .chain(all)
+            .collect();
         if self.server.deaths_judged {
             return;
         }

@@ -3,6 +3,7 @@
 //! another engine's, or when its scrapes were too slow to see the load at all.
 
 use super::super::folder;
+use super::window::Window;
 use super::Run;
 use inferlint_core::series::Series;
 
@@ -15,10 +16,10 @@ impl Run {
     /// [`FEW_READINGS`] in all, although the load had requests served. A reading or two says
     /// nothing of how many requests ran at once (the one seen running may be the only one
     /// caught). A well-sampled recording whose gauge stays at 0 is another matter: T8 judges it.
-    fn missed_the_load(&self, s: &Series) -> Option<String> {
-        let served = match self.load.bench.as_ref().and_then(|b| b.completed) {
+    fn missed_the_load(&self, w: &Window, s: &Series) -> Option<String> {
+        let served = match w.bench.as_ref().and_then(|b| b.completed) {
             Some(n) => n > 0.0,
-            None => self.load.exit == Some(0),
+            None => w.exit == Some(0),
         };
         let load_s = self.timings.load_s;
         let asked = load_s / self.inputs.interval.as_secs_f64().max(1e-3);
@@ -37,11 +38,12 @@ impl Run {
     /// cannot be read, holds no reading, or recorded another engine's metrics.
     pub(super) fn usable_series(
         &mut self,
+        w: &mut Window,
         failures: usize,
         last_error: Option<&str>,
     ) -> Option<Series> {
         let engine = self.engine();
-        let why = match Series::load(&self.out.join(folder::SERIES)) {
+        let why = match Series::load(&w.dir.join(folder::SERIES)) {
             Err(e) => format!("the recording cannot be read ({e})"),
             Ok(s) if s.samples.is_empty() => match (failures, last_error) {
                 (n, Some(e)) if n > 0 => format!(
@@ -58,7 +60,7 @@ impl Run {
                         other.name(),
                         engine.name()
                     )
-                } else if let Some(why) = self.missed_the_load(&s) {
+                } else if let Some(why) = self.missed_the_load(w, &s) {
                     why
                 } else {
                     return Some(s);
@@ -66,7 +68,7 @@ impl Run {
             }
         };
         self.line(&format!("note: {why}"));
-        self.load.gaps.recording = Some(why);
+        w.gaps.recording = Some(why);
         None
     }
 }

@@ -8,28 +8,28 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use inferlint_core::argv::command_engine as serve_engine;
-use inferlint_core::bench::BenchResult;
+use inferlint_core::argv::{command_engine as serve_engine, split_command};
 use inferlint_core::bootlog::BootFacts;
-use inferlint_core::checks;
 use inferlint_core::engine::Engine;
 use inferlint_core::result::CheckResult;
-use inferlint_core::series::Series;
-use inferlint_core::snapshot::Snapshot;
 use inferlint_http::scrape::Scraper;
 
 mod attached;
-mod benchmark;
 mod boot_log;
 mod deaths;
 mod engine;
 mod finish;
 mod gaps;
 mod nodes;
+mod script_sweep;
 mod serve;
+mod sweep;
+mod window;
+
+use window::Window;
 
 use super::deaths::{DeathWatch, Phase};
-use super::folder::{self, RunRecord};
+use super::folder::RunRecord;
 use super::interrupt::{Interrupt, Level};
 use super::live::Sink;
 use super::proc::{this_shepherd, Proc};
@@ -82,7 +82,6 @@ struct Run {
     gate: Gate,
     server: Server,
     boot: Boot,
-    load: Load,
     verdict: Verdict,
     timings: Timings,
 }
@@ -104,6 +103,8 @@ struct Server {
     deaths: Option<DeathWatch>,
     /// Whether a T7 has judged them (once per run).
     deaths_judged: bool,
+    /// The deaths of the servers this run started and stopped before the current one.
+    earlier_deaths: Vec<inferlint_core::checks::t7_deaths::Death>,
     /// The run's marker (`INFERLINT_RUN_ID` of its server), once the server started.
     run_id: Option<String>,
     /// The server's parts on other nodes, under their agents.
@@ -113,6 +114,11 @@ struct Server {
 /// What the boot log says.
 #[derive(Default)]
 struct Boot {
+    /// Which start of the server the log is of (1 for the first; 0 before any).
+    number: u32,
+    /// The earlier starts' logs (a sweep restarted between points), first first: file name,
+    /// text and facts.
+    earlier: Vec<(String, String, BootFacts)>,
     facts: Option<BootFacts>,
     text: Option<String>,
     /// The version the server itself reports, when its log does not say.
@@ -132,23 +138,6 @@ impl Boot {
     }
 }
 
-/// The load and what was recorded around it.
-#[derive(Default)]
-struct Load {
-    before: Option<Snapshot>,
-    after: Option<Snapshot>,
-    series: Option<Series>,
-    /// Why the run checks' inputs are missing, when they are (recorded as "can't tell").
-    gaps: checks::gaps::Gaps,
-    bench: Option<BenchResult>,
-    bench_path: Option<PathBuf>,
-    requested: Option<u64>,
-    untimed: u64,
-    exit: Option<i32>,
-    /// What the run saw of the load while it ran (T20, T21).
-    observed: inferlint_core::observed::LoadObserved,
-}
-
 /// What the run concludes.
 #[derive(Default)]
 struct Verdict {
@@ -158,6 +147,8 @@ struct Verdict {
     problem: Option<String>,
     /// Whether a report may be written (not when no server answered at all).
     no_report: bool,
+    /// The sweep's points and what holds across them, for a sweep.
+    sweep: Option<inferlint_core::sweep::Sweep>,
 }
 
 impl Verdict {
@@ -171,91 +162,104 @@ impl Verdict {
 
 /// Runs the whole sequence and returns its outcome; the run folder is complete when it returns.
 pub async fn run(inputs: RunInputs, sink: Arc<dyn Sink>, interrupt: Interrupt) -> Outcome {
-    let t0 = Instant::now();
-    let serve_argv = inputs
-        .serve
-        .as_deref()
-        .map(|s| shlex::split(s).unwrap_or_default());
-    let named = inputs.engine.as_ref().map(|n| n.engine);
-    let url = match &inputs.url {
-        Some(u) if !u.trim().is_empty() => u.trim().trim_end_matches('/').to_string(),
-        _ => match &serve_argv {
-            Some(argv) => {
-                inferlint_core::url::server_url(argv, named.or_else(|| serve_engine(argv)))
-            }
-            None => format!(
-                "http://127.0.0.1:{}",
-                named.unwrap_or(Engine::Vllm).default_port()
-            ),
-        },
+    // A command that does not split is no server to start: the run stops before anything
+    // starts, with the command line's own words (core's one rule).
+    let (serve_argv, unsplit) = match inputs.serve.as_deref().map(|s| split_command("--serve", s)) {
+        Some(Ok(argv)) => (Some(argv), None),
+        Some(Err(e)) => (None, Some(e.to_string())),
+        None => (None, None),
     };
-    let mut secrets = Secrets::default();
-    if let Some(argv) = &serve_argv {
-        secrets.add_argv(argv);
-    }
-    secrets.add_argv(&inputs.load);
-    secrets.add_env(std::env::vars());
-    let api_key = inputs
-        .probe_options
-        .api_key
-        .clone()
-        .or_else(|| {
-            serve_argv
-                .as_deref()
-                .and_then(|a| inferlint_core::argv::flag_value(a, "--api-key"))
-        })
-        .or_else(|| std::env::var("OPENAI_API_KEY").ok())
-        .filter(|k| !k.is_empty());
-    if let Some(k) = &api_key {
-        secrets.add(k);
-    }
-    let mut record = RunRecord::new(&url, inputs.interval.as_secs_f64());
-    record.serve_command = serve_argv
-        .as_deref()
-        .map(|a| redact::redact_command(a, &secrets));
-    record.load_command = Some(redact::redact_command(&inputs.load, &secrets));
-    record.boot_log = inputs.boot_log.as_ref().map(|p| p.display().to_string());
-    let out = inputs.out.clone();
-    let mut run = Run {
-        sink,
-        interrupt,
-        out,
-        url,
-        serve_argv,
-        secrets,
-        api_key,
-        scraper: Arc::new(Scraper::new()),
-        t0,
-        record,
-        engine: None,
-        gate: Gate::default(),
-        server: Server::default(),
-        boot: Boot::default(),
-        load: Load {
-            requested: inputs.requested,
-            ..Load::default()
-        },
-        verdict: Verdict::default(),
-        timings: Timings::default(),
-        inputs,
-    };
-    if let Err(e) = std::fs::create_dir_all(&run.out) {
-        run.verdict.problem = Some(format!(
-            "cannot create the run folder {}: {e}",
-            run.out.display()
-        ));
-        run.sink.line(&format!(
+    let mut run = Run::new(inputs, serve_argv, sink, interrupt);
+    let why = unsplit.or_else(|| {
+        std::fs::create_dir_all(&run.out)
+            .err()
+            .map(|e| format!("cannot create the run folder {}: {e}", run.out.display()))
+    });
+    if let Some(why) = why {
+        run.set_problem(why);
+        run.line(&format!(
             "problem: {}",
             run.verdict.problem.as_deref().unwrap_or("")
         ));
-        return run.outcome(None, Vec::new());
+        return run.outcome(None, Vec::new(), None);
     }
     run.record.gpus = gpus_json().await;
     run.save_record();
-    run.steps().await;
+    let window = run.steps().await;
     run.record_deaths();
     run.stop_server().await;
-    run.finish().await
+    run.finish(window).await
+}
+
+impl Run {
+    /// The run's setting before its first step: where the server answers, the secrets to mask
+    /// (the commands', the environment's, the API key), and `run.json`'s first fields.
+    fn new(
+        inputs: RunInputs,
+        serve_argv: Option<Vec<String>>,
+        sink: Arc<dyn Sink>,
+        interrupt: Interrupt,
+    ) -> Run {
+        let t0 = Instant::now();
+        let named = inputs.engine.as_ref().map(|n| n.engine);
+        let url = match &inputs.url {
+            Some(u) if !u.trim().is_empty() => u.trim().trim_end_matches('/').to_string(),
+            _ => match &serve_argv {
+                Some(argv) => {
+                    inferlint_core::url::server_url(argv, named.or_else(|| serve_engine(argv)))
+                }
+                None => format!(
+                    "http://127.0.0.1:{}",
+                    named.unwrap_or(Engine::Vllm).default_port()
+                ),
+            },
+        };
+        let mut secrets = Secrets::default();
+        if let Some(argv) = &serve_argv {
+            secrets.add_argv(argv);
+        }
+        secrets.add_argv(&inputs.load);
+        secrets.add_env(std::env::vars());
+        let api_key = inputs
+            .probe_options
+            .api_key
+            .clone()
+            .or_else(|| {
+                serve_argv
+                    .as_deref()
+                    .and_then(|a| inferlint_core::argv::flag_value(a, "--api-key"))
+            })
+            .or_else(|| std::env::var("OPENAI_API_KEY").ok())
+            .filter(|k| !k.is_empty());
+        if let Some(k) = &api_key {
+            secrets.add(k);
+        }
+        let mut record = RunRecord::new(&url, inputs.interval.as_secs_f64());
+        record.serve_command = serve_argv
+            .as_deref()
+            .map(|a| redact::redact_command(a, &secrets));
+        record.load_command = Some(redact::redact_command(&inputs.load, &secrets));
+        record.boot_log = inputs.boot_log.as_ref().map(|p| p.display().to_string());
+        Run {
+            sink,
+            interrupt,
+            out: inputs.out.clone(),
+            url,
+            serve_argv,
+            secrets,
+            api_key,
+            scraper: Arc::new(Scraper::new()),
+            t0,
+            record,
+            engine: None,
+            gate: Gate::default(),
+            server: Server::default(),
+            boot: Boot::default(),
+            verdict: Verdict::default(),
+            timings: Timings::default(),
+            inputs,
+        }
+    }
 }
 
 /// The GPUs as `run.json` lists them (null when none can be read).
@@ -329,22 +333,25 @@ impl Run {
         }
     }
 
-    async fn steps(&mut self) {
+    /// The steps up to the stop: the engine, the server (started or found), its metrics and
+    /// boot log, the probe, then the load's window and its checks. The window, when the run
+    /// got that far.
+    async fn steps(&mut self) -> Option<Window> {
         // 1. The engine.
         if !self.engine_step() {
-            return;
+            return None;
         }
 
         // 2./3. Start the server, or find the running one.
         if self.serve_argv.is_some() {
             if !self.start_server().await {
                 self.boot_log_step().await;
-                return;
+                return None;
             }
         } else if !inferlint_http::probe::healthy(&self.url, Duration::from_secs(10)).await {
             self.set_problem(format!("no server answers at {}/health", self.url));
             self.verdict.no_report = true;
-            return;
+            return None;
         } else {
             self.name_attached_server().await;
         }
@@ -353,15 +360,15 @@ impl Run {
         let metrics_ok = self.metrics_step().await;
         self.boot_log_step().await;
         if !metrics_ok || self.verdict.problem.is_some() || self.interrupted() {
-            return;
+            return None;
         }
 
         // 6. Probe.
         if self.inputs.probe && !self.probe_step().await {
-            return;
+            return None;
         }
         if self.interrupted() {
-            return;
+            return None;
         }
         // A server that broke after ready gets no load: it could not serve it.
         if self
@@ -370,20 +377,31 @@ impl Run {
             .as_ref()
             .is_some_and(|d| d.broken().is_some())
         {
-            return;
+            return None;
         }
 
-        // 7. Before snapshot.
-        self.load.before = self.snapshot_to(folder::BEFORE, "before").await;
+        if let Some(s) = self.inputs.sweep.clone() {
+            let sweep = self.sweep_step(&s).await;
+            self.reparse_boot_log();
+            self.verdict.sweep = Some(sweep);
+            return None;
+        }
 
-        // 8. The load, recorded.
-        self.load_step().await;
+        // 7.-9. The window: the snapshots around the load, the load recorded, its result.
+        let window = self
+            .window_step(self.out.clone(), self.inputs.load.clone())
+            .await;
 
         // 10. The boot log again, now that it covers the run (TensorRT-LLM logs pauses there).
         self.reparse_boot_log();
 
-        // 11. The run checks.
-        self.checks_step();
+        // 11. The window's checks; a script that ran several load tools, point by point.
+        self.checks_step(&window);
+        if let Some(sweep) = self.script_sweep(&window) {
+            self.print_sweep(&sweep);
+            self.verdict.sweep = Some(sweep);
+        }
+        Some(window)
     }
 
     /// Step 6: one request, then the probe's concurrency at once (T7's live half); false when

@@ -44,12 +44,13 @@ impl Run {
             .clone()
             .unwrap_or_else(inferlint_supervisor::new_run_id);
         for part in parts {
-            let Some(command) = shlex::split(&part.command).filter(|a| !a.is_empty()) else {
-                self.set_problem(format!(
-                    "the --serve-node {} command is empty (or its quotes do not balance)",
-                    part.index
-                ));
-                return false;
+            let flag = format!("--serve-node {}", part.index);
+            let command = match inferlint_core::argv::split_command(&flag, &part.command) {
+                Ok(c) => c,
+                Err(e) => {
+                    self.set_problem(e.to_string());
+                    return false;
+                }
             };
             let agent = agent_argv(
                 &exe,

@@ -11,6 +11,7 @@ use super::super::gate;
 use super::super::proc::{graces_within, Lines, Proc, ProcOptions};
 use super::super::server::{self, Readiness};
 use super::super::{folder, GpuCheck};
+use super::sweep::DevEndpoints;
 use super::{Run, Started, FAILURE_EXIT_WAIT, SERVER_TEARDOWN};
 use inferlint_host::reconcile::{reap_graces, reaped_line, reconcile};
 
@@ -22,50 +23,76 @@ impl Run {
             return false;
         }
         self.reconcile().await;
-        if self.inputs.gpu_check != GpuCheck::Off {
-            self.line("== is the GPU free?");
-            for n in self.inputs.gpu_scope_notes.clone() {
-                self.line(&format!("note: {n}"));
-            }
-            let t = Instant::now();
-            let j = gate::before_start(
-                self.inputs.gate_timeout,
-                self.inputs.gpu_check,
-                &self.inputs.gpu_scope,
-            )
-            .await;
-            self.timings.gate_s = t.elapsed().as_secs_f64();
-            for l in &j.lines {
-                self.line(l);
-            }
-            self.gate.used_mib = j.used_mib();
-            self.note_scope(&j);
-            let clear = j.clear_to_start();
-            let t2 = j.t2;
-            self.verdict.extra.push(t2.clone());
-            self.record_result(t2);
-            self.save_record();
-            if !clear {
-                self.set_problem("the GPU is not free; start no server on it");
-                return false;
-            }
+        if self.inputs.gpu_check != GpuCheck::Off && !self.gate_step().await {
+            return false;
         }
-        let log_path = self.out.join(folder::BOOT_LOG);
+        let Some(started) = self.spawn_server() else {
+            return false;
+        };
+        // The other nodes' parts start once the head's runs (the head's part is what they join).
+        if !self.start_nodes() {
+            return false;
+        }
+        let Some(readiness) = self.wait_for_ready(started).await else {
+            return false;
+        };
+        if matches!(readiness, Readiness::Ready { .. }) && !self.nodes_running(started).await {
+            return false;
+        }
+        self.timings.boot_s = started.elapsed().as_secs_f64();
+        self.judge_readiness(readiness).await
+    }
+
+    /// The T2 gate: two clear readings of the run's GPUs, printed and recorded; false when the
+    /// cards are not clear (no server is started on them).
+    async fn gate_step(&mut self) -> bool {
+        self.line("== is the GPU free?");
+        for n in self.inputs.gpu_scope_notes.clone() {
+            self.line(&format!("note: {n}"));
+        }
+        let t = Instant::now();
+        let j = gate::before_start(
+            self.inputs.gate_timeout,
+            self.inputs.gpu_check,
+            &self.inputs.gpu_scope,
+        )
+        .await;
+        self.timings.gate_s = t.elapsed().as_secs_f64();
+        for l in &j.lines {
+            self.line(l);
+        }
+        self.gate.used_mib = j.used_mib();
+        self.note_scope(&j);
+        let clear = j.clear_to_start();
+        let t2 = j.t2;
+        self.verdict.extra.push(t2.clone());
+        self.record_result(t2);
+        self.save_record();
+        if !clear {
+            self.set_problem("the GPU is not free; start no server on it");
+        }
+        clear
+    }
+
+    /// Starts the head's part of the server under its shepherd, its output to `boot.log` and to
+    /// the log watcher, its deaths to the death watch; the moment it started, or None (with
+    /// the problem set) when it could not start.
+    fn spawn_server(&mut self) -> Option<Instant> {
+        self.boot.number += 1;
+        let log_path = self.out.join(folder::boot_log_name(self.boot.number));
         self.line(&format!(
             "== start the server (output in {})",
             log_path.display()
         ));
+        // The command split before the run began (core's `argv::split_command`).
         let argv = self.serve_argv.clone().unwrap_or_default();
-        if argv.is_empty() {
-            self.set_problem("the --serve command is empty (or its quotes do not balance)");
-            return false;
-        }
+        let argv = self.with_dev_endpoints(argv);
         let argv = self.pinned(argv);
         let shepherd = match self.shepherd() {
             Ok(s) => s,
             Err(e) => {
                 self.set_problem(e);
-                return false;
+                return None;
             }
         };
         let opts = ProcOptions {
@@ -78,8 +105,9 @@ impl Run {
         let mut proc = match Proc::spawn(&argv, &opts) {
             Ok(p) => p,
             Err(e) => {
-                self.set_problem(format!("cannot start the server ({}): {e}", argv[0]));
-                return false;
+                let program = argv.first().map_or("", String::as_str);
+                self.set_problem(format!("cannot start the server ({program}): {e}"));
+                return None;
             }
         };
         // The run's marker, as the server's environment holds it: the readings after the stop
@@ -97,17 +125,16 @@ impl Run {
             log_task,
             failed: false,
         });
-        // The other nodes' parts start once the head's runs (the head's part is what they join).
-        if !self.start_nodes() {
-            return false;
-        }
-        let Some(s) = self.server.started.as_mut() else {
-            return false;
-        };
-        // A node's part that ends before ready ends the wait: the head's part would wait for
-        // it until the ready timeout. The head's part is then stopped at once (it does not
-        // exit by itself, so it is not "failed" and given time to).
-        let readiness = tokio::select! {
+        Some(started)
+    }
+
+    /// Waits for the server to be ready. A node's part that ends before ready ends the wait:
+    /// the head's part would wait for it until the ready timeout. The head's part is then
+    /// stopped at once (it does not exit by itself, so it is not "failed" and given time to);
+    /// None then.
+    async fn wait_for_ready(&mut self, started: Instant) -> Option<Readiness> {
+        let s = self.server.started.as_mut()?;
+        tokio::select! {
             r = server::wait_ready(
                 &s.proc,
                 &mut s.events,
@@ -115,17 +142,17 @@ impl Run {
                 self.inputs.ready_timeout,
                 &self.sink,
                 &self.interrupt,
-            ) => r,
+            ) => Some(r),
             k = crate::nodes::first_ended(&self.server.nodes) => {
                 self.timings.boot_s = started.elapsed().as_secs_f64();
                 self.node_ended_before_ready(k);
-                return false;
+                None
             }
-        };
-        if matches!(readiness, Readiness::Ready { .. }) && !self.nodes_running(started).await {
-            return false;
         }
-        self.timings.boot_s = started.elapsed().as_secs_f64();
+    }
+
+    /// Whether the wait ended with a server ready to serve; otherwise the problem that says why.
+    async fn judge_readiness(&mut self, readiness: Readiness) -> bool {
         match readiness {
             Readiness::Ready { without_line, .. } => {
                 self.set_phase(Phase::Ready);
@@ -147,27 +174,7 @@ impl Run {
                 false
             }
             Readiness::Failed(summary) => {
-                // A failing server usually exits right after its traceback: give it a moment
-                // to say so itself, then stop it.
-                let Some(s) = self.server.started.as_mut() else {
-                    // Started above; a server the run no longer holds is not ready either.
-                    return false;
-                };
-                s.failed = true;
-                let exited = tokio::time::timeout(FAILURE_EXIT_WAIT, s.proc.wait())
-                    .await
-                    .ok();
-                match exited {
-                    Some(e) => {
-                        self.wait_log_end(Duration::from_secs(1)).await;
-                        self.set_problem(format!(
-                            "the server exited with code {} before it was ready",
-                            e.shell_code()
-                        ));
-                    }
-                    None => self
-                        .set_problem(format!("the server failed before it was ready: {summary}")),
-                }
+                self.failed_before_ready(&summary).await;
                 false
             }
             Readiness::TimedOut(t) => {
@@ -180,6 +187,50 @@ impl Run {
             Readiness::Interrupted => {
                 self.set_problem("interrupted");
                 false
+            }
+        }
+    }
+
+    /// A server whose log showed a start-up failure usually exits right after its traceback:
+    /// it gets a moment to say so itself, and is stopped by the stop step otherwise.
+    async fn failed_before_ready(&mut self, summary: &str) {
+        let Some(s) = self.server.started.as_mut() else {
+            return;
+        };
+        s.failed = true;
+        let exited = tokio::time::timeout(FAILURE_EXIT_WAIT, s.proc.wait())
+            .await
+            .ok();
+        match exited {
+            Some(e) => {
+                self.wait_log_end(Duration::from_secs(1)).await;
+                self.set_problem(format!(
+                    "the server exited with code {} before it was ready",
+                    e.shell_code()
+                ));
+            }
+            None => self.set_problem(format!("the server failed before it was ready: {summary}")),
+        }
+    }
+
+    /// The command with vLLM's development endpoints on (`env VLLM_SERVER_DEV_MODE=1 CMD…`)
+    /// where a sweep resets the cache between points and the server may have them
+    /// ([`Run::dev_endpoints`]); said in the output and in run.json either way.
+    fn with_dev_endpoints(&mut self, argv: Vec<String>) -> Vec<String> {
+        match self.dev_endpoints(&argv) {
+            DevEndpoints::NotNeeded => argv,
+            DevEndpoints::On(why) => {
+                self.line(&format!(
+                    "note: the server runs with VLLM_SERVER_DEV_MODE=1 ({why}): its development endpoints (/reset_prefix_cache, /collective_rpc, /sleep, /server_info) are on, to reset the prefix cache between the sweep's points"
+                ));
+                self.record.dev_endpoints = true;
+                let mut with = vec!["env".to_string(), "VLLM_SERVER_DEV_MODE=1".to_string()];
+                with.extend(argv);
+                with
+            }
+            DevEndpoints::Refused => {
+                self.line("note: the server listens on an address other hosts can reach, so its development endpoints stay off (--allow-dev-endpoints turns them on: /reset_prefix_cache, /collective_rpc, /sleep, /server_info); the prefix cache cannot be reset between the sweep's points");
+                argv
             }
         }
     }

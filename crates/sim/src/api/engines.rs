@@ -10,21 +10,11 @@ use std::os::unix::net::UnixStream as StdUnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 
-use super::super::config::{ServeConfig, CONFIG_ENV, FD_ENV};
-use super::super::engine::pass_as_fd3;
-use super::super::worker::{
-    engine_title, helper_title, COORDINATOR, DETOKENIZER, DP_RANK_ENV, PRTE, ROLE_ENV,
-};
-use inferlint_core::Engine;
-
-/// One engine process as the API server knows it.
-pub struct EngineProc {
-    pub child: Child,
-    /// The engine's own pid (its Hello; it differs from the child's with double-fork).
-    pub pid: u32,
-    /// `EngineCore` or `EngineCore_DP{i}`, as the process manager's lines name it.
-    pub name: String,
-}
+use super::procs::EngineProc;
+use crate::fds::pass_as_fd3;
+use crate::settings::{ServeConfig, CONFIG_ENV, FD_ENV};
+use crate::surface::Surface;
+use crate::worker::{COORDINATOR, DP_RANK_ENV, ROLE_ENV};
 
 /// The engines, the API server's ends of their sockets, and the coordinator.
 pub struct Started {
@@ -43,24 +33,22 @@ pub struct Coordinator {
 }
 
 /// Starts the coordinator (data parallel only) and every engine.
-pub fn start(cfg: &ServeConfig) -> std::io::Result<Started> {
+pub fn start(sim: &dyn Surface, cfg: &ServeConfig) -> std::io::Result<Started> {
     let coordinator = if cfg.dp > 1 {
-        Some(start_helper(cfg, COORDINATOR)?)
+        Some(start_helper(sim, cfg, COORDINATOR)?)
     } else {
         None
     };
-    let detokenizer = match cfg.engine {
-        Engine::Sglang => Some(start_helper(cfg, DETOKENIZER)?),
-        // The MPI runtime mpi4py's spawn starts beside the ranks.
-        Engine::Trtllm => Some(start_helper(cfg, PRTE)?),
-        Engine::Vllm => None,
-    };
+    let detokenizer = sim
+        .companion_role()
+        .map(|role| start_helper(sim, cfg, role))
+        .transpose()?;
     let mut engines = Vec::new();
     let mut sockets = Vec::new();
     for rank in 0..cfg.dp {
         let (api_end, engine_end) = StdUnixStream::pair()?;
         let engine_fd = engine_end.as_raw_fd();
-        let title = engine_title(cfg, rank);
+        let title = sim.engine_title(cfg, rank);
         let mut cmd = Command::new("/proc/self/exe");
         cmd.arg0(&title)
             .args(["sim", "engine-core"])
@@ -76,10 +64,7 @@ pub fn start(cfg: &ServeConfig) -> std::io::Result<Started> {
         engines.push(EngineProc {
             pid: child.id(),
             child,
-            name: title
-                .trim_start_matches("VLLM::")
-                .trim_start_matches("sglang::")
-                .to_string(),
+            name: sim.engine_name(&title),
         });
         sockets.push(api_end);
     }
@@ -91,10 +76,11 @@ pub fn start(cfg: &ServeConfig) -> std::io::Result<Started> {
     })
 }
 
-/// Starts a helper process (`role`: [`COORDINATOR`] or [`DETOKENIZER`]) that lives as long as
+/// Starts a helper process (`role`: [`COORDINATOR`], or the engine's companion) that lives as long as
 /// the API server.
-fn start_helper(cfg: &ServeConfig, role: &str) -> std::io::Result<Coordinator> {
-    let title = helper_title(cfg, role, std::process::id())
+fn start_helper(sim: &dyn Surface, cfg: &ServeConfig, role: &str) -> std::io::Result<Coordinator> {
+    let title = sim
+        .helper_title(cfg, role, std::process::id())
         .unwrap_or_else(|| "VLLM::DPCoordinator".to_string());
     // Both ends close on exec: the read end reaches the coordinator as its fd 3 (dup2 clears
     // the flag there), and no child may hold the write end, or the coordinator never sees EOF.

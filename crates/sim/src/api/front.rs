@@ -1,18 +1,18 @@
 //! The API server's state: the requests in flight, the metrics registry, and what the engine's
 //! batches do to both (vLLM's output processor and stat loggers).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
-use crate::config::ServeConfig;
 use crate::logline::Logger;
 use crate::metrics::{Exposition, RequestStats};
-use crate::os::{mono_now, unix_now};
+use crate::os::mono_now;
 use crate::proto::{Batch, ToEngine};
 use crate::sched::Finish;
+use crate::settings::ServeConfig;
 use crate::spec::{Drafter, SpecCounts};
 
 use super::prefix::PrefixCache;
@@ -85,6 +85,110 @@ pub struct State {
     /// Each engine's prefix cache and its totals, in rank order.
     prefix: Vec<PrefixCache>,
     pub prefix_totals: Vec<PrefixTotals>,
+    /// Each engine's prefix-cache resets awaiting its answer, in the order asked.
+    resets: Vec<VecDeque<oneshot::Sender<bool>>>,
+}
+
+impl State {
+    /// Engine `e`'s scheduler gauges and counters from its batch, and the server's totals.
+    fn scheduler_state(&mut self, e: usize, iv: usize, b: &Batch) {
+        if let Some(es) = self.engines.get_mut(e) {
+            es.running = b.running;
+            es.waiting = b.waiting;
+            es.kv_usage = b.kv_usage;
+        }
+        self.running = self.engines.iter().map(|x| x.running).sum();
+        self.waiting = self.engines.iter().map(|x| x.waiting).sum();
+        self.kv_usage =
+            self.engines.iter().map(|x| x.kv_usage).sum::<f64>() / self.engines.len().max(1) as f64;
+        self.reg
+            .set_scheduler_state(e, b.running, b.waiting, b.kv_usage);
+        self.reg.add_preemptions(e, b.preemptions);
+        self.interval[iv].preemptions += b.preemptions;
+        self.reg.observe_iteration_tokens(e, &b.iteration_tokens);
+    }
+
+    /// The batch's new tokens to their requests' handlers, timed (`k`: draft tokens per step).
+    fn deliver_tokens(&mut self, e: usize, iv: usize, b: &Batch, k: u32, now: f64) {
+        let finishing: HashMap<u64, Finish> = b.finished.iter().map(|f| (f.id, f.reason)).collect();
+        let mut drafted = SpecCounts::default();
+        for &(id, n) in &b.tokens {
+            let Some(p) = self.pending.get_mut(&id) else {
+                continue;
+            };
+            if let Some(d) = p.drafter.as_mut() {
+                d.tokens(n, k, &mut drafted);
+            }
+            let mut first = None;
+            let itl = match p.first_token {
+                None => {
+                    p.first_token = Some(now);
+                    first = Some((p.prompt, p.cached, now - p.arrival));
+                    // Tokens that arrive together with the first one came 0 s after it.
+                    (n > 1).then_some((n - 1, 0.0))
+                }
+                Some(_) => Some((n, (now - p.last_token) / n as f64)),
+            };
+            p.last_token = now;
+            let streaming = p.streaming;
+            let _ = p.tx.send(Ev::Tokens {
+                n,
+                finish: finishing.get(&id).copied(),
+            });
+            if let Some((prompt, cached, ttft)) = first {
+                self.reg.first_token(e, prompt, cached, ttft);
+                self.interval[iv].prompt_tokens += prompt as u64;
+                self.interval[iv].prefix_queries += prompt as u64;
+                if let Some(t) = self.prefix_totals.get_mut(e) {
+                    t.queries += u64::from(prompt);
+                    t.hits += u64::from(cached);
+                }
+            }
+            self.reg.tokens(e, n, itl, streaming);
+            self.interval[iv].generation_tokens += n as u64;
+        }
+        self.reg.spec(e, &drafted);
+    }
+
+    /// The batch's finished requests: their last event and their metrics.
+    fn finish_requests(&mut self, e: usize, b: &Batch, now: f64) {
+        for f in &b.finished {
+            let Some(p) = self.pending.remove(&f.id) else {
+                continue;
+            };
+            self.in_flight = self.in_flight.saturating_sub(1);
+            if let Some(es) = self.engines.get_mut(p.engine) {
+                es.assigned = es.assigned.saturating_sub(1);
+            }
+            if !b.tokens.iter().any(|&(id, _)| id == f.id) {
+                let _ = p.tx.send(Ev::Tokens {
+                    n: 0,
+                    finish: Some(f.reason),
+                });
+            }
+            let sched = f.scheduled_ts.unwrap_or(f.queued_ts);
+            let first = f.first_token_ts.unwrap_or(sched);
+            let last = f.last_token_ts.unwrap_or(first);
+            self.reg.request_finished(
+                e,
+                &RequestStats {
+                    finished_reason: f.reason.label(),
+                    streaming: p.streaming,
+                    cached_tokens: p.cached,
+                    ttft_s: p.first_token.map_or(0.0, |t| t - p.arrival),
+                    prompt_tokens: f.prompt_tokens,
+                    generation_tokens: f.output_tokens,
+                    max_tokens: p.max_tokens,
+                    e2e_s: now - p.arrival,
+                    queue_s: sched - f.queued_ts,
+                    prefill_s: first - sched,
+                    decode_s: last - first,
+                    inference_s: last - sched,
+                    num_preemptions: f.num_preemptions,
+                },
+            );
+        }
+    }
 }
 
 pub struct Front {
@@ -101,6 +205,21 @@ pub struct Front {
     /// The server has warmed up: always for vLLM; for SGLang once its launcher's own warm-up
     /// request is answered (its `/health` is 503 until then).
     pub warmed: AtomicBool,
+    /// The instrumentator labels every path as its handler (SGLang), not only the routes.
+    pub label_every_path: bool,
+    /// The engine's routes beyond the shared ones, named as handlers too.
+    pub more_routes: &'static [(&'static str, &'static str)],
+}
+
+/// How the engine's API server behaves where the shared frontend cannot tell by itself.
+#[derive(Clone, Copy, Debug)]
+pub struct Quirks {
+    /// Requests are served before the launcher's own warm-up has run.
+    pub starts_warm: bool,
+    /// The instrumentator labels every path as its handler, not only the routes.
+    pub label_every_path: bool,
+    /// Routes beyond the shared ones that the instrumentator names.
+    pub more_routes: &'static [(&'static str, &'static str)],
 }
 
 /// Why a request was not admitted.
@@ -114,7 +233,8 @@ impl Front {
         cfg: ServeConfig,
         log: Logger,
         to_engine: Vec<mpsc::UnboundedSender<ToEngine>>,
-        start_unix: f64,
+        reg: Box<dyn Exposition>,
+        quirks: Quirks,
     ) -> Arc<Front> {
         let engines = vec![EngineState::default(); to_engine.len()];
         let interval = vec![Interval::default(); to_engine.len()];
@@ -128,9 +248,6 @@ impl Front {
             .map(|_| PrefixCache::new(capacity))
             .collect();
         let prefix_totals = vec![PrefixTotals::default(); to_engine.len()];
-        let now = unix_now();
-        let reg = crate::metrics::exposition(&cfg, start_unix, now);
-        let cfg_engine = cfg.engine;
         Arc::new(Front {
             cfg,
             log,
@@ -145,13 +262,16 @@ impl Front {
                 interval,
                 prefix,
                 prefix_totals,
+                resets: (0..to_engine.len()).map(|_| VecDeque::new()).collect(),
             }),
             to_engine,
             next_id: AtomicU64::new(1),
             metrics_answers: AtomicU64::new(0),
             engine_dead: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
-            warmed: AtomicBool::new(cfg_engine != inferlint_core::Engine::Sglang),
+            warmed: AtomicBool::new(quirks.starts_warm),
+            label_every_path: quirks.label_every_path,
+            more_routes: quirks.more_routes,
         })
     }
 
@@ -240,101 +360,15 @@ impl Front {
         let now = mono_now();
         let mut st = self.lock();
         let st = &mut *st;
-        if let Some(es) = st.engines.get_mut(e) {
-            es.running = b.running;
-            es.waiting = b.waiting;
-            es.kv_usage = b.kv_usage;
-        }
-        st.running = st.engines.iter().map(|x| x.running).sum();
-        st.waiting = st.engines.iter().map(|x| x.waiting).sum();
-        st.kv_usage =
-            st.engines.iter().map(|x| x.kv_usage).sum::<f64>() / st.engines.len().max(1) as f64;
-        st.reg
-            .set_scheduler_state(e, b.running, b.waiting, b.kv_usage);
-        st.reg.add_preemptions(e, b.preemptions);
-        let iv = st.interval.len() - 1;
-        let iv = e.min(iv);
-        st.interval[iv].preemptions += b.preemptions;
-        st.reg.observe_iteration_tokens(e, &b.iteration_tokens);
-        let finishing: HashMap<u64, Finish> = b.finished.iter().map(|f| (f.id, f.reason)).collect();
+        let iv = e.min(st.interval.len() - 1);
+        st.scheduler_state(e, iv, &b);
         let k = self
             .cfg
             .spec
             .as_ref()
             .map_or(0, |s| s.num_speculative_tokens);
-        let mut drafted = SpecCounts::default();
-        for &(id, n) in &b.tokens {
-            let Some(p) = st.pending.get_mut(&id) else {
-                continue;
-            };
-            if let Some(d) = p.drafter.as_mut() {
-                d.tokens(n, k, &mut drafted);
-            }
-            let mut first = None;
-            let itl = match p.first_token {
-                None => {
-                    p.first_token = Some(now);
-                    first = Some((p.prompt, p.cached, now - p.arrival));
-                    // Tokens that arrive together with the first one came 0 s after it.
-                    (n > 1).then_some((n - 1, 0.0))
-                }
-                Some(_) => Some((n, (now - p.last_token) / n as f64)),
-            };
-            p.last_token = now;
-            let streaming = p.streaming;
-            let _ = p.tx.send(Ev::Tokens {
-                n,
-                finish: finishing.get(&id).copied(),
-            });
-            if let Some((prompt, cached, ttft)) = first {
-                st.reg.first_token(e, prompt, cached, ttft);
-                st.interval[iv].prompt_tokens += prompt as u64;
-                st.interval[iv].prefix_queries += prompt as u64;
-                if let Some(t) = st.prefix_totals.get_mut(e) {
-                    t.queries += u64::from(prompt);
-                    t.hits += u64::from(cached);
-                }
-            }
-            st.reg.tokens(e, n, itl, streaming);
-            st.interval[iv].generation_tokens += n as u64;
-        }
-        st.reg.spec(e, &drafted);
-        for f in &b.finished {
-            let Some(p) = st.pending.remove(&f.id) else {
-                continue;
-            };
-            st.in_flight = st.in_flight.saturating_sub(1);
-            if let Some(es) = st.engines.get_mut(p.engine) {
-                es.assigned = es.assigned.saturating_sub(1);
-            }
-            if !b.tokens.iter().any(|&(id, _)| id == f.id) {
-                let _ = p.tx.send(Ev::Tokens {
-                    n: 0,
-                    finish: Some(f.reason),
-                });
-            }
-            let sched = f.scheduled_ts.unwrap_or(f.queued_ts);
-            let first = f.first_token_ts.unwrap_or(sched);
-            let last = f.last_token_ts.unwrap_or(first);
-            st.reg.request_finished(
-                e,
-                &RequestStats {
-                    finished_reason: f.reason.label(),
-                    streaming: p.streaming,
-                    cached_tokens: p.cached,
-                    ttft_s: p.first_token.map_or(0.0, |t| t - p.arrival),
-                    prompt_tokens: f.prompt_tokens,
-                    generation_tokens: f.output_tokens,
-                    max_tokens: p.max_tokens,
-                    e2e_s: now - p.arrival,
-                    queue_s: sched - f.queued_ts,
-                    prefill_s: first - sched,
-                    decode_s: last - first,
-                    inference_s: last - sched,
-                    num_preemptions: f.num_preemptions,
-                },
-            );
-        }
+        st.deliver_tokens(e, iv, &b, k, now);
+        st.finish_requests(e, &b, now);
     }
 
     /// Fails every request in flight (engine gone, or the server stopping).
@@ -346,6 +380,35 @@ impl Front {
         st.in_flight = 0;
         for es in &mut st.engines {
             es.assigned = 0;
+        }
+        // No engine answers a reset any more: its waiter hears a failure.
+        st.resets.iter_mut().for_each(VecDeque::clear);
+    }
+
+    /// Asks engine `e` to empty its prefix cache; the receiver hears whether it did.
+    pub fn ask_reset(&self, e: usize, reset_running: bool) -> oneshot::Receiver<bool> {
+        let (tx, rx) = oneshot::channel();
+        let mut st = self.lock();
+        if self.to_engine[e]
+            .send(ToEngine::ResetPrefixCache { reset_running })
+            .is_ok()
+        {
+            st.resets[e].push_back(tx);
+        }
+        rx
+    }
+
+    /// Engine `e`'s answer to its oldest reset: on success its blocks are forgotten here too,
+    /// so the next identical prompts miss (the hit and query counters go on growing).
+    pub fn reset_answered(&self, e: usize, success: bool) {
+        let mut st = self.lock();
+        if success {
+            if let Some(c) = st.prefix.get_mut(e) {
+                c.clear();
+            }
+        }
+        if let Some(tx) = st.resets.get_mut(e).and_then(VecDeque::pop_front) {
+            let _ = tx.send(success);
         }
     }
 

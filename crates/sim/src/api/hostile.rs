@@ -13,9 +13,9 @@ use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 
 use super::front::Front;
-use crate::config::MetricsFault;
 use crate::logline::Logger;
 use crate::os::unix_now;
+use crate::settings::MetricsFault;
 
 const PROM_CONTENT_TYPE: &str = "text/plain; version=1.0.0; charset=utf-8";
 

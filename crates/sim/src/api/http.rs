@@ -3,7 +3,6 @@
 
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
@@ -12,7 +11,6 @@ use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::Router;
 use futures_util::Stream;
 use serde_json::json;
@@ -39,44 +37,12 @@ pub const ROUTES: &[(&str, &str)] = &[
     ("/v1/chat/completions", "POST"),
 ];
 
-pub fn router(front: Arc<Front>) -> Router {
-    let routes = match front.cfg.engine {
-        inferlint_core::Engine::Sglang => crate::sglang::http::routes(),
-        inferlint_core::Engine::Trtllm => crate::trtllm::http::routes(),
-        inferlint_core::Engine::Vllm => vllm_routes(),
-    };
+/// The engine's `routes`, behind the shared fallback, authentication, access log and metrics.
+pub fn router(front: Arc<Front>, routes: Router<Arc<Front>>) -> Router {
     routes
         .fallback(not_found)
         .layer(axum::middleware::from_fn_with_state(front.clone(), observe))
         .with_state(front)
-}
-
-fn vllm_routes() -> Router<Arc<Front>> {
-    Router::new()
-        .route("/health", get(health))
-        .route("/ping", get(health).post(health))
-        .route("/load", get(load))
-        .route("/version", get(version))
-        .route("/v1/models", get(models))
-        .route("/metrics", get(metrics))
-        .route("/v1/completions", post(completions))
-        .route("/v1/chat/completions", post(chat))
-}
-
-async fn health(State(front): State<Arc<Front>>) -> Response {
-    if front.engine_dead.load(Ordering::SeqCst) {
-        return StatusCode::SERVICE_UNAVAILABLE.into_response();
-    }
-    StatusCode::OK.into_response()
-}
-
-async fn load(State(front): State<Arc<Front>>) -> Response {
-    let n = front.lock().in_flight;
-    axum::Json(json!({"server_load": n})).into_response()
-}
-
-async fn version(State(front): State<Arc<Front>>) -> Response {
-    axum::Json(json!({"version": front.cfg.release.version()})).into_response()
 }
 
 pub(crate) async fn models(State(front): State<Arc<Front>>) -> Response {
@@ -204,9 +170,11 @@ async fn observe(
         .and_then(|v| v.to_str().ok()?.parse::<f64>().ok())
         .unwrap_or(0.0);
     // SGLang names every endpoint by its path; vLLM's instrumentator only its routes.
-    let handler = if front.cfg.engine == inferlint_core::Engine::Sglang
-        || ROUTES.iter().any(|(p, _)| *p == path)
-    {
+    let routed = ROUTES
+        .iter()
+        .chain(front.more_routes)
+        .any(|(p, _)| *p == path);
+    let handler = if front.label_every_path || routed {
         path.clone()
     } else {
         "none".to_string()

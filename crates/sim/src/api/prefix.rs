@@ -42,6 +42,12 @@ impl PrefixCache {
         }
     }
 
+    /// Forgets every cached block (a successful reset): the next prompts miss.
+    pub fn clear(&mut self) {
+        self.blocks.clear();
+        self.order.clear();
+    }
+
     /// The prompt tokens served from the cache for a prompt of `prompt_tokens` tokens whose full
     /// blocks hash to `hashes`; then its blocks are cached.
     pub fn lookup_and_insert(
@@ -95,6 +101,17 @@ mod tests {
             c.lookup_and_insert(&block_hashes(&words[..100], 128), 100, 128),
             0
         );
+    }
+
+    #[test]
+    fn a_cleared_cache_misses_until_the_prompt_is_seen_again() {
+        let a: Vec<u32> = (0..100).collect();
+        let h = block_hashes(&a, 16);
+        let mut c = PrefixCache::new(100);
+        c.lookup_and_insert(&h, 100, 16);
+        c.clear();
+        assert_eq!(c.lookup_and_insert(&h, 100, 16), 0);
+        assert_eq!(c.lookup_and_insert(&h, 100, 16), 96);
     }
 
     #[test]

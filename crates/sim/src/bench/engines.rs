@@ -10,9 +10,9 @@ use std::path::PathBuf;
 use inferlint_core::series::python_json;
 use serde_json::{json, Map, Value};
 
+use super::args::BenchArgs;
 use super::client::Outcome;
 use super::result::{mean, percentile, std_dev};
-use super::BenchArgs;
 
 /// Whose client `sim bench` is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,117 +2,22 @@
 //! JSON (docs/design/engines.md#bench-serve-results), including the initial test request of the
 //! releases that send one. Prompts are random words (one token each to the simulated server).
 
+mod args;
 mod client;
 mod engines;
 mod result;
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 
+pub use self::args::{BenchArgs, BenchRelease};
 use self::client::Target;
 use self::engines::Client;
 use self::result::{print_summary, py_float, save, summarize};
 use crate::error::SimError;
-
-/// The `vllm bench serve` release to copy: whether it sends a test request first, and its
-/// result keys.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum BenchRelease {
-    #[value(name = "0.11")]
-    V011,
-    #[value(name = "0.28")]
-    V028,
-    #[value(name = "0.30")]
-    V030,
-    #[value(name = "0.33")]
-    V033,
-}
-
-#[derive(clap::Args, Debug, Clone)]
-pub struct BenchArgs {
-    /// vLLM's `--backend` (`openai`, `openai-chat`, …); `sglang` or `trtllm` imitate those
-    /// engines' own clients instead (their warm-up and result file).
-    #[arg(long, default_value = "openai")]
-    pub backend: String,
-    /// SGLang's client: the JSON-lines file its result line is appended to.
-    #[arg(long)]
-    pub output_file: Option<PathBuf>,
-    #[arg(long)]
-    pub base_url: Option<String>,
-    #[arg(long, default_value = "127.0.0.1")]
-    pub host: String,
-    #[arg(long, default_value_t = 8000)]
-    pub port: u16,
-    #[arg(long)]
-    pub endpoint: Option<String>,
-    /// Default: the first model /v1/models lists.
-    #[arg(long)]
-    pub model: Option<String>,
-    #[arg(long)]
-    pub tokenizer: Option<String>,
-    #[arg(long)]
-    pub max_concurrency: Option<usize>,
-    /// Requests per second, or `inf` (all at once).
-    #[arg(long, default_value = "inf")]
-    pub request_rate: String,
-    #[arg(long, default_value_t = 1.0)]
-    pub burstiness: f64,
-    #[arg(long, default_value_t = 1000)]
-    pub num_prompts: usize,
-    #[arg(long, default_value = "random")]
-    pub dataset_name: String,
-    #[arg(long, default_value_t = 1024)]
-    pub random_input_len: u32,
-    #[arg(long, default_value_t = 128)]
-    pub random_output_len: u32,
-    #[arg(long, default_value_t = 0.0)]
-    pub random_range_ratio: f64,
-    #[arg(long, default_value_t = 0)]
-    pub random_prefix_len: u32,
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    #[arg(long)]
-    pub ignore_eos: bool,
-    /// SGLang's client: let the model stop at end-of-sequence (it ignores EOS by default).
-    #[arg(long)]
-    pub disable_ignore_eos: bool,
-    #[arg(long)]
-    pub save_result: bool,
-    /// Per-request lists in the result (SGLang's client calls it `--output-details`).
-    #[arg(long, visible_alias = "output-details")]
-    pub save_detailed: bool,
-    #[arg(long)]
-    pub append_result: bool,
-    #[arg(long)]
-    pub result_dir: Option<PathBuf>,
-    #[arg(long)]
-    pub result_filename: Option<String>,
-    #[arg(long, num_args = 1..)]
-    pub metadata: Vec<String>,
-    #[arg(long)]
-    pub label: Option<String>,
-    #[arg(long)]
-    pub percentile_metrics: Option<String>,
-    #[arg(long, default_value = "99")]
-    pub metric_percentiles: String,
-    #[arg(long, default_value_t = 0)]
-    pub num_warmups: usize,
-    /// Seconds to wait for the server with one test request; 0 skips it (the default since
-    /// 0.15; `--vllm-version 0.11` defaults to 600).
-    #[arg(long)]
-    pub ready_check_timeout_sec: Option<u64>,
-    #[arg(long)]
-    pub request_id_prefix: Option<String>,
-    #[arg(long)]
-    pub disable_tqdm: bool,
-    /// The `vllm bench serve` release to copy.
-    #[arg(long, value_enum, default_value = "0.28")]
-    pub vllm_version: BenchRelease,
-}
 
 const WORDS: &[&str] = &[
     "alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet",
@@ -171,6 +76,57 @@ async fn bench(a: BenchArgs) -> crate::error::SimResult<i32> {
             a.dataset_name
         )));
     }
+    let rate = request_rate(&a)?;
+    let who = Client::of(&a.backend);
+    let target = Arc::new(connect(&a, who).await?);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed);
+    let requests = prompts(&mut rng, &a);
+    let id_prefix = a
+        .request_id_prefix
+        .clone()
+        .unwrap_or_else(|| format!("bench-{:08x}-", rand::random::<u32>()));
+    before_the_load(&a, who, &target, &requests, &id_prefix).await?;
+    println!(
+        "Traffic request rate: {}",
+        if rate.is_infinite() {
+            "inf".to_string()
+        } else {
+            py_float(rate)
+        }
+    );
+    println!(
+        "Burstiness factor: {} (Poisson process)",
+        py_float(a.burstiness)
+    );
+    println!(
+        "Maximum request concurrency: {}",
+        a.max_concurrency
+            .map_or("None".to_string(), |c| c.to_string())
+    );
+    let send_at = schedule(&mut rng, requests.len(), rate);
+    let t0 = Instant::now();
+    let outcomes = load(&a, &target, requests, &send_at, &id_prefix, t0).await?;
+    let duration = t0.elapsed().as_secs_f64();
+    let model = &target.model;
+    let result = summarize(&a, model, rate, duration, &outcomes);
+    print_summary(&a, &result);
+    match who {
+        Client::Sglang => {
+            let line = engines::sglang_result(&a, rate, duration, &outcomes, &result);
+            engines::save_sglang(&a, &line)?;
+        }
+        Client::Trtllm if a.save_result || a.append_result => {
+            let r = engines::trtllm_result(&a, model, duration, &outcomes, &result);
+            save(&a, model, rate, &r)?;
+        }
+        Client::Vllm if a.save_result || a.append_result => save(&a, model, rate, &result)?,
+        _ => {}
+    }
+    Ok(0)
+}
+
+/// `--request-rate`: requests per second, infinite for `inf`.
+fn request_rate(a: &BenchArgs) -> crate::error::SimResult<f64> {
     let rate: f64 = if a.request_rate == "inf" {
         f64::INFINITY
     } else {
@@ -186,6 +142,11 @@ async fn bench(a: BenchArgs) -> crate::error::SimResult<i32> {
             "the simulator's client draws Poisson arrivals only (--burstiness 1.0)".into(),
         ));
     }
+    Ok(rate)
+}
+
+/// The server's endpoint and model (the first `/v1/models` lists unless `--model` names one).
+async fn connect(a: &BenchArgs, who: Client) -> crate::error::SimResult<Target> {
     let chat = a.backend == "openai-chat";
     let endpoint = a.endpoint.clone().unwrap_or_else(|| {
         if chat {
@@ -221,26 +182,28 @@ async fn bench(a: BenchArgs) -> crate::error::SimResult<i32> {
                 .to_string()
         }
     };
-    let who = Client::of(&a.backend);
-    let target = Arc::new(Target {
+    Ok(Target {
         client,
         url: format!("{base}{endpoint}"),
-        model: model.clone(),
+        model,
         chat,
         ignore_eos: match who {
             Client::Sglang => !a.disable_ignore_eos,
             _ => a.ignore_eos,
         },
         api_key,
-    });
-    let mut rng = rand::rngs::StdRng::seed_from_u64(a.seed);
+    })
+}
+
+/// The random prompts: (text, prompt tokens, output tokens), each after the shared prefix.
+fn prompts(rng: &mut rand::rngs::StdRng, a: &BenchArgs) -> Vec<(String, u32, u32)> {
     let prefix_len = a.random_prefix_len;
-    let prefix = prompt_text(&mut rng, prefix_len);
-    let requests: Vec<(String, u32, u32)> = (0..a.num_prompts)
+    let prefix = prompt_text(rng, prefix_len);
+    (0..a.num_prompts)
         .map(|_| {
-            let il = sample_len(&mut rng, a.random_input_len, a.random_range_ratio);
-            let ol = sample_len(&mut rng, a.random_output_len, a.random_range_ratio).max(1);
-            let body = prompt_text(&mut rng, il);
+            let il = sample_len(rng, a.random_input_len, a.random_range_ratio);
+            let ol = sample_len(rng, a.random_output_len, a.random_range_ratio).max(1);
+            let body = prompt_text(rng, il);
             let text = if prefix_len > 0 {
                 format!("{prefix} {body}")
             } else {
@@ -248,12 +211,18 @@ async fn bench(a: BenchArgs) -> crate::error::SimResult<i32> {
             };
             (text, il + prefix_len, ol)
         })
-        .collect();
-    let id_prefix = a
-        .request_id_prefix
-        .clone()
-        .unwrap_or_else(|| format!("bench-{:08x}-", rand::random::<u32>()));
+        .collect()
+}
 
+/// What each client does before the measured load: SGLang's one warm-up request, vLLM's and
+/// TensorRT-LLM's initial test request (until the server answers), then `--num-warmups`.
+async fn before_the_load(
+    a: &BenchArgs,
+    who: Client,
+    target: &Target,
+    requests: &[(String, u32, u32)],
+    id_prefix: &str,
+) -> crate::error::SimResult<()> {
     // TensorRT-LLM's client keeps vLLM 0.11's initial test run.
     let old_flow = a.vllm_version == BenchRelease::V011 || who == Client::Trtllm;
     let ready_check = a
@@ -272,21 +241,7 @@ async fn bench(a: BenchArgs) -> crate::error::SimResult<i32> {
         println!("Starting initial single prompt test run...");
     }
     if who != Client::Sglang && ready_check > 0 {
-        let (p, pl, ol) = requests
-            .first()
-            .cloned()
-            .unwrap_or_else(|| ("hello".into(), 1, 1));
-        let deadline = Instant::now() + Duration::from_secs(ready_check);
-        loop {
-            let o = target.send(&p, pl, ol, &format!("{id_prefix}test")).await;
-            if o.success {
-                break;
-            }
-            if Instant::now() >= deadline {
-                return Err(SimError::Usage(format!("Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: {}", o.error)));
-            }
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
+        test_run(target, requests, id_prefix, ready_check).await?;
         if old_flow {
             println!("Initial test run completed. Starting main benchmark run...");
         } else {
@@ -308,29 +263,46 @@ async fn bench(a: BenchArgs) -> crate::error::SimResult<i32> {
     if !old_flow && who == Client::Vllm {
         println!("Starting main benchmark run...");
     }
-    println!(
-        "Traffic request rate: {}",
-        if rate.is_infinite() {
-            "inf".to_string()
-        } else {
-            py_float(rate)
-        }
-    );
-    println!(
-        "Burstiness factor: {} (Poisson process)",
-        py_float(a.burstiness)
-    );
-    println!(
-        "Maximum request concurrency: {}",
-        a.max_concurrency
-            .map_or("None".to_string(), |c| c.to_string())
-    );
+    Ok(())
+}
 
+/// The initial test request, sent again every second until it succeeds or `timeout_s` pass.
+async fn test_run(
+    target: &Target,
+    requests: &[(String, u32, u32)],
+    id_prefix: &str,
+    timeout_s: u64,
+) -> crate::error::SimResult<()> {
+    let (p, pl, ol) = requests
+        .first()
+        .cloned()
+        .unwrap_or_else(|| ("hello".into(), 1, 1));
+    let deadline = Instant::now() + Duration::from_secs(timeout_s);
+    loop {
+        let o = target.send(&p, pl, ol, &format!("{id_prefix}test")).await;
+        if o.success {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            return Err(SimError::Usage(format!("Initial test run failed - Please make sure benchmark arguments are correctly specified. Error: {}", o.error)));
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The measured load: each request sent at its time (`send_at`, seconds after `t0`), at most
+/// `--max-concurrency` in flight; their outcomes in order.
+async fn load(
+    a: &BenchArgs,
+    target: &Arc<Target>,
+    requests: Vec<(String, u32, u32)>,
+    send_at: &[f64],
+    id_prefix: &str,
+    t0: Instant,
+) -> crate::error::SimResult<Vec<client::Outcome>> {
     let sem = a
         .max_concurrency
         .map(|c| Arc::new(tokio::sync::Semaphore::new(c.max(1))));
-    let send_at = schedule(&mut rng, requests.len(), rate);
-    let t0 = Instant::now();
     let mut tasks = Vec::with_capacity(requests.len());
     for (i, (p, pl, ol)) in requests.into_iter().enumerate() {
         let wait = send_at[i] - t0.elapsed().as_secs_f64();
@@ -366,22 +338,7 @@ async fn bench(a: BenchArgs) -> crate::error::SimResult<i32> {
     for t in tasks {
         outcomes.push(t.await?);
     }
-    let duration = t0.elapsed().as_secs_f64();
-    let result = summarize(&a, &model, rate, duration, &outcomes);
-    print_summary(&a, &result);
-    match who {
-        Client::Sglang => {
-            let line = engines::sglang_result(&a, rate, duration, &outcomes, &result);
-            engines::save_sglang(&a, &line)?;
-        }
-        Client::Trtllm if a.save_result || a.append_result => {
-            let r = engines::trtllm_result(&a, &model, duration, &outcomes, &result);
-            save(&a, &model, rate, &r)?;
-        }
-        Client::Vllm if a.save_result || a.append_result => save(&a, &model, rate, &result)?,
-        _ => {}
-    }
-    Ok(0)
+    Ok(outcomes)
 }
 
 #[cfg(test)]

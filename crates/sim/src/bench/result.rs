@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use inferlint_core::series::python_json;
 use serde_json::{json, Map, Value};
 
+use super::args::{BenchArgs, BenchRelease};
 use super::client::Outcome;
-use super::{BenchArgs, BenchRelease};
 
 /// numpy's default (linear) percentile.
 pub(super) fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -54,49 +54,57 @@ pub(super) fn summarize(
     let failed = outs.len() - completed;
     let total_input: u64 = ok.iter().map(|o| o.prompt_len as u64).sum();
     let total_output: u64 = ok.iter().map(|o| o.output_tokens as u64).sum();
-    let mut ttfts: Vec<f64> = ok.iter().map(|o| o.ttft).collect();
-    let mut tpots: Vec<f64> = ok
+    let ttfts: Vec<f64> = ok.iter().map(|o| o.ttft).collect();
+    let tpots: Vec<f64> = ok
         .iter()
         .filter(|o| o.output_tokens > 1)
         .map(|o| (o.latency - o.ttft) / (o.output_tokens - 1) as f64)
         .collect();
-    let mut itls: Vec<f64> = ok.iter().flat_map(|o| o.itl.iter().copied()).collect();
-    let mut e2els: Vec<f64> = ok.iter().map(|o| o.latency).collect();
-    let (mut peak_tokens, mut peak_conc) = (0.0_f64, 0_u64);
-    if !ok.is_empty() {
-        let min_start = ok
-            .iter()
-            .map(|o| o.start_time)
-            .fold(f64::INFINITY, f64::min);
-        let max_end = ok
-            .iter()
-            .map(|o| o.start_time + o.latency)
-            .fold(0.0, f64::max);
-        let secs = (max_end - min_start).ceil() as usize + 1;
-        let mut tok = vec![0.0; secs];
-        let mut conc = vec![0_u64; secs];
-        for o in &ok {
-            let mut t = o.start_time + o.ttft;
-            let mut times = vec![t];
-            for d in &o.itl {
-                t += d;
-                times.push(t);
-            }
-            for tt in times {
-                let b = (tt - min_start) as usize;
-                if b < secs {
-                    tok[b] += 1.0;
-                }
-            }
-            let s = (o.start_time - min_start) as usize;
-            let e = ((o.start_time + o.latency) - min_start) as usize;
-            for c in conc.iter_mut().take((e + 1).min(secs)).skip(s) {
-                *c += 1;
-            }
-        }
-        peak_tokens = tok.iter().copied().fold(0.0, f64::max);
-        peak_conc = conc.iter().copied().max().unwrap_or(0);
+    let itls: Vec<f64> = ok.iter().flat_map(|o| o.itl.iter().copied()).collect();
+    let e2els: Vec<f64> = ok.iter().map(|o| o.latency).collect();
+    let (peak_tokens, peak_conc) = peaks(&ok);
+    let mut r = run_header(a, model, rate);
+    r.insert("duration".into(), json!(duration));
+    r.insert("completed".into(), json!(completed));
+    if a.vllm_version != BenchRelease::V011 {
+        r.insert("failed".into(), json!(failed));
     }
+    r.insert("total_input_tokens".into(), json!(total_input));
+    r.insert("total_output_tokens".into(), json!(total_output));
+    r.insert(
+        "request_throughput".into(),
+        json!(completed as f64 / duration),
+    );
+    r.insert("request_goodput".into(), Value::Null);
+    r.insert(
+        "output_throughput".into(),
+        json!(total_output as f64 / duration),
+    );
+    r.insert(
+        "total_token_throughput".into(),
+        json!((total_input + total_output) as f64 / duration),
+    );
+    per_request_lists(a, outs, &mut r);
+    r.insert("max_output_tokens_per_s".into(), json!(peak_tokens));
+    r.insert("max_concurrent_requests".into(), json!(peak_conc));
+    if a.vllm_version != BenchRelease::V011 {
+        r.insert("rtfx".into(), json!(0.0));
+    }
+    percentiles(
+        a,
+        &mut r,
+        [
+            ("ttft", ttfts),
+            ("tpot", tpots),
+            ("itl", itls),
+            ("e2el", e2els),
+        ],
+    );
+    r
+}
+
+/// The result's first keys: when, against what, at which rate (`--metadata` among them).
+fn run_header(a: &BenchArgs, model: &str, rate: f64) -> Map<String, Value> {
     let mut r = Map::new();
     r.insert(
         "date".into(),
@@ -126,26 +134,50 @@ pub(super) fn summarize(
     );
     r.insert("burstiness".into(), json!(a.burstiness));
     r.insert("max_concurrency".into(), json!(a.max_concurrency));
-    r.insert("duration".into(), json!(duration));
-    r.insert("completed".into(), json!(completed));
-    if a.vllm_version != BenchRelease::V011 {
-        r.insert("failed".into(), json!(failed));
+    r
+}
+
+/// The most output tokens in one second of the run, and the most requests in flight.
+fn peaks(ok: &[&Outcome]) -> (f64, u64) {
+    if ok.is_empty() {
+        return (0.0, 0);
     }
-    r.insert("total_input_tokens".into(), json!(total_input));
-    r.insert("total_output_tokens".into(), json!(total_output));
-    r.insert(
-        "request_throughput".into(),
-        json!(completed as f64 / duration),
-    );
-    r.insert("request_goodput".into(), Value::Null);
-    r.insert(
-        "output_throughput".into(),
-        json!(total_output as f64 / duration),
-    );
-    r.insert(
-        "total_token_throughput".into(),
-        json!((total_input + total_output) as f64 / duration),
-    );
+    let min_start = ok
+        .iter()
+        .map(|o| o.start_time)
+        .fold(f64::INFINITY, f64::min);
+    let max_end = ok
+        .iter()
+        .map(|o| o.start_time + o.latency)
+        .fold(0.0, f64::max);
+    let secs = (max_end - min_start).ceil() as usize + 1;
+    let mut tok = vec![0.0; secs];
+    let mut conc = vec![0_u64; secs];
+    for o in ok {
+        let mut t = o.start_time + o.ttft;
+        let mut times = vec![t];
+        for d in &o.itl {
+            t += d;
+            times.push(t);
+        }
+        for tt in times {
+            let b = (tt - min_start) as usize;
+            if b < secs {
+                tok[b] += 1.0;
+            }
+        }
+        let s = (o.start_time - min_start) as usize;
+        let e = ((o.start_time + o.latency) - min_start) as usize;
+        for c in conc.iter_mut().take((e + 1).min(secs)).skip(s) {
+            *c += 1;
+        }
+    }
+    let peak_tokens = tok.iter().copied().fold(0.0, f64::max);
+    (peak_tokens, conc.iter().copied().max().unwrap_or(0))
+}
+
+/// The per-request lists of the releases and flags that save them, in vLLM's key order.
+fn per_request_lists(a: &BenchArgs, outs: &[Outcome], r: &mut Map<String, Value>) {
     let newer = matches!(a.vllm_version, BenchRelease::V030 | BenchRelease::V033);
     if a.save_detailed {
         r.insert(
@@ -202,11 +234,11 @@ pub(super) fn summarize(
             json!(outs.iter().map(|o| o.error.clone()).collect::<Vec<_>>()),
         );
     }
-    r.insert("max_output_tokens_per_s".into(), json!(peak_tokens));
-    r.insert("max_concurrent_requests".into(), json!(peak_conc));
-    if a.vllm_version != BenchRelease::V011 {
-        r.insert("rtfx".into(), json!(0.0));
-    }
+}
+
+/// Mean, median, standard deviation and `--metric-percentiles` of each of
+/// `--percentile-metrics`, in milliseconds.
+fn percentiles(a: &BenchArgs, r: &mut Map<String, Value>, mut series: [(&str, Vec<f64>); 4]) {
     let metrics = a
         .percentile_metrics
         .clone()
@@ -217,12 +249,8 @@ pub(super) fn summarize(
         .filter_map(|p| p.trim().parse().ok())
         .collect();
     for m in metrics.split(',').map(str::trim) {
-        let v: &mut Vec<f64> = match m {
-            "ttft" => &mut ttfts,
-            "tpot" => &mut tpots,
-            "itl" => &mut itls,
-            "e2el" => &mut e2els,
-            _ => continue,
+        let Some((_, v)) = series.iter_mut().find(|(name, _)| *name == m) else {
+            continue;
         };
         v.sort_by(|x, y| x.total_cmp(y));
         let ms: Vec<f64> = v.iter().map(|x| x * 1000.0).collect();
@@ -238,9 +266,52 @@ pub(super) fn summarize(
             r.insert(format!("p{word}_{m}_ms"), json!(percentile(&ms, *p)));
         }
     }
-    r
 }
 
+/// How a summary line shows its value: a count, or two decimals.
+#[derive(Clone, Copy)]
+enum Shown {
+    Count,
+    Decimals,
+}
+
+/// The summary's lines after the request counts: label, result key, how it is shown.
+const TOTALS: &[(&str, &str, Shown)] = &[
+    ("Benchmark duration (s):", "duration", Shown::Decimals),
+    ("Total input tokens:", "total_input_tokens", Shown::Count),
+    (
+        "Total generated tokens:",
+        "total_output_tokens",
+        Shown::Count,
+    ),
+    (
+        "Request throughput (req/s):",
+        "request_throughput",
+        Shown::Decimals,
+    ),
+    (
+        "Output token throughput (tok/s):",
+        "output_throughput",
+        Shown::Decimals,
+    ),
+    (
+        "Peak output token throughput (tok/s):",
+        "max_output_tokens_per_s",
+        Shown::Decimals,
+    ),
+    (
+        "Peak concurrent requests:",
+        "max_concurrent_requests",
+        Shown::Decimals,
+    ),
+    (
+        "Total token throughput (tok/s):",
+        "total_token_throughput",
+        Shown::Decimals,
+    ),
+];
+
+/// The console summary `vllm bench serve` prints.
 pub(super) fn print_summary(a: &BenchArgs, r: &Map<String, Value>) {
     let num = |k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(0.0);
     let int = |k: &str| r.get(k).and_then(Value::as_u64).unwrap_or(0);
@@ -250,46 +321,19 @@ pub(super) fn print_summary(a: &BenchArgs, r: &Map<String, Value>) {
     if let Some(c) = a.max_concurrency {
         println!("{:<40} {:<10}", "Maximum request concurrency:", c);
     }
-    println!(
-        "{:<40} {:<10.2}",
-        "Benchmark duration (s):",
-        num("duration")
-    );
-    println!(
-        "{:<40} {:<10}",
-        "Total input tokens:",
-        int("total_input_tokens")
-    );
-    println!(
-        "{:<40} {:<10}",
-        "Total generated tokens:",
-        int("total_output_tokens")
-    );
-    println!(
-        "{:<40} {:<10.2}",
-        "Request throughput (req/s):",
-        num("request_throughput")
-    );
-    println!(
-        "{:<40} {:<10.2}",
-        "Output token throughput (tok/s):",
-        num("output_throughput")
-    );
-    println!(
-        "{:<40} {:<10.2}",
-        "Peak output token throughput (tok/s):",
-        num("max_output_tokens_per_s")
-    );
-    println!(
-        "{:<40} {:<10.2}",
-        "Peak concurrent requests:",
-        num("max_concurrent_requests")
-    );
-    println!(
-        "{:<40} {:<10.2}",
-        "Total token throughput (tok/s):",
-        num("total_token_throughput")
-    );
+    for (label, key, shown) in TOTALS {
+        match shown {
+            Shown::Count => println!("{label:<40} {:<10}", int(key)),
+            Shown::Decimals => println!("{label:<40} {:<10.2}", num(key)),
+        }
+    }
+    print_percentiles(a, r);
+    println!("{}", "=".repeat(50));
+}
+
+/// The summary's section of each of `--percentile-metrics`.
+fn print_percentiles(a: &BenchArgs, r: &Map<String, Value>) {
+    let num = |k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(0.0);
     let metrics = a
         .percentile_metrics
         .clone()
@@ -327,7 +371,6 @@ pub(super) fn print_summary(a: &BenchArgs, r: &Map<String, Value>) {
             );
         }
     }
-    println!("{}", "=".repeat(50));
 }
 
 pub(super) fn save(

@@ -12,8 +12,8 @@ mod cache_info;
 mod collectors;
 mod families;
 
-use super::config::ServeConfig;
 use super::expo::Family;
+use super::settings::ServeConfig;
 
 /// Handlers prometheus-fastapi-instrumentator leaves out (vLLM's `excluded_handlers`).
 pub const UNINSTRUMENTED: &[&str] = &[
@@ -84,19 +84,6 @@ pub trait Exposition: Send {
     /// the engines whose `/metrics` is Prometheus text).
     fn drain_iteration_stats(&mut self) -> Option<Vec<serde_json::Value>> {
         None
-    }
-}
-
-/// The exposition of `cfg.engine`.
-pub fn exposition(cfg: &ServeConfig, start_unix: f64, now_unix: f64) -> Box<dyn Exposition> {
-    match cfg.engine {
-        inferlint_core::Engine::Sglang => {
-            Box::new(crate::sglang::metrics::SglangRegistry::new(cfg, now_unix))
-        }
-        inferlint_core::Engine::Trtllm => {
-            Box::new(crate::trtllm::metrics::TrtllmRegistry::new(cfg))
-        }
-        inferlint_core::Engine::Vllm => Box::new(Registry::new(cfg, start_unix, now_unix)),
     }
 }
 

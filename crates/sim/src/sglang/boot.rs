@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use crate::config::{ServeConfig, KV_BYTES_PER_TOKEN};
 use crate::logline::{py_str, Logger};
+use crate::settings::{ServeConfig, KV_BYTES_PER_TOKEN};
 
 /// The attention backend SGLang picks when none is named on a CUDA machine (the recorded
 /// `Attention backend not specified. Use flashinfer backend by default.`).
@@ -99,7 +99,7 @@ pub fn server_args(cfg: &ServeConfig, random_seed: u64) -> String {
         ),
         ("max_running_requests", cfg.max_num_seqs.to_string()),
         ("max_queued_requests", py_opt_u32(cfg.max_num_queued_reqs)),
-        ("max_total_tokens", py_opt_u32(cfg.max_total_tokens)),
+        ("max_total_tokens", py_opt_u32(cfg.options.max_total_tokens)),
         (
             "chunked_prefill_size",
             cfg.max_num_batched_tokens.to_string(),
@@ -116,7 +116,7 @@ pub fn server_args(cfg: &ServeConfig, random_seed: u64) -> String {
         ("port", cfg.port.to_string()),
         ("api_key", api_key),
         ("served_model_name", py_str(cfg.model_name())),
-        ("enable_metrics", py_bool(cfg.enable_metrics).into()),
+        ("enable_metrics", py_bool(cfg.options.enable_metrics).into()),
         ("attention_backend", py_str(&backend(cfg).0)),
         ("disable_cuda_graph", py_bool(cfg.enforce_eager).into()),
         ("speculative_algorithm", "None".into()),
@@ -286,6 +286,24 @@ pub async fn decode_log_loop(front: std::sync::Arc<crate::api::front::Front>) {
 
 /// The launcher's last line, once its own warm-up request is answered.
 pub const FIRED_UP: &str = "The server is fired up and ready to roll!";
+
+/// SGLang's stop on SIGTERM/SIGINT: its launcher kills its process tree and leaves with
+/// uvicorn's lines only.
+pub async fn shutdown(
+    front: &std::sync::Arc<crate::api::front::Front>,
+    procs: &mut [crate::api::procs::EngineProc],
+    serving: bool,
+) -> i32 {
+    let log = &front.log;
+    let timeout = front.cfg.shutdown_timeout;
+    let grace = Duration::from_secs(timeout as u64).max(Duration::from_millis(50));
+    crate::api::procs::stop_engines(log, procs, grace).await;
+    front.fail_all(500, "The server is shutting down; the request was aborted.");
+    if serving {
+        log.uvicorn("Shutting down");
+    }
+    0
+}
 
 #[cfg(test)]
 mod tests {

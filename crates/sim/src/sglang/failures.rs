@@ -6,8 +6,8 @@
 //! `kill_process_tree`, which ends the launcher with SIGKILL (exit 137 to a shell). The
 //! tracebacks are the recordings', word for word.
 
-use crate::config::FailKind;
 use crate::logline::Logger;
+use crate::settings::FailKind;
 
 const MEM_ADVICE: &str = include_str!("fail_mem_advice.txt");
 const MAMBA_STATE: &str = include_str!("fail_mamba_state.txt");

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -102,12 +102,45 @@ async fn server_info(State(front): State<Arc<Front>>) -> Response {
     axum::Json(server_info_body(&front)).into_response()
 }
 
-async fn flush_cache() -> Response {
-    "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n".into_response()
+/// `GET|POST /flush_cache?timeout=`: with `timeout` > 0 it first waits that long for no request
+/// in flight; then every scheduler flushes if it has nothing running or queued (its own lines
+/// say which), emptying the radix cache so that `sglang:cached_tokens_total` stops growing for
+/// prompts seen before.
+async fn flush_cache(
+    State(front): State<Arc<Front>>,
+    Query(q): Query<Vec<(String, String)>>,
+) -> Response {
+    let timeout = match q.iter().rev().find(|(k, _)| k == "timeout") {
+        None => 0.0,
+        Some((_, raw)) => match raw.trim().parse::<f64>() {
+            Ok(t) if t.is_finite() => t.max(0.0),
+            _ => return float_parsing("timeout", raw),
+        },
+    };
+    if timeout > 0.0 && !front.wait_idle(Duration::from_secs_f64(timeout)).await {
+        return (StatusCode::BAD_REQUEST, "Timed out waiting for idle state.").into_response();
+    }
+    if front.reset_prefix_cache(false).await {
+        return "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, the operation will not be performed.)\n".into_response();
+    }
+    (StatusCode::BAD_REQUEST, "Flush cache failed.\n").into_response()
+}
+
+/// FastAPI's 422 for a query parameter that is not a number.
+fn float_parsing(name: &str, raw: &str) -> Response {
+    (
+        StatusCode::UNPROCESSABLE_ENTITY,
+        axum::Json(json!({"detail": [{
+            "type": "float_parsing", "loc": ["query", name],
+            "msg": "Input should be a valid number, unable to parse string as a number",
+            "input": raw
+        }]})),
+    )
+        .into_response()
 }
 
 async fn metrics(State(front): State<Arc<Front>>) -> Response {
-    if !front.cfg.enable_metrics {
+    if !front.cfg.options.enable_metrics {
         return (
             StatusCode::NOT_FOUND,
             axum::Json(json!({"detail": "Not Found"})),

@@ -12,10 +12,10 @@
 
 use super::boot::Memory;
 use super::families::{Spec, FAMILIES};
-use crate::config::ServeConfig;
 use crate::expo::{Child, Family, Kind};
 use crate::metrics::{Exposition, HttpRequest, RequestStats};
 use crate::os::mono_now;
+use crate::settings::ServeConfig;
 
 const GRAPH_PHASES: [&str; 6] = [
     "prefill",

@@ -11,9 +11,11 @@ pub mod boot;
 pub mod failures;
 mod families;
 pub mod http;
+pub mod lines;
 pub mod metrics;
+pub mod surface;
 
-use crate::config::ServeConfig;
+use crate::settings::{EngineOptions, ServeConfig};
 
 /// The SGLang release whose log lines and exposition are copied: the recorded 0.5 runs.
 pub const VERSION: &str = "0.5.2";
@@ -28,6 +30,14 @@ pub struct SglangArgs {
     /// SGLang: the KV pool in tokens (`max_total_num_tokens`; pages of `--page-size` tokens).
     #[arg(long)]
     pub max_total_tokens: Option<u32>,
+}
+
+impl SglangArgs {
+    /// Records the flags in the options the engine reads back.
+    pub fn apply(&self, options: &mut EngineOptions) {
+        options.enable_metrics = self.enable_metrics;
+        options.max_total_tokens = self.max_total_tokens;
+    }
 }
 
 /// The scheduler process of data-parallel rank `dp`, tensor-parallel rank `tp`:
@@ -95,7 +105,7 @@ mod tests {
         assert_eq!((c.block_size, c.pool_tokens()), (1, 32096));
         assert_eq!(c.usable_blocks(), 32096, "SGLang reserves no null block");
         assert_eq!((c.max_num_seqs, c.max_model_len), (32, 16384));
-        assert!(c.enable_metrics);
+        assert!(c.options.enable_metrics);
         let v = test_config(&["m"]);
         assert_eq!((v.engine, v.block_size), (inferlint_core::Engine::Vllm, 16));
     }

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use super::failures::{self, IMPORT_WARNINGS};
 use super::{pool_gib, KV_BYTES_PER_TOKEN, VERSION};
-use crate::api::engines::EngineProc;
 use crate::api::front::Front;
-use crate::config::{FailKind, ServeConfig};
+use crate::api::procs::{stop_engines, EngineProc};
 use crate::expo::py_repr;
 use crate::logline::Logger;
+use crate::settings::{FailKind, ServeConfig};
 
 /// The `LLM Args:` settings line of the recorded run, `{name}` where the simulated
 /// configuration's value goes.
@@ -195,8 +195,8 @@ pub fn llm_args(cfg: &ServeConfig) -> String {
         ("{max_batch}", cfg.max_num_seqs.to_string()),
         ("{max_seq_len}", cfg.max_model_len.to_string()),
         ("{max_num_tokens}", cfg.max_num_batched_tokens.to_string()),
-        ("{perf}", py_bool(cfg.trtllm.return_perf_metrics).into()),
-        ("{iter}", py_bool(cfg.trtllm.enable_iter_perf_stats).into()),
+        ("{perf}", py_bool(cfg.options.return_perf_metrics).into()),
+        ("{iter}", py_bool(cfg.options.enable_iter_perf_stats).into()),
         ("{reuse}", py_bool(cfg.prefix_caching).into()),
     ];
     let mut line = LLM_ARGS.trim_end().to_string();
@@ -259,7 +259,7 @@ pub fn server_lines(log: &Logger, cfg: &ServeConfig, start_unix: f64) {
         "executor",
         &format!("[startup][pid={p}] executor_proxy/workers_ready: elapsed={waited:.3}s"),
     );
-    if cfg.trtllm.return_perf_metrics {
+    if cfg.options.return_perf_metrics {
         log.info(
             "_utils",
             &format!(
@@ -275,7 +275,7 @@ pub fn server_lines(log: &Logger, cfg: &ServeConfig, start_unix: f64) {
         "_startup",
         &format!("[startup][pid={p}] http_server_start: start"),
     );
-    if cfg.trtllm.enable_iter_perf_stats {
+    if cfg.options.enable_iter_perf_stats {
         log.info("serve", "Started background iteration stats collector task");
         log.info("serve", "Iteration stats collector loop started");
     }
@@ -310,7 +310,7 @@ pub async fn shutdown(front: &Arc<Front>, procs: &mut [EngineProc], serving: boo
         log.uvicorn("Shutting down");
         log.uvicorn("Waiting for application shutdown.");
     }
-    if front.cfg.trtllm.enable_iter_perf_stats {
+    if front.cfg.options.enable_iter_perf_stats {
         log.info("serve", "Iteration stats collector loop cancelled");
         log.info("serve", "Stopped background iteration stats collector task");
     }
@@ -325,7 +325,7 @@ pub async fn shutdown(front: &Arc<Front>, procs: &mut [EngineProc], serving: boo
     );
     let grace =
         Duration::from_secs(u64::from(front.cfg.shutdown_timeout)).max(Duration::from_millis(50));
-    crate::api::stop_engines(log, procs, grace).await;
+    stop_engines(log, procs, grace).await;
     front.fail_all(500, "The server is shutting down; the request was aborted.");
     log.info("llmapi", "MpiPoolSession.shutdown: done");
     0

@@ -5,8 +5,8 @@
 //! quantization config has no input activations (a TypeError). The tracebacks are the
 //! recordings', word for word.
 
-use crate::config::{FailKind, ServeConfig};
 use crate::logline::Logger;
+use crate::settings::{FailKind, ServeConfig};
 
 const NO_CUDA_HOME: &str = include_str!("fail_no_cuda_home.txt");
 const COMPRESSED_TENSORS: &str = include_str!("fail_compressed_tensors.txt");

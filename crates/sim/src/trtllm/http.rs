@@ -51,7 +51,7 @@ async fn iteration_stats(State(front): State<Arc<Front>>) -> Response {
 }
 
 async fn prometheus(State(front): State<Arc<Front>>) -> Response {
-    if !front.cfg.trtllm.return_perf_metrics {
+    if !front.cfg.options.return_perf_metrics {
         return (
             StatusCode::NOT_FOUND,
             axum::Json(json!({"detail": "Not Found"})),

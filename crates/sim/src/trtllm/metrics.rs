@@ -16,9 +16,9 @@ use std::collections::VecDeque;
 use serde_json::{json, Value};
 
 use super::families::{Spec, FAMILIES};
-use crate::config::ServeConfig;
 use crate::expo::{py_repr, Child, Family, Kind};
 use crate::metrics::{Exposition, HttpRequest, RequestStats};
+use crate::settings::ServeConfig;
 
 /// The iteration stats kept for `/metrics` between reads (TensorRT-LLM's
 /// `iter_stats_max_iterations` default).
@@ -99,7 +99,7 @@ impl TrtllmRegistry {
             block_reuse: cfg.prefix_caching,
             gpu_bytes: (cfg.gpu_mib * (1 << 20)) as f64,
             step_secs: cfg.step_secs(),
-            iteration_stats: cfg.trtllm.enable_iter_perf_stats,
+            iteration_stats: cfg.options.enable_iter_perf_stats,
             families,
             iteration_family: FAMILIES.iter().map(|s| s.iteration).collect(),
             latest: SchedState::default(),

@@ -13,13 +13,15 @@ pub mod boot;
 pub mod failures;
 mod families;
 pub mod http;
+pub mod lines;
 pub mod metrics;
+pub mod surface;
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::ServeConfig;
+use crate::settings::{EngineOptions, ServeConfig};
 
 /// The TensorRT-LLM release whose log lines and exposition are copied: the recorded 1.3 runs.
 pub const VERSION: &str = "1.3.0rc29";
@@ -38,6 +40,16 @@ pub struct TrtllmArgs {
     /// `enable_iter_perf_stats: true` adds the iteration-stats gauges and /metrics' JSON.
     #[arg(long, visible_alias = "extra_llm_api_options", value_name = "YAML")]
     pub config: Option<PathBuf>,
+}
+
+impl TrtllmArgs {
+    /// Reads the `--config` file into the options the engine reads back.
+    pub fn apply(&self, options: &mut EngineOptions) -> Result<(), String> {
+        let c = TrtllmConfig::from_args(self)?;
+        options.return_perf_metrics = c.return_perf_metrics;
+        options.enable_iter_perf_stats = c.enable_iter_perf_stats;
+        Ok(())
+    }
 }
 
 /// The options of the `--config` YAML the simulator acts on.

@@ -1,0 +1,204 @@
+//! A sweep written as a loop (docs/design/sweeps.md#a-sweep-written-as-a-loop): the load is a
+//! script, and each load-tool process it starts (`vllm bench serve`, SGLang's bench_serving,
+//! AIPerf, GuideLLM, …) is a point, bounded by the server's counters just before it appeared and
+//! just after it was gone. Read at each of the recorder's samples, from the load tree's members.
+//! A load tool that runs its own sweep a process per point (AIPerf) is followed the same way:
+//! its point processes are the points (docs/design/sweeps.md#sweeps-a-load-tool-runs-itself).
+
+use std::time::SystemTime;
+
+use inferlint_core::load::{load_tool, LoadTool};
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::sweep::tool;
+use inferlint_supervisor::ProcId;
+
+/// One load-tool process the script ran, and the server's counters around it.
+#[derive(Clone, Debug)]
+pub struct ScriptPoint {
+    pub argv: Vec<String>,
+    /// The last reading before it was seen (None: it was there from the first).
+    pub before: Option<Snapshot>,
+    /// The first reading after it was gone (None until then; the run's after snapshot for one
+    /// still running when the load ended).
+    pub after: Option<Snapshot>,
+    /// When it was first seen.
+    pub seen: SystemTime,
+    /// Which trial of its value it is, where the load tool repeats each value itself.
+    pub repeat: Option<u32>,
+}
+
+/// A member of the load's tree, as the tracker reads it.
+pub struct Member {
+    pub id: ProcId,
+    pub ppid: i32,
+    pub argv: Vec<String>,
+}
+
+/// The points seen so far.
+#[derive(Default)]
+pub struct ScriptPoints {
+    /// The load's command, where the load is a tool that runs its own points as processes.
+    tool_load: Option<Vec<String>>,
+    open: Vec<(ProcId, ScriptPoint)>,
+    ending: Vec<ScriptPoint>,
+    done: Vec<ScriptPoint>,
+    last: Option<Snapshot>,
+}
+
+impl ScriptPoints {
+    /// The points of the load `argv`: a script's load-tool processes, or the point processes
+    /// of a load tool that runs its own sweep (AIPerf).
+    pub fn of_load(argv: &[String]) -> ScriptPoints {
+        ScriptPoints {
+            tool_load: (load_tool(argv) == Some(LoadTool::Aiperf)).then(|| argv.to_vec()),
+            ..ScriptPoints::default()
+        }
+    }
+
+    /// Whether the load's processes are followed as points: a script, or a tool that runs its
+    /// own sweep a process per point.
+    pub fn followed(argv: &[String]) -> bool {
+        matches!(load_tool(argv), None | Some(LoadTool::Aiperf))
+    }
+
+    /// What member `argv` runs as a point (its command as the user would run it alone, and
+    /// its trial), or None when it is no point.
+    fn point_of(&self, argv: &[String]) -> Option<(Vec<String>, Option<u32>)> {
+        match &self.tool_load {
+            None => load_tool(argv).map(|_| (argv.to_vec(), None)),
+            Some(load) => {
+                let cfg = tool::point_config(argv)?;
+                // A configuration that cannot be read leaves the process's own command: the
+                // point is still a window, judged on what can be told.
+                Some(match tool::aiperf_point(load, &cfg) {
+                    Ok(p) => (p.argv, p.repeat),
+                    Err(_) => (argv.to_vec(), None),
+                })
+            }
+        }
+    }
+
+    /// One reading: `snap` was scraped just before the tree's `members` were read. A point
+    /// seen new begins at the reading before (it was not there then); one seen gone ends at the
+    /// reading after (the server counts a request a moment after its client has its answer).
+    /// A client that starts sending within one reading of the previous one's exit shares that
+    /// interval's counts with it (docs/design/sweeps.md#a-sweep-written-as-a-loop).
+    pub fn sample(&mut self, members: &[Member], snap: Snapshot) {
+        for mut p in self.ending.drain(..) {
+            p.after = Some(snap.clone());
+            self.done.push(p);
+        }
+        let (gone, still): (Vec<_>, Vec<_>) = std::mem::take(&mut self.open)
+            .into_iter()
+            .partition(|(id, _)| !members.iter().any(|m| m.id == *id));
+        self.open = still;
+        self.ending.extend(gone.into_iter().map(|(_, p)| p));
+        for m in members {
+            let known = self.open.iter().any(|(id, _)| *id == m.id);
+            // A load tool's own children (workers it forks) are part of its point.
+            let child_of_point = self.open.iter().any(|(id, _)| id.pid == m.ppid);
+            if known || child_of_point {
+                continue;
+            }
+            let Some((argv, repeat)) = self.point_of(&m.argv) else {
+                continue;
+            };
+            self.open.push((
+                m.id,
+                ScriptPoint {
+                    argv,
+                    before: self.last.clone(),
+                    after: None,
+                    seen: SystemTime::now(),
+                    repeat,
+                },
+            ));
+        }
+        self.last = Some(snap);
+    }
+
+    /// Every point, in the order they started; one not yet closed ends at `after` (None: the
+    /// run's after snapshot, taken once the load was over, closes it).
+    pub fn finish(mut self, after: Option<&Snapshot>) -> Vec<ScriptPoint> {
+        let open = std::mem::take(&mut self.open).into_iter().map(|(_, p)| p);
+        for mut p in self.ending.drain(..).chain(open).collect::<Vec<_>>() {
+            p.after = after.cloned();
+            self.done.push(p);
+        }
+        self.done.sort_by_key(|p| p.seen);
+        self.done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn snap(t: f64) -> Snapshot {
+        let at = inferlint_core::clock::ClockReading::at(t);
+        Snapshot::from_reading("x", format!("vllm:generation_tokens_total {t}\n"), at, at).unwrap()
+    }
+
+    fn member(pid: i32, ppid: i32, argv: &str) -> Member {
+        Member {
+            id: ProcId { pid, starttime: 1 },
+            ppid,
+            argv: shlex::split(argv).unwrap(),
+        }
+    }
+
+    #[test]
+    fn each_load_tool_the_script_starts_is_a_point_between_the_readings_around_it() {
+        let sh = member(
+            10,
+            1,
+            "sh -c 'for c in 1 2; do vllm bench serve --max-concurrency $c; done'",
+        );
+        let mut p = ScriptPoints::default();
+        p.sample(&[sh.clone_member()], snap(1.0));
+        let first = member(11, 10, "vllm bench serve --max-concurrency 1");
+        p.sample(&[sh.clone_member(), first.clone_member()], snap(2.0));
+        // Its worker is part of it, not a point of its own.
+        let worker = member(12, 11, "vllm bench serve --max-concurrency 1");
+        p.sample(
+            &[sh.clone_member(), first.clone_member(), worker],
+            snap(3.0),
+        );
+        p.sample(&[sh.clone_member()], snap(4.0));
+        let second = member(13, 10, "vllm bench serve --max-concurrency 2");
+        p.sample(&[sh.clone_member(), second.clone_member()], snap(5.0));
+        p.sample(&[sh.clone_member()], snap(6.0));
+        let points = p.finish(Some(&snap(9.0)));
+        assert_eq!(points.len(), 2);
+        let at = |s: &Option<Snapshot>| s.as_ref().map(|s| s.t_wall);
+        assert_eq!(
+            (at(&points[0].before), at(&points[0].after)),
+            (Some(1.0), Some(5.0))
+        );
+        assert_eq!(points[0].argv.last().map(String::as_str), Some("1"));
+        // Gone at the last reading: closed by the run's after snapshot.
+        assert_eq!(
+            (at(&points[1].before), at(&points[1].after)),
+            (Some(4.0), Some(9.0))
+        );
+        // One still running when the load was over is closed by the run's after snapshot.
+        let mut p = ScriptPoints::default();
+        p.sample(&[sh.clone_member()], snap(1.0));
+        p.sample(&[sh.clone_member(), second.clone_member()], snap(2.0));
+        let points = p.finish(Some(&snap(9.0)));
+        assert_eq!(
+            (at(&points[0].before), at(&points[0].after)),
+            (Some(1.0), Some(9.0))
+        );
+    }
+
+    impl Member {
+        fn clone_member(&self) -> Member {
+            Member {
+                id: self.id,
+                ppid: self.ppid,
+                argv: self.argv.clone(),
+            }
+        }
+    }
+}
