@@ -10,6 +10,7 @@ mod bootlog_memory;
 mod bootlog_streaming;
 mod bootlog_versions;
 mod checks_evidence;
+mod checks_field_second;
 mod checks_window;
 mod data_parallel;
 mod evidence_home;

@@ -91,9 +91,9 @@ fn sglang_qwen3_8b() {
         .unwrap()
         .contains("29 of them fit."));
     assert!(figure(&html, "fig-memory").is_some());
-    // T15 is core's, decided with the window's other checks: 8 passes (T15, T16, T17 among
-    // them).
-    assert!(html.contains("8 passed; 1 does not apply to SGLang</summary>"));
+    // T15 is core's, decided with the window's other checks: 9 passes (T15, T16, T17 and T24
+    // among them).
+    assert!(html.contains("9 passed; 1 does not apply to SGLang</summary>"));
     check_balanced(&html).unwrap();
 }
 

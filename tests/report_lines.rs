@@ -34,7 +34,7 @@ fn order(stdout: &str) -> Vec<String> {
 }
 
 const WITH_RESULT_FILE: &[&str] = &[
-    "T12", "T5", "T6", "T15", "T1", "T10", "T14", "T9", "T8", "T16", "T17",
+    "T12", "T5", "T6", "T15", "T1", "T10", "T14", "T9", "T8", "T16", "T17", "T24",
 ];
 
 #[test]

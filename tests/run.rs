@@ -16,4 +16,5 @@ mod run_proxy;
 mod run_sim;
 mod run_sweep;
 mod run_window;
+mod run_window_second;
 mod serial_turns;

@@ -36,6 +36,8 @@ class BenchResult:
     median_ttft_ms: float | None = None
     p99_ttft_ms: float | None = None
     mean_tpot_ms: float | None = None
+    # the mean gap between two streamed chunks (a chunk may carry several tokens)
+    mean_itl_ms: float | None = None
     # per request, with --save-detailed: the first error's text and every output length
     first_error: str | None = None
     output_lens: tuple[float, ...] = ()
@@ -43,6 +45,8 @@ class BenchResult:
     ttfts: tuple[float, ...] = ()
     start_times: tuple[float, ...] = ()
     input_lens: tuple[float, ...] = ()
+    # per request, with --save-detailed: the chunks its stream arrived in (0: none)
+    chunks: tuple[float, ...] = ()
     # the rate asked for, requests per second; None for "inf"
     request_rate: float | None = None
 
@@ -55,7 +59,7 @@ def _from_json(doc: str) -> BenchResult:
     for k in _INTS:
         if kw[k] is not None:
             kw[k] = int(kw[k])
-    for k in ("output_lens", "ttfts", "start_times", "input_lens"):
+    for k in ("output_lens", "ttfts", "start_times", "input_lens", "chunks"):
         kw[k] = tuple(kw.get(k) or ())
     return BenchResult(**kw)
 

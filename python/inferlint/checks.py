@@ -34,6 +34,10 @@ __all__ = [
     "check_speculation_transfers",
     "check_warmup_outside_window",
     "check_client_kept_pace",
+    "check_engines_balanced",
+    "check_itl_per_token",
+    "check_prompt_lengths",
+    "check_graph_batches",
     "concurrency_ceiling",
     "does_not_apply",
     "engine_of",
@@ -348,3 +352,56 @@ def check_client_kept_pace(
     return (
         _native.check_client_kept_pace(load, bench, rec, requested, _observed(observed))
     )
+
+
+def check_engines_balanced(
+    before: Snapshot,
+    after: Snapshot,
+    series: Series | None = None,
+) -> CheckResult:
+    """T22. Did the engines of a data-parallel server share the load?
+
+    Each engine's finished requests between the snapshots (label ``engine``): a warning when
+    the busiest finished 1.5 times its even share or more. ``series`` adds each engine's mean
+    running requests while the server was busy. A server of one engine cannot tell.
+    """
+    rec = None if series is None else _recording(series)
+    return _native.check_engines_balanced(_parsed(before), _parsed(after), rec)
+
+
+def check_itl_per_token(
+    bench: BenchResult | None = None,
+    facts: BootFacts | None = None,
+) -> CheckResult:
+    """T23. Is the client's inter-token latency per token, or per streamed chunk?
+
+    The result's per-request output lengths against the chunks it timed (``--save-detailed``):
+    a warning above 1.2 tokens per chunk. ``facts`` names the cause (speculative decoding, a
+    stream interval).
+    """
+    return _native.check_itl_per_token(bench, _facts(facts))
+
+
+def check_prompt_lengths(
+    before: Snapshot,
+    after: Snapshot,
+    load: str | Sequence[str] | None = None,
+    bench: BenchResult | None = None,
+) -> CheckResult:
+    """T24. Were the prompts the server processed as long as the load asked?
+
+    The server's prompt tokens per finished request between the snapshots against the
+    prompt length in ``load`` (``--random-input-len``, ``--isl``, ``prompt_tokens=``), else
+    against the client's own count in ``bench``: a warning beyond 10 % and 8 tokens.
+    """
+    return _native.check_prompt_lengths(_parsed(before), _parsed(after), load, bench)
+
+
+def check_graph_batches(series: Series, facts: BootFacts | None = None) -> CheckResult:
+    """T25. Did the server run more requests at once than its largest captured CUDA graph?
+
+    The recording's running requests (each engine's on a data-parallel server) against the
+    largest decode batch the boot log (``facts``) says was captured: a warning when beyond it on
+    5 % of the busy samples or more. Without captured graphs it cannot tell.
+    """
+    return _native.check_graph_batches(_recording(series), _facts(facts))

@@ -1,4 +1,4 @@
-"""T16, T17 and T18 from Python on the real vLLM 0.32 CPU recordings
+"""T16 to T24 from Python on the real vLLM 0.32 CPU recordings
 (tests/fixtures/vllm-0.32-cpu/field/): each check gives the verdict ``inferlint window`` gives on
 the same files, in both directions, and a one-number mutation flips it."""
 
@@ -58,6 +58,9 @@ def test_the_second_seeded_load_fails_t16_as_the_cli_says(evidence: Path) -> Non
             checks.check_outputs_full_length(load, bench, b, a),
             # The result has per-request TTFTs (--save-detailed): `window` decides T20 too.
             checks.check_warmup_outside_window(bench),
+            # Per-request streams (T23) and a prompt length asked (T24) too.
+            checks.check_itl_per_token(bench),
+            checks.check_prompt_lengths(b, a, load, bench),
         ]
         assert rs[0].status == status, rs[0].message
         cli_rs = cli(
@@ -156,3 +159,84 @@ def test_the_throttled_client_fails_t21_as_the_cli_says(evidence: Path) -> None:
     # A run's measured CPU: a saturated client warns.
     cpu = {"client_cpu": {"busy_s": 10.0, "tree_cpu_s": 9.7, "hottest_cpu_s": 9.7, "hottest": "python3"}}
     assert checks.check_client_kept_pace(None, None, observed=cpu).status == Status.WARN
+
+
+def test_one_engine_carrying_a_data_parallel_load_warns_t22_as_the_cli_says(evidence: Path) -> None:
+    for name, status in [("pinned", Status.WARN), ("even", Status.PASS)]:
+        b = snap(evidence, f"dp2-balance/{name}-before.prom")
+        a = snap(evidence, f"dp2-balance/{name}-after.prom")
+        r = checks.check_engines_balanced(b, a)
+        assert r.status == status, r.message
+        c = by_code(
+            cli(evidence, f"dp2-balance/{name}-before.prom", f"dp2-balance/{name}-after.prom", f"dp2-balance/{name}.json", f"dp2-balance/{name}.cmd.txt"),
+            "T22",
+        )
+        assert (r.tripwire, r.status.value, r.message) == (c["tripwire"], c["status"], c["message"])
+    # A server of one engine cannot tell.
+    one = snap(evidence, "tokenizer/matching-after.prom")
+    assert checks.check_engines_balanced(one, one).status == Status.UNKNOWN
+
+
+def test_chunked_streams_warn_t23_as_the_cli_says(evidence: Path) -> None:
+    from inferlint import bootlog
+
+    facts = bootlog.parse_file(evidence / FIELD / "spec-ngram/boot.log")
+    chunked = benchresult.load(evidence / FIELD / "spec-ngram/repetitive.json")
+    r = checks.check_itl_per_token(chunked, facts)
+    assert r.status == Status.WARN, r.message
+    assert r.evidence["chunks"] == 45
+    c = by_code(
+        cli(evidence, "spec-ngram/repetitive-before.prom", "spec-ngram/repetitive-after.prom", "spec-ngram/repetitive.json", "spec-ngram/repetitive.cmd.txt"),
+        "T23",
+    )
+    # The CLI's window reads no boot log, so it names no cause.
+    assert (r.tripwire, r.status.value) == (c["tripwire"], c["status"])
+    assert checks.check_itl_per_token(chunked).message == c["message"]
+    plain = benchresult.load(evidence / FIELD / "spec-ngram/load.json")
+    assert checks.check_itl_per_token(plain, facts).status == Status.PASS
+    # Mutation: each request's stream in a third of its chunks.
+    cut = dataclasses.replace(plain, chunks=tuple(c / 3 for c in plain.chunks))
+    assert checks.check_itl_per_token(cut).status == Status.WARN
+
+
+def test_a_client_tokenizer_not_the_servers_warns_t24_as_the_cli_says(evidence: Path) -> None:
+    for name, status in [("mismatch", Status.WARN), ("matching", Status.PASS)]:
+        b = snap(evidence, f"tokenizer/{name}-before.prom")
+        a = snap(evidence, f"tokenizer/{name}-after.prom")
+        bench = benchresult.load(evidence / FIELD / f"tokenizer/{name}.json")
+        load = command(evidence, f"tokenizer/{name}.cmd.txt")
+        r = checks.check_prompt_lengths(b, a, load, bench)
+        assert r.status == status, r.message
+        c = by_code(
+            cli(evidence, f"tokenizer/{name}-before.prom", f"tokenizer/{name}-after.prom", f"tokenizer/{name}.json", f"tokenizer/{name}.cmd.txt"),
+            "T24",
+        )
+        assert (r.tripwire, r.status.value, r.message) == (c["tripwire"], c["status"], c["message"])
+    # Mutation: the matching load had asked for 140-token prompts.
+    load = command(evidence, "tokenizer/matching.cmd.txt").replace("--random-input-len 100", "--random-input-len 140")
+    b = snap(evidence, "tokenizer/matching-before.prom")
+    a = snap(evidence, "tokenizer/matching-after.prom")
+    assert checks.check_prompt_lengths(b, a, load).status == Status.WARN
+
+
+def test_batches_beyond_the_captured_graphs_warn_t25_as_the_cli_says(evidence: Path) -> None:
+    from inferlint import bootlog, series
+
+    run = evidence / "vllm-0.28/live"
+    rec = series.read(run / "run.series.jsonl")
+    facts = bootlog.parse_file(run / "boot.log")
+    r = checks.check_graph_batches(rec, facts)
+    assert r.status == Status.PASS, r.message
+    exe = find()
+    assert exe is not None
+    out = subprocess.run(
+        [exe, "series", str(run / "run.series.jsonl"), "--boot-log", str(run / "boot.log"), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    c = by_code(json.loads(out.stdout), "T25")
+    assert (r.tripwire, r.status.value, r.message) == (c["tripwire"], c["status"], c["message"])
+    # Mutation: graphs captured up to 8 only.
+    small = bootlog.parse((run / "boot.log").read_text().replace("'max_cudagraph_capture_size': 64", "'max_cudagraph_capture_size': 8", 1))
+    assert checks.check_graph_batches(rec, small).status == Status.WARN
+    assert checks.check_graph_batches(rec).status == Status.UNKNOWN

@@ -66,5 +66,9 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
     if let Some(n) = args.requested {
         results.push(t8::check(&series, n, facts.as_ref(), engine));
     }
+    // T25 where the boot log says which CUDA graphs were captured.
+    if let Some(g) = inferlint_core::checks::t25::graph_batch(facts.as_ref()) {
+        results.push(inferlint_core::checks::t25::check(&series, g, engine));
+    }
     print_verdicts(&results, args.verdict.json, args.verdict.strict)
 }

@@ -111,23 +111,15 @@ impl Install {
     /// `vllm bench serve`: 16 random prompts of `input_len` tokens, each made to generate
     /// exactly `output_len` tokens, 8 at a time.
     pub fn bench(&self, port: u16, input_len: u32, output_len: u32) -> Vec<String> {
-        let mut v: Vec<String> = vec![
-            self.vllm.display().to_string(),
-            "bench".into(),
-            "serve".into(),
-            "--model".into(),
-            MODEL.into(),
-            "--tokenizer".into(),
-            self.model.display().to_string(),
-            "--base-url".into(),
-            format!("http://127.0.0.1:{port}"),
+        let mut v = self.bench_on(port, &self.model);
+        v.extend([
             "--dataset-name".into(),
             "random".into(),
             "--random-input-len".into(),
             input_len.to_string(),
             "--random-output-len".into(),
             output_len.to_string(),
-        ];
+        ]);
         v.extend(
             [
                 "--num-prompts",
@@ -139,6 +131,22 @@ impl Install {
             .map(String::from),
         );
         v
+    }
+
+    /// `vllm bench serve --model … --tokenizer TOKENIZER --base-url …` against `port`, the
+    /// options of its load to follow.
+    pub fn bench_on(&self, port: u16, tokenizer: &Path) -> Vec<String> {
+        vec![
+            self.vllm.display().to_string(),
+            "bench".into(),
+            "serve".into(),
+            "--model".into(),
+            MODEL.into(),
+            "--tokenizer".into(),
+            tokenizer.display().to_string(),
+            "--base-url".into(),
+            format!("http://127.0.0.1:{port}"),
+        ]
     }
 
     /// `aiperf profile` with the same shape of load as [`Install::bench`], its artifacts in

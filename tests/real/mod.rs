@@ -14,6 +14,7 @@
 //! groups (vLLM's renamed children wipe their environment, but stay in the API server's group).
 
 pub mod engines;
+pub mod field;
 pub mod files;
 pub mod install;
 pub mod multiproc;

@@ -86,7 +86,7 @@ fn kinds(sweep: &Value) -> Vec<(String, u64, Option<u64>)> {
         .collect()
 }
 
-fn statuses(sweep: &Value, t: &str) -> Vec<String> {
+pub(super) fn statuses(sweep: &Value, t: &str) -> Vec<String> {
     sweep["points"]
         .as_array()
         .unwrap()

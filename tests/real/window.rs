@@ -92,20 +92,8 @@ fn healthy(port: u16) -> bool {
 
 /// `vllm bench serve` against the kept server with `dataset` options.
 fn bench(inst: &Install, port: u16, dataset: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = [
-        inst.vllm.display().to_string(),
-        "bench".into(),
-        "serve".into(),
-        "--model".into(),
-        MODEL.into(),
-        "--tokenizer".into(),
-        inst.model.display().to_string(),
-        "--base-url".into(),
-        format!("http://127.0.0.1:{port}"),
-        "--max-concurrency".into(),
-        "4".into(),
-    ]
-    .to_vec();
+    let mut v = inst.bench_on(port, &inst.model);
+    v.extend(["--max-concurrency".into(), "4".into()]);
     v.extend(dataset.iter().map(|s| s.to_string()));
     v
 }

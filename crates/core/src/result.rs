@@ -32,10 +32,14 @@ pub enum Tripwire {
     T19,
     T20,
     T21,
+    T22,
+    T23,
+    T24,
+    T25,
 }
 
 impl Tripwire {
-    pub const ALL: [Tripwire; 21] = [
+    pub const ALL: [Tripwire; 25] = [
         Tripwire::T1,
         Tripwire::T2,
         Tripwire::T3,
@@ -57,6 +61,10 @@ impl Tripwire {
         Tripwire::T19,
         Tripwire::T20,
         Tripwire::T21,
+        Tripwire::T22,
+        Tripwire::T23,
+        Tripwire::T24,
+        Tripwire::T25,
     ];
 
     /// The number after the `T`.
@@ -357,7 +365,8 @@ mod tests {
         assert_eq!("t15".parse::<Tripwire>(), Ok(Tripwire::T15));
         assert_eq!("T1".parse::<Tripwire>(), Ok(Tripwire::T1));
         assert_eq!("T21".parse::<Tripwire>(), Ok(Tripwire::T21));
-        assert!("T22".parse::<Tripwire>().is_err());
+        assert_eq!("T25".parse::<Tripwire>(), Ok(Tripwire::T25));
+        assert!("T26".parse::<Tripwire>().is_err());
         assert!("T0".parse::<Tripwire>().is_err());
         assert!("T".parse::<Tripwire>().is_err());
         assert!("8".parse::<Tripwire>().is_err());

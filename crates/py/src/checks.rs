@@ -6,8 +6,9 @@ use pyo3::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::core::{
-    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t20, t21, t4_t11, t5, t6, t8, t9,
-    BenchResult, BootFacts, CheckResult, Engine, LoadIntent, LoadObserved, Series, Snapshot,
+    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t20, t21, t22, t23, t24, t25,
+    t4_t11, t5, t6, t8, t9, BenchResult, BootFacts, CheckResult, Engine, LoadIntent, LoadObserved,
+    Series, Snapshot,
 };
 use crate::facts::{engine_arg, facts_from_json};
 use crate::result::PyCheckResult;
@@ -67,11 +68,13 @@ pub fn bench_of(obj: &Bound<'_, PyAny>) -> PyResult<BenchResult> {
         mean_tpot_ms: f("mean_tpot_ms")?,
         // 0.3.1's BenchResult has no median TPOT.
         median_tpot_ms: None,
+        mean_itl_ms: f("mean_itl_ms")?,
         first_error: obj.getattr("first_error")?.extract()?,
         output_lens: obj.getattr("output_lens")?.extract()?,
         ttfts: obj.getattr("ttfts")?.extract()?,
         start_times: obj.getattr("start_times")?.extract()?,
         input_lens: obj.getattr("input_lens")?.extract()?,
+        chunks: obj.getattr("chunks")?.extract()?,
         request_rate: obj.getattr("request_rate")?.extract()?,
         path: obj.getattr("path")?.extract()?,
     })
@@ -383,4 +386,65 @@ pub fn check_client_kept_pace(
         requested,
         cpu,
     ))
+}
+
+#[pyfunction]
+#[pyo3(signature = (before, after, series=None))]
+pub fn check_engines_balanced(
+    before: &PySnapshot,
+    after: &PySnapshot,
+    series: Option<&PySeries>,
+) -> PyResult<Checked> {
+    let engine = engine_of(&[&before.inner, &after.inner]);
+    out(t22::judge(
+        &before.inner,
+        &after.inner,
+        series.map(|s| &s.inner),
+        engine,
+    ))
+}
+
+#[pyfunction]
+#[pyo3(signature = (bench=None, facts=None))]
+pub fn check_itl_per_token(
+    bench: Option<&Bound<'_, PyAny>>,
+    facts: Option<&str>,
+) -> PyResult<Checked> {
+    let b = bench.filter(|b| !b.is_none()).map(bench_of).transpose()?;
+    let f = facts.map(facts_from_json).transpose()?;
+    out(t23::check(b.as_ref(), f.as_ref()))
+}
+
+#[pyfunction]
+#[pyo3(signature = (before, after, load=None, bench=None))]
+pub fn check_prompt_lengths(
+    before: &PySnapshot,
+    after: &PySnapshot,
+    load: Option<&Bound<'_, PyAny>>,
+    bench: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Checked> {
+    let intent = intent_arg(load)?;
+    let b = bench.filter(|b| !b.is_none()).map(bench_of).transpose()?;
+    let engine = engine_of(&[&before.inner, &after.inner]);
+    out(t24::check(
+        &before.inner,
+        &after.inner,
+        &intent,
+        b.as_ref(),
+        engine,
+    ))
+}
+
+#[pyfunction]
+#[pyo3(signature = (series, facts=None))]
+pub fn check_graph_batches(series: &PySeries, facts: Option<&str>) -> PyResult<Checked> {
+    let f = facts.map(facts_from_json).transpose()?;
+    let engine = series_engine(&series.inner);
+    Ok(match t25::graph_batch(f.as_ref()) {
+        Some(g) => out(t25::check(&series.inner, g, engine))?,
+        None => out(CheckResult::unknown(
+            inferlint_core::result::Tripwire::T25,
+            t25::NO_GRAPHS,
+        ))?,
+    })
 }

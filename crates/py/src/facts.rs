@@ -128,11 +128,13 @@ fn bench_fields(b: BenchResult) -> String {
         "median_ttft_ms": b.median_ttft_ms,
         "p99_ttft_ms": b.p99_ttft_ms,
         "mean_tpot_ms": b.mean_tpot_ms,
+        "mean_itl_ms": b.mean_itl_ms,
         "first_error": b.first_error,
         "output_lens": b.output_lens,
         "ttfts": b.ttfts,
         "start_times": b.start_times,
         "input_lens": b.input_lens,
+        "chunks": b.chunks,
         "request_rate": b.request_rate,
     })
     .to_string()

@@ -102,6 +102,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(checks::check_speculation_transfers, m)?)?;
     m.add_function(wrap_pyfunction!(checks::check_warmup_outside_window, m)?)?;
     m.add_function(wrap_pyfunction!(checks::check_client_kept_pace, m)?)?;
+    m.add_function(wrap_pyfunction!(checks::check_engines_balanced, m)?)?;
+    m.add_function(wrap_pyfunction!(checks::check_itl_per_token, m)?)?;
+    m.add_function(wrap_pyfunction!(checks::check_prompt_lengths, m)?)?;
+    m.add_function(wrap_pyfunction!(checks::check_graph_batches, m)?)?;
     m.add_function(wrap_pyfunction!(checks::with_timer_comparison, m)?)?;
     m.add_function(wrap_pyfunction!(checks::precise_rate, m)?)?;
     m.add_function(wrap_pyfunction!(checks::infer_blocks, m)?)?;

@@ -109,6 +109,7 @@ pub fn figures(report: &Report) -> Vec<Result<Figure, ChartError>> {
     if let Some(series) = series {
         out.push(requests(report, series));
         out.push(kv(report, series));
+        out.extend(per_engine::running(series));
         if !report.engine().token_counter_at_finish() {
             out.push(tput(report, series));
         }

@@ -131,6 +131,22 @@ pub fn missing_reason(t: Tripwire) -> (&'static str, &'static str) {
             "needs the client's send times or its CPU, which run measures",
             "need the client's send times or its CPU, which run measures",
         ),
+        T22 => (
+            "applies to data-parallel servers only",
+            "apply to data-parallel servers only",
+        ),
+        T23 => (
+            "needs per-request streams (--save-detailed)",
+            "need per-request streams (--save-detailed)",
+        ),
+        T24 => (
+            "needs the prompt length asked or the client's count",
+            "need the prompt length asked or the client's count",
+        ),
+        T25 => (
+            "needs a recording and a boot log with CUDA graphs",
+            "need a recording and a boot log with CUDA graphs",
+        ),
     }
 }
 
@@ -144,7 +160,7 @@ pub fn join_codes(codes: &[Tripwire]) -> String {
     }
 }
 
-/// `8 of 21. Not here: T2 and T3 (run at clean-up), …, T14 (does not apply to SGLang)`.
+/// `8 of 25. Not here: T2 and T3 (run at clean-up), …, T14 (does not apply to SGLang)`.
 pub fn tripwires_checked(
     checked: &[Tripwire],
     not_applicable: &[Tripwire],
@@ -198,17 +214,21 @@ mod tests {
         let checked = [T1, T5, T6, T8, T9, T10, T12, T14];
         assert_eq!(
             tripwires_checked(&checked, &[], Engine::Vllm),
-            "8 of 21. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), \
+            "8 of 25. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), \
              T7 (needs a live server), T13 (a rule for test scripts), T15 (needs the load tool's result file), \
              T16 (needs before and after readings), \
              T17 (needs the load tool's result file or before and after readings), T18 (needs the load's command), \
              T19 (applies to speculative decoding only), \
              T20 (needs per-request TTFTs (--save-detailed) or warm-up lines during the load), \
-             T21 (needs the client's send times or its CPU, which run measures)"
+             T21 (needs the client's send times or its CPU, which run measures), \
+             T22 (applies to data-parallel servers only), \
+             T23 (needs per-request streams (--save-detailed)), \
+             T24 (needs the prompt length asked or the client's count), \
+             T25 (needs a recording and a boot log with CUDA graphs)"
         );
         let checked = [T1, T5, T6, T8, T9, T10, T12, T15];
         let text = tripwires_checked(&checked, &[T14], Engine::Sglang);
-        assert!(text.starts_with("8 of 21. Not here: "), "{text}");
+        assert!(text.starts_with("8 of 25. Not here: "), "{text}");
         assert!(text.contains("T14 (does not apply to SGLang)"), "{text}");
         assert_eq!(terms(Engine::Vllm).len(), 18);
     }

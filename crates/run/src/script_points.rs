@@ -81,33 +81,59 @@ impl ScriptPoints {
     /// One reading: `snap` was scraped just before the tree's `members` were read. A point
     /// seen new begins at the reading before (it was not there then); one seen gone ends at the
     /// reading after (the server counts a request a moment after its client has its answer).
-    /// A client that starts sending within one reading of the previous one's exit shares that
-    /// interval's counts with it (docs/design/sweeps.md#a-sweep-written-as-a-loop).
+    /// Where one point ends and the next begins between the same readings (a loop with no
+    /// pause), the two meet at one reading instead, so that no count is in both windows: at this
+    /// reading when the one was seen gone here, at the one before when it was seen gone there
+    /// (docs/design/sweeps.md#a-sweep-written-as-a-loop).
     pub fn sample(&mut self, members: &[Member], snap: Snapshot) {
-        for mut p in self.ending.drain(..) {
-            p.after = Some(snap.clone());
-            self.done.push(p);
-        }
         let (gone, still): (Vec<_>, Vec<_>) = std::mem::take(&mut self.open)
             .into_iter()
             .partition(|(id, _)| !members.iter().any(|m| m.id == *id));
         self.open = still;
-        self.ending.extend(gone.into_iter().map(|(_, p)| p));
+        let mut new = Vec::new();
         for m in members {
-            let known = self.open.iter().any(|(id, _)| *id == m.id);
+            let known = self.open.iter().any(|(id, _)| *id == m.id)
+                || new.iter().any(|(id, _)| *id == m.id);
             // A load tool's own children (workers it forks) are part of its point.
             let child_of_point = self.open.iter().any(|(id, _)| id.pid == m.ppid);
             if known || child_of_point {
                 continue;
             }
-            let Some((argv, repeat)) = self.point_of(&m.argv) else {
-                continue;
+            if let Some(point) = self.point_of(&m.argv) {
+                new.push((m.id, point));
+            }
+        }
+        let starting = !new.is_empty();
+        // Seen gone at the previous reading: ends here, or where the next one begins.
+        let ended_before = !self.ending.is_empty();
+        for mut p in self.ending.drain(..) {
+            p.after = if starting {
+                self.last.clone()
+            } else {
+                Some(snap.clone())
             };
+            self.done.push(p);
+        }
+        let ended_here = !gone.is_empty();
+        for (_, mut p) in gone {
+            if starting {
+                p.after = Some(snap.clone());
+                self.done.push(p);
+            } else {
+                self.ending.push(p);
+            }
+        }
+        let before = if ended_here && !ended_before {
+            Some(snap.clone())
+        } else {
+            self.last.clone()
+        };
+        for (id, (argv, repeat)) in new {
             self.open.push((
-                m.id,
+                id,
                 ScriptPoint {
                     argv,
-                    before: self.last.clone(),
+                    before: before.clone(),
                     after: None,
                     seen: SystemTime::now(),
                     repeat,
@@ -171,9 +197,10 @@ mod tests {
         let points = p.finish(Some(&snap(9.0)));
         assert_eq!(points.len(), 2);
         let at = |s: &Option<Snapshot>| s.as_ref().map(|s| s.t_wall);
+        // Gone at 4 and the next seen at 5: the two meet at 4, no count in both.
         assert_eq!(
             (at(&points[0].before), at(&points[0].after)),
-            (Some(1.0), Some(5.0))
+            (Some(1.0), Some(4.0))
         );
         assert_eq!(points[0].argv.last().map(String::as_str), Some("1"));
         // Gone at the last reading: closed by the run's after snapshot.
@@ -189,6 +216,30 @@ mod tests {
         assert_eq!(
             (at(&points[0].before), at(&points[0].after)),
             (Some(1.0), Some(9.0))
+        );
+    }
+
+    #[test]
+    fn a_point_that_ends_where_the_next_begins_shares_no_reading_interval() {
+        let sh = member(10, 1, "sh -c 'for c in 1 2; do vllm bench serve; done'");
+        let first = member(11, 10, "vllm bench serve --max-concurrency 1");
+        let second = member(13, 10, "vllm bench serve --max-concurrency 2");
+        let mut p = ScriptPoints::default();
+        p.sample(&[sh.clone_member()], snap(1.0));
+        p.sample(&[sh.clone_member(), first.clone_member()], snap(2.0));
+        p.sample(&[sh.clone_member(), first.clone_member()], snap(3.0));
+        // The first gone and the second there at the same reading: they meet at it.
+        p.sample(&[sh.clone_member(), second.clone_member()], snap(4.0));
+        p.sample(&[sh.clone_member()], snap(5.0));
+        let points = p.finish(Some(&snap(9.0)));
+        let at = |s: &Option<Snapshot>| s.as_ref().map(|s| s.t_wall);
+        assert_eq!(
+            (at(&points[0].before), at(&points[0].after)),
+            (Some(1.0), Some(4.0))
+        );
+        assert_eq!(
+            (at(&points[1].before), at(&points[1].after)),
+            (Some(4.0), Some(9.0))
         );
     }
 

@@ -40,6 +40,14 @@ pub struct ServeArgs {
     /// Admission control: requests in flight beyond this are rejected (HTTP 503).
     #[arg(long)]
     pub max_num_queued_reqs: Option<u32>,
+    /// vLLM's `--max-cudagraph-capture-size`: the largest decode batch captured as a CUDA graph,
+    /// printed in the engine's config line (only when given; eager servers capture none).
+    #[arg(long)]
+    pub max_cudagraph_capture_size: Option<u32>,
+    /// vLLM's `--stream-interval`: a stream sends its first token alone, then every N tokens
+    /// in one chunk (and what is left at the end).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub stream_interval: u32,
     /// SGLang's `--chunked-prefill-size`.
     #[arg(long, visible_aliases = ["chunked-prefill-size", "max_num_tokens"], default_value_t = 8192)]
     pub max_num_batched_tokens: u32,
@@ -193,6 +201,8 @@ impl ServeConfig {
             null_block: surface.reserves_null_block(),
             num_gpu_blocks_override: a.num_gpu_blocks_override,
             max_num_queued_reqs: a.max_num_queued_reqs,
+            stream_interval: a.stream_interval,
+            max_cudagraph_capture_size: a.max_cudagraph_capture_size,
             max_num_batched_tokens: a.max_num_batched_tokens,
             attention_backend: a.attention_backend.clone(),
             api_key: a.api_key.clone(),

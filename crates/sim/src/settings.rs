@@ -193,6 +193,12 @@ pub struct ServeConfig {
     pub null_block: bool,
     pub num_gpu_blocks_override: Option<u32>,
     pub max_num_queued_reqs: Option<u32>,
+    /// Tokens a stream sends per chunk after its first (vLLM's `--stream-interval`).
+    #[serde(default = "one")]
+    pub stream_interval: u32,
+    /// `--max-cudagraph-capture-size`, where given.
+    #[serde(default)]
+    pub max_cudagraph_capture_size: Option<u32>,
     pub max_num_batched_tokens: u32,
     pub attention_backend: Option<String>,
     pub api_key: Option<String>,
@@ -246,6 +252,10 @@ pub struct EngineOptions {
     pub return_perf_metrics: bool,
     /// TensorRT-LLM's `--config` option `enable_iter_perf_stats`: the iteration stats.
     pub enable_iter_perf_stats: bool,
+}
+
+fn one() -> u32 {
+    1
 }
 
 fn yes() -> bool {

@@ -34,6 +34,8 @@ pub struct BenchResult {
     pub p99_ttft_ms: Option<f64>,
     pub mean_tpot_ms: Option<f64>,
     pub median_tpot_ms: Option<f64>,
+    /// The mean gap between two streamed chunks, as the client reports it.
+    pub mean_itl_ms: Option<f64>,
     /// The first non-empty entry of the per-request `errors` (`--save-detailed`).
     pub first_error: Option<String>,
     /// The per-request output lengths (`--save-detailed`), failed requests included as 0;
@@ -47,6 +49,9 @@ pub struct BenchResult {
     pub start_times: Vec<f64>,
     /// The per-request prompt lengths in tokens (`--save-detailed`).
     pub input_lens: Vec<f64>,
+    /// The chunks each request's stream arrived in: its inter-chunk gaps (`itls`,
+    /// `--save-detailed`) plus the first; 0 for a request that streamed nothing.
+    pub chunks: Vec<f64>,
     /// The request rate asked for, requests per second; None for `"inf"` (all at once) or
     /// when the file does not say.
     pub request_rate: Option<f64>,
@@ -79,6 +84,7 @@ impl BenchResult {
             p99_ttft_ms: num("p99_ttft_ms"),
             mean_tpot_ms: num("mean_tpot_ms"),
             median_tpot_ms: num("median_tpot_ms"),
+            mean_itl_ms: num("mean_itl_ms"),
             first_error: obj
                 .get("errors")
                 .and_then(Value::as_array)
@@ -92,6 +98,7 @@ impl BenchResult {
             ttfts: numbers(obj, "ttfts"),
             start_times: numbers(obj, "start_times"),
             input_lens: numbers(obj, "input_lens"),
+            chunks: chunk_counts(obj),
             request_rate: num("request_rate").filter(|r| r.is_finite() && *r > 0.0),
             path: path.to_string(),
         }
@@ -117,6 +124,27 @@ fn numbers(obj: &Map<String, Value>, key: &str) -> Vec<f64> {
         .and_then(Value::as_array)
         .map(|l| l.iter().filter_map(Value::as_f64).collect())
         .unwrap_or_default()
+}
+
+/// Each request's chunk count from its `itls` (one gap per chunk after the first); a request
+/// with no output streamed none. Empty when the file has no per-request lists.
+fn chunk_counts(obj: &Map<String, Value>) -> Vec<f64> {
+    let (Some(itls), Some(outs)) = (
+        obj.get("itls").and_then(Value::as_array),
+        obj.get("output_lens").and_then(Value::as_array),
+    ) else {
+        return Vec::new();
+    };
+    if itls.len() != outs.len() {
+        return Vec::new();
+    }
+    itls.iter()
+        .zip(outs)
+        .map(|(gaps, out)| match (gaps.as_array(), out.as_f64()) {
+            (Some(g), Some(o)) if o > 0.0 => g.len() as f64 + 1.0,
+            _ => 0.0,
+        })
+        .collect()
 }
 
 /// Loads a result file (a JSON document, or JSON lines: the last line is the latest run).

@@ -50,6 +50,11 @@ pub struct BootFacts {
     /// `(from, to)`, e.g. `("FULL_AND_PIECEWISE", "PIECEWISE")`.
     pub cudagraph_mode_downgrade: Option<(String, String)>,
     pub cudagraphs: Option<bool>,
+    /// The largest decode batch a CUDA graph was captured for: vLLM's
+    /// `max_cudagraph_capture_size` (in its engine config line), SGLang's largest decode `bs`.
+    /// A batch beyond it runs eager (docs/design/tripwires.md#t25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_graph_max_batch: Option<u64>,
     pub compiled_fresh: Option<bool>,
     pub requested_backend: Option<String>,
     pub speculative: Option<bool>,

@@ -56,6 +56,7 @@ phrases! {
     LoadWeightEnd = "Load weight end.",
     GraphEnd = "CUDA graph end.",
     GraphEndLower = "cuda graph end.",
+    DecodeGraphBegin = "decode CUDA graph begin",
     RunningCapped = "max_running_requests is capped to ",
     MaxTotalTokens = "max_total_num_tokens=",
     DefaultBackend = "Attention backend not specified. Use ",

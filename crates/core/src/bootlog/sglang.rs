@@ -25,6 +25,7 @@ static CAPPED: LazyLock<Regex> =
     LazyLock::new(|| re(r"max_running_requests is capped to (\d+) by the (.+?)(?: \(|\.|,|$)"));
 static TOTAL_TOKENS: LazyLock<Regex> = LazyLock::new(|| re(r"max_total_num_tokens=(\d+)"));
 static RUNNING: LazyLock<Regex> = LazyLock::new(|| re(r"max_running_requests=(\d+)"));
+static DECODE_BS: LazyLock<Regex> = LazyLock::new(|| re(r"\bbs=\[([\d, ]+)\]"));
 static DEFAULT_BACKEND: LazyLock<Regex> =
     LazyLock::new(|| re(r"Attention backend not specified\. Use (\S+) backend by default"));
 
@@ -57,6 +58,20 @@ pub(crate) fn read(
                 }
             }
             None => st.unparsed("model_load", lineno, msg),
+        }
+    }
+    if found.has(P::DecodeGraphBegin) {
+        let largest = DECODE_BS.captures(msg).and_then(|c| {
+            c[1].split(',')
+                .filter_map(|b| b.trim().parse::<u64>().ok())
+                .max()
+        });
+        match largest {
+            Some(bs) => {
+                st.note("decode_graph_max_batch", bs);
+                st.f.decode_graph_max_batch = Some(bs);
+            }
+            None => st.unparsed("decode_graph_max_batch", lineno, msg),
         }
     }
     if found.any(&[P::GraphEnd, P::GraphEndLower]) {

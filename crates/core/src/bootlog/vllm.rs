@@ -19,6 +19,7 @@ fn re(pattern: &str) -> Regex {
 
 static ENGINE_INIT: LazyLock<Regex> =
     LazyLock::new(|| re(r"Initializing a V1 LLM engine \(v([^)\s]+)\)"));
+static CAPTURE_SIZE: LazyLock<Regex> = LazyLock::new(|| re(r"'max_cudagraph_capture_size': (\d+)"));
 static BANNER: LazyLock<Regex> = LazyLock::new(|| {
     re(r"(?:vLLM API server version |vLLM server version |\x{2588}  version )([0-9][^,\s]*)")
 });
@@ -153,6 +154,11 @@ fn read_version(st: &mut State, lineno: usize, msg: &str, found: Found, ev: &mut
                 st.f.vllm_version = Some(c[1].to_string());
             }
             None => st.unparsed("vllm_version", lineno, msg),
+        }
+        // `None` (the CPU build, eager mode) captures nothing.
+        if let Some(n) = CAPTURE_SIZE.captures(msg).and_then(|c| parse_u64(&c[1])) {
+            st.note("decode_graph_max_batch", n);
+            st.f.decode_graph_max_batch = Some(n);
         }
     } else if let Some(c) = BANNER.captures(msg) {
         st.banner_version = Some(c[1].to_string());

@@ -1,4 +1,4 @@
-//! The entries of the tripwires that judge the load's window as a whole (T16–T21): what the
+//! The entries of the tripwires that judge the load's window as a whole (T16–T24): what the
 //! server's counters and the load's own command and result say about the requests it measured.
 
 use super::Entry;
@@ -109,5 +109,80 @@ pub(super) const T21: Entry = Entry {
           concurrency one Python process cannot keep a fast server busy, and the result still \
           says \"concurrency 256\".",
     command: "inferlint window before.json after.json --bench-result bench.json -- vllm bench serve --request-rate 100 ...",
+    notes: &[],
+};
+
+pub(super) const T22: Entry = Entry {
+    tripwire: Tripwire::T22,
+    slug: "dp-balance",
+    name: "Data-parallel engines unevenly loaded",
+    what: "One engine of a data-parallel server (vllm serve --data-parallel-size N) finished \
+           far more than its share of the requests while the others idled: each engine counts \
+           its own vllm:request_success_total and exports its own vllm:num_requests_running \
+           (label engine). A routing bias, a client that pins one rank (the \
+           X-data-parallel-rank header) or a coordinator that stops balancing sends the load \
+           to one engine.",
+    why: "The figures then describe one engine's queue, not the server's: throughput is one \
+          engine's, latencies include a queue the others could have served, and a sweep's \
+          curve bends where one engine, not N, is full. Reported: one engine running 27 \
+          requests while the others sat at 0, and a tie-break bias that split two engines' \
+          traffic 6 to 4.",
+    command: "inferlint window before.json after.json -- vllm bench serve ...",
+    notes: &[],
+};
+
+pub(super) const T23: Entry = Entry {
+    tripwire: Tripwire::T23,
+    slug: "chunked-stream",
+    name: "Several tokens per streamed chunk",
+    what: "The streamed responses carried more than one token per chunk: the load tool's \
+           per-request output lengths (--save-detailed) against the chunks it timed (its \
+           itls, one gap per chunk after the first). Speculative decoding (n-gram, EAGLE, MTP) \
+           hands its accepted tokens to the stream together, and a stream interval batches \
+           tokens on purpose: on the real vLLM 0.32 CPU build, n-gram speculation streamed 128 \
+           tokens in 45 chunks.",
+    why: "The client times chunks, so its inter-token latency is the gap between chunks: 783 \
+          ms mean against a time per output token of 259 ms in that run. A report that reads \
+          ITL as per token overstates it by the tokens per chunk, and a comparison with a run \
+          that streams one token per chunk compares different things.",
+    command:
+        "inferlint window before.json after.json --bench-result bench.json -- vllm bench serve ...",
+    notes: &[],
+};
+
+pub(super) const T24: Entry = Entry {
+    tripwire: Tripwire::T24,
+    slug: "token-counts",
+    name: "Prompt lengths other than asked",
+    what: "The server processed another number of prompt tokens per request than the load \
+           asked for (--random-input-len, aiperf's --isl, GuideLLM's prompt_tokens) or than \
+           the client counted: vllm:prompt_tokens_total over the requests finished, between \
+           the snapshots. A client tokenizer that is not the server's builds prompts that \
+           encode to other lengths on the server; a chat template adds tokens.",
+    why: "Input tokens per second, TTFT by prompt length and the prefill share then describe \
+          prompts nobody asked for, and vllm bench serve reports the server's count, so the \
+          client and the server agree with each other while both disagree with the command: \
+          on the real vLLM 0.32 CPU build a client tokenizer with its merges cut sent \
+          100-token prompts that the server processed as 26 tokens each, with every other \
+          line passing.",
+    command: "inferlint window before.json after.json --bench-result bench.json -- vllm bench serve --random-input-len 100 ...",
+    notes: &[],
+};
+
+pub(super) const T25: Entry = Entry {
+    tripwire: Tripwire::T25,
+    slug: "graph-batch",
+    name: "Batches beyond the captured CUDA graphs",
+    what: "The server ran more requests at once than the largest decode batch it captured as \
+           a CUDA graph: vLLM's max_cudagraph_capture_size in its engine config line (by \
+           default twice --max-num-seqs, at most 512), SGLang's largest decode bs in \"Capture \
+           target decode CUDA graph begin\", against the running requests of the recording. \
+           A batch beyond the largest graph runs eager.",
+    why: "Eager decode steps are several times slower: reported at 25.3 against 133.3 tokens/s, \
+          and about 4× the latency with SGLang's cuda_graph_max_bs at 32 under \
+          max_running_requests 4096. The figures then describe the eager path at the high \
+          concurrencies of a sweep and the graphs at the low ones, and the curve bends where \
+          the graphs end, not where the server saturates.",
+    command: "inferlint series run.series.jsonl --boot-log boot.log",
     notes: &[],
 };

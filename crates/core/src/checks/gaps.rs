@@ -20,7 +20,7 @@ pub struct Gaps {
 }
 
 /// The run checks in the order they are printed.
-pub const ORDER: [Tripwire; 12] = [
+pub const ORDER: [Tripwire; 16] = [
     Tripwire::T1,
     Tripwire::T10,
     Tripwire::T14,
@@ -33,6 +33,10 @@ pub const ORDER: [Tripwire; 12] = [
     Tripwire::T19,
     Tripwire::T20,
     Tripwire::T21,
+    Tripwire::T22,
+    Tripwire::T23,
+    Tripwire::T24,
+    Tripwire::T25,
 ];
 
 /// `results` with an UNKNOWN (or T14's N/A) in place of every run check the gaps left out, in
@@ -113,6 +117,17 @@ fn missing(
                 "the server's request and token counts are unknown".into(),
             )
         }
+        Tripwire::T24 => {
+            // Due with a result file (its client's count), as T15 is.
+            if !bench {
+                return None;
+            }
+            let why = gaps.snapshots.as_deref()?;
+            unknown(
+                why,
+                "the prompt tokens the server processed cannot be told".into(),
+            )
+        }
         Tripwire::T16 => {
             let why = gaps.snapshots.as_deref()?;
             unknown(
@@ -152,10 +167,10 @@ mod tests {
         };
         let out = complete(Vec::new(), &gaps, Engine::Vllm, Some(3), true);
         // T17 is made from the result file and T18 from the load's command: neither is ever
-        // missing here.
+        // missing here. T24 is due with the result file, as T15 is.
         assert_eq!(
             out.iter().map(|r| r.tripwire).collect::<Vec<_>>(),
-            ORDER[..7].to_vec()
+            [&ORDER[..7], &[Tripwire::T24]].concat()
         );
         assert!(out.iter().all(|r| r.status == Status::Unknown));
         assert_eq!(

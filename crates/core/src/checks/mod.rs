@@ -16,6 +16,10 @@ pub mod t18;
 pub mod t19;
 pub mod t20;
 pub mod t21;
+pub mod t22;
+pub mod t23;
+pub mod t24;
+pub mod t25;
 pub mod t8;
 pub mod t9;
 // Boot logs.
@@ -100,7 +104,9 @@ pub fn run_all(f: &Facts<'_>) -> Vec<CheckResult> {
 /// `inferlint window` print them: T16 (both snapshots), T17 (a result file, or a failure the
 /// snapshots show), T18 (a load of a known client), T19 (speculative decoding in the run), T20
 /// (per-request TTFTs, or warm-up work the server logged during the load) and T21 (a rate sent
-/// on an exact schedule, or the client's CPU measured).
+/// on an exact schedule, or the client's CPU measured), T22 (a data-parallel server), T23 (the
+/// result's per-request streams), T24 (a prompt length asked, or counted by the client) and T25
+/// (a recording, and the CUDA graphs the boot log says were captured).
 pub fn window_all(f: &Facts<'_>) -> Vec<CheckResult> {
     let engine = f.engine;
     let mut out = Vec::new();
@@ -146,6 +152,31 @@ pub fn window_all(f: &Facts<'_>) -> Vec<CheckResult> {
         if t21.status != crate::result::Status::Unknown {
             out.push(t21);
         }
+    }
+    out.extend(balance_streams_tokens(f, load));
+    out
+}
+
+/// T22 on a data-parallel server, T23 where the result has per-request streams, T24 where the
+/// load's prompt length is known, T25 where the boot log says which CUDA graphs were captured:
+/// each printed only where it has something to judge, as T19.
+fn balance_streams_tokens(f: &Facts<'_>, load: &LoadIntent) -> Vec<CheckResult> {
+    let mut out = Vec::new();
+    let server = f.before.zip(f.after);
+    if let Some((b, a)) = server {
+        if let Some(ids) = t22::engines(a, f.engine) {
+            out.push(t22::check(b, a, f.series, &ids, f.engine));
+        }
+    }
+    let t23 = t23::check(f.bench, f.boot);
+    if t23.status != crate::result::Status::Unknown {
+        out.push(t23);
+    }
+    if let Some((b, a)) = server.filter(|_| t24::due(load, f.bench)) {
+        out.push(t24::check(b, a, load, f.bench, f.engine));
+    }
+    if let (Some(s), Some(g)) = (f.series, t25::graph_batch(f.boot)) {
+        out.push(t25::check(s, g, f.engine));
     }
     out
 }

@@ -55,6 +55,10 @@ pub enum Evidence {
     T19(T19Evidence),
     T20(T20Evidence),
     T21(T21Evidence),
+    T22(T22Evidence),
+    T23(T23Evidence),
+    T24(T24Evidence),
+    T25(T25Evidence),
     /// Evidence read from a file that none of the structs above holds exactly, kept as read.
     Unread(Map<String, Value>),
 }
@@ -89,6 +93,10 @@ impl Serialize for Evidence {
             Evidence::T19(e) => e.serialize(s),
             Evidence::T20(e) => e.serialize(s),
             Evidence::T21(e) => e.serialize(s),
+            Evidence::T22(e) => e.serialize(s),
+            Evidence::T23(e) => e.serialize(s),
+            Evidence::T24(e) => e.serialize(s),
+            Evidence::T25(e) => e.serialize(s),
             Evidence::Unread(m) => m.serialize(s),
         }
     }
@@ -141,6 +149,10 @@ impl Evidence {
             Tripwire::T19 => typed(&map).map(Evidence::T19),
             Tripwire::T20 => typed(&map).map(Evidence::T20),
             Tripwire::T21 => typed(&map).map(Evidence::T21),
+            Tripwire::T22 => typed(&map).map(Evidence::T22),
+            Tripwire::T23 => typed(&map).map(Evidence::T23),
+            Tripwire::T24 => typed(&map).map(Evidence::T24),
+            Tripwire::T25 => typed(&map).map(Evidence::T25),
         };
         // Only a struct that writes back exactly what was read replaces the map: a key it does
         // not know, or a value of another type, would otherwise be lost or changed.
@@ -289,6 +301,10 @@ into_evidence!(
     T19(T19Evidence),
     T20(T20Evidence),
     T21(T21Evidence),
+    T22(T22Evidence),
+    T23(T23Evidence),
+    T24(T24Evidence),
+    T25(T25Evidence),
 );
 
 /// One engine's verdict inside a data-parallel server's result (docs/tripwires.md,

@@ -1,4 +1,4 @@
-//! The evidence of the checks on the load's window as a whole (T16–T21). Field names are JSON
+//! The evidence of the checks on the load's window as a whole (T16–T24). Field names are JSON
 //! keys (docs/tripwires.md names them).
 
 use indexmap::IndexMap;
@@ -182,4 +182,101 @@ pub struct T21Evidence {
     /// Who held the run back: `client`, `server`, or absent when neither is shown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bound_by: Option<String>,
+}
+
+/// T25 graph-batch: the running requests against the largest captured decode graph.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct T25Evidence {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_max_batch: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_running: Option<u64>,
+    /// Readings with a request running, and those beyond the largest graph.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_samples: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beyond_samples: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beyond_share: Option<JsonF64>,
+}
+
+/// T22 dp-balance: how the engines of a data-parallel server shared the requests.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct T22Evidence {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarted: Option<bool>,
+    /// Requests finished in the window, over all engines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finished: Option<f64>,
+    /// Each engine's share, by its `engine` label.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub engines: Option<IndexMap<String, EngineShare>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busiest: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busiest_share: Option<JsonF64>,
+    /// One over the number of engines.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub even_share: Option<JsonF64>,
+}
+
+/// One engine's part of a data-parallel server's load.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineShare {
+    /// Requests it finished in the window.
+    pub finished: f64,
+    /// Its mean running requests over the recording's busy samples; absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_running: Option<JsonF64>,
+}
+
+/// T23 chunked-stream: tokens per streamed chunk, from the result's per-request streams.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct T23Evidence {
+    /// Requests that streamed a token, their output tokens and the chunks they came in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunks: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_per_chunk: Option<JsonF64>,
+    /// The client's mean ITL and TPOT, and the ITL per token the chunks imply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_itl_ms: Option<JsonF64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean_tpot_ms: Option<JsonF64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_token_itl_ms: Option<JsonF64>,
+    /// What the boot log says hands several tokens at once to the stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+}
+
+/// T24 token-counts: the prompt tokens the server processed per request against what the
+/// load asked for, or what the client counted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct T24Evidence {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asked_input_len: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_prompt_tokens: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_requests: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_per_request: Option<JsonF64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_per_request: Option<JsonF64>,
+    /// The server's count against the reference, as a share of it; `fewer` or `more`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub difference: Option<JsonF64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direction: Option<String>,
 }

@@ -122,6 +122,10 @@ pub struct LoadIntent {
     pub ignore_eos: bool,
     /// The output length the load asks of every request (`--random-output-len 200`).
     pub output_len: Option<u64>,
+    /// The prompt length in tokens the load asks for on average, where the command says it of
+    /// generated prompts (`--random-input-len 100`, aiperf's `--isl`, GuideLLM's
+    /// `prompt_tokens=`): what the server should count per request (docs/design/tripwires.md#t24).
+    pub input_len: Option<u64>,
     pub seed: Option<u64>,
     /// Requests per second asked for; None for "as fast as possible" (`inf`) or unsaid.
     pub request_rate: Option<f64>,
@@ -141,6 +145,7 @@ impl LoadIntent {
             prompts: Prompts::Unknown,
             ignore_eos: false,
             output_len: None,
+            input_len: None,
             seed: None,
             request_rate: None,
             exact_schedule: false,
@@ -242,17 +247,35 @@ fn bench_intent(argv: &[String], tool: LoadTool) -> LoadIntent {
     );
     let request_rate =
         number::<f64>(argv, &["--request-rate"]).filter(|r| r.is_finite() && *r > 0.0);
+    let input_len = asked_input_len(argv, tool, &dataset, prefix);
     LoadIntent {
         dataset: Some(dataset),
         prompts,
         ignore_eos,
         output_len,
+        input_len,
         exact_schedule: request_rate.is_some()
             && tool == LoadTool::VllmBench
             && !has_flag(argv, "--ramp-up-strategy"),
         request_rate,
         ..LoadIntent::unknown()
     }
+}
+
+/// The mean prompt length of a random dataset, where the command says it: vLLM's and
+/// TensorRT-LLM's clients draw lengths around `--random-input-len` (symmetric in
+/// `--random-range-ratio`), SGLang's from ratio × len up to len, so only a ratio of 1 fixes
+/// its mean. A shared prefix is part of every prompt.
+fn asked_input_len(argv: &[String], tool: LoadTool, dataset: &str, prefix: u64) -> Option<u64> {
+    if !RANDOM_DATASETS.contains(&dataset) {
+        return None;
+    }
+    let len: u64 = number(argv, &["--random-input-len", "--input-len"])?;
+    if tool == LoadTool::SglangBench && number::<f64>(argv, &["--random-range-ratio"]) != Some(1.0)
+    {
+        return None;
+    }
+    Some(len + prefix)
 }
 
 /// aiperf: synthetic prompts unless an input file is given; a prompt pool or a shared system
@@ -278,6 +301,18 @@ fn aiperf_intent(argv: &[String]) -> LoadIntent {
         prompts,
         ignore_eos: extra,
         output_len: number(argv, &["--output-tokens-mean", "--osl"]),
+        input_len: (!file)
+            .then(|| {
+                number(
+                    argv,
+                    &[
+                        "--synthetic-input-tokens-mean",
+                        "--isl",
+                        "--input-tokens-mean",
+                    ],
+                )
+            })
+            .flatten(),
         request_rate: number::<f64>(argv, &["--request-rate"])
             .filter(|r| r.is_finite() && *r > 0.0),
         ..LoadIntent::unknown()
@@ -298,6 +333,10 @@ fn guidellm_intent(argv: &[String]) -> LoadIntent {
         .iter()
         .find(|(k, _)| *k == "output_tokens")
         .and_then(|(_, v)| v.parse().ok());
+    let input_len = kv
+        .iter()
+        .find(|(k, _)| *k == "prompt_tokens")
+        .and_then(|(_, v)| v.parse().ok());
     let profile = flag_value(argv, "--profile")
         .or_else(|| flag_value(argv, "--rate-type"))
         .unwrap_or_default();
@@ -312,6 +351,7 @@ fn guidellm_intent(argv: &[String]) -> LoadIntent {
             Prompts::Unknown
         },
         output_len,
+        input_len,
         request_rate: paced
             .then(|| number::<f64>(argv, &["--rate"]))
             .flatten()

@@ -1,13 +1,15 @@
 //! The cache charts of a data-parallel server, whose engines each have a KV pool of their own
 //! (docs/design/report.md#charts): the server's one usage gauge is absent, so the usage chart
 //! draws each engine's (or, past three engines, the fullest and the emptiest at each reading),
-//! and the requests that fit in cache are summed over the engines.
+//! and the requests that fit in cache are summed over the engines. The running chart draws each
+//! engine's running requests, so a load that one engine carried (T22) shows as one line.
 
 use inferlint_core::checks::blocks::predicted_ceiling;
 use inferlint_core::checks::t9::SATURATION;
 use inferlint_core::series::{Series, SeriesSample};
 
-use crate::svg::{Line, LineKind};
+use super::{key, seconds, Body, Figure};
+use crate::svg::{ChartError, Line, LineKind, TimeChart};
 
 /// The most engines drawn one line each; the page has three series colours.
 const MAX_LINES: usize = 3;
@@ -30,8 +32,26 @@ fn usage_of(s: &SeriesSample, id: &str) -> Option<f64> {
         .map(|u| u * 100.0)
 }
 
+fn running_of(s: &SeriesSample, id: &str) -> Option<f64> {
+    s.per_engine()
+        .iter()
+        .find(|e| e.engine == id)
+        .and_then(|e| e.running)
+}
+
 /// The usage lines (in percent) of the engines `ids`, with their legend names.
 pub fn usage_lines(series: &Series, ids: &[String]) -> Vec<Line> {
+    engine_lines(series, ids, usage_of, ("Fullest engine", "Emptiest engine"))
+}
+
+/// Each engine's line of `value`, or past [`MAX_LINES`] engines the highest and the lowest at
+/// each reading (named `extremes`).
+fn engine_lines(
+    series: &Series,
+    ids: &[String],
+    value: fn(&SeriesSample, &str) -> Option<f64>,
+    extremes: (&'static str, &'static str),
+) -> Vec<Line> {
     const CLASSES: [&str; MAX_LINES] = ["s1", "s2", "s3"];
     if ids.len() <= MAX_LINES {
         return ids
@@ -41,7 +61,7 @@ pub fn usage_lines(series: &Series, ids: &[String]) -> Vec<Line> {
                 name: format!("Engine {id}"),
                 class,
                 kind: LineKind::Line,
-                values: series.samples.iter().map(|s| usage_of(s, id)).collect(),
+                values: series.samples.iter().map(|s| value(s, id)).collect(),
             })
             .collect();
     }
@@ -49,23 +69,66 @@ pub fn usage_lines(series: &Series, ids: &[String]) -> Vec<Line> {
         series
             .samples
             .iter()
-            .map(|s| ids.iter().filter_map(|id| usage_of(s, id)).reduce(pick))
+            .map(|s| ids.iter().filter_map(|id| value(s, id)).reduce(pick))
             .collect()
     };
     vec![
         Line {
-            name: "Fullest engine".into(),
+            name: extremes.0.into(),
             class: "s1",
             kind: LineKind::Line,
             values: extreme(f64::max),
         },
         Line {
-            name: "Emptiest engine".into(),
+            name: extremes.1.into(),
             class: "s2",
             kind: LineKind::Line,
             values: extreme(f64::min),
         },
     ]
+}
+
+/// Each engine's running requests over time, for a data-parallel recording; None for a
+/// one-engine server.
+pub fn running(series: &Series) -> Option<Result<Figure, ChartError>> {
+    let ids = engine_ids(series);
+    if ids.is_empty() {
+        return None;
+    }
+    let chart = TimeChart {
+        t: seconds(series),
+        lines: engine_lines(
+            series,
+            &ids,
+            running_of,
+            ("Busiest engine", "Idlest engine"),
+        ),
+        refs: Vec::new(),
+        events: Vec::new(),
+        event_words: (String::new(), String::new()),
+        y_max: None,
+        y_suffix: "",
+        height: 220.0,
+        label: "Running requests per engine over time".into(),
+    };
+    let drawn = match chart.render() {
+        Ok(d) => d,
+        Err(e) => return Some(Err(e)),
+    };
+    let n = ids.len();
+    let caption = if n == chart.lines.len() {
+        format!("Requests each of the {n} data-parallel engines was running at each reading: engines that share the load draw lines that overlap (T22).")
+    } else {
+        format!("Requests the busiest and the idlest of the {n} data-parallel engines were running at each reading (T22).")
+    };
+    let legend = chart.lines.iter().map(|l| key(l.class, &l.name)).collect();
+    Some(Ok(Figure {
+        id: "fig-engines",
+        title: "Running per engine".into(),
+        caption,
+        legend,
+        body: Body::Time(drawn),
+    }))
 }
 
 /// How many requests of the size they had then fit in the server's caches at one reading:

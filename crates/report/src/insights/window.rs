@@ -1,7 +1,9 @@
 //! The sentences of "what limited this run" that say the figures are not what they seem: prompts
 //! served from the prefix cache (T16), requests that did not finish (T17), outputs shorter than
-//! asked (T18), warm-up inside the window (T20), a client that set the pace (T21). They come
-//! first: each changes what every other figure on the page describes.
+//! asked (T18), warm-up inside the window (T20), a client that set the pace (T21), one
+//! data-parallel engine carrying the load (T22), several tokens per streamed chunk (T23) and
+//! prompts of other lengths than asked (T24). They come first: each changes what every other
+//! figure on the page describes.
 
 use inferlint_core::fmt::{pct, thousands_f};
 use inferlint_core::result::{Status, Tripwire};
@@ -16,6 +18,12 @@ pub fn sentences(ctx: &Context<'_>) -> Vec<Insight> {
         short(ctx),
         warm_up(ctx),
         client_paced(ctx),
+        from_message(ctx, Tripwire::T22, "dp-balance", "One engine carried the load",
+            "Send without pinning a rank (no X-data-parallel-rank header), or check the server's data-parallel routing."),
+        from_message(ctx, Tripwire::T23, "chunked-stream", "ITL is per chunk",
+            "Read time per output token (TPOT) for the per-token figure, or compare ITL only with runs that stream alike."),
+        from_message(ctx, Tripwire::T24, "token-counts", "The prompts were not the length asked",
+            "Give the load the server's tokenizer (--tokenizer of the served model), and count what a chat template adds."),
     ]
     .into_iter()
     .flatten()
@@ -147,6 +155,26 @@ fn client_paced(ctx: &Context<'_>) -> Option<Insight> {
         Tone::Limit,
         title,
         format!("{}: {advice}", upper_first(&r.message)),
+    ))
+}
+
+/// A finding whose message says it all, with the advice after it.
+fn from_message(
+    ctx: &Context<'_>,
+    t: Tripwire,
+    key: &'static str,
+    title: &'static str,
+    advice: &str,
+) -> Option<Insight> {
+    if !finding(ctx, t) {
+        return None;
+    }
+    let r = ctx.result(t)?;
+    Some(Insight::new(
+        key,
+        Tone::Limit,
+        title,
+        format!("{}. {advice}", upper_first(&r.message)),
     ))
 }
 

@@ -355,7 +355,7 @@ fn setup_facts(report: &Report) -> Vec<(String, String)> {
     rows
 }
 
-/// `8 of 19. Not here: …`.
+/// `8 of 25. Not here: …`.
 pub fn tripwires_checked(report: &Report) -> String {
     let mut checked: Vec<Tripwire> = Vec::new();
     let mut na: Vec<Tripwire> = Vec::new();

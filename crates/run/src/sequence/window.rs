@@ -306,7 +306,7 @@ impl Run {
         }
     }
 
-    /// Step 11: the window's checks (T1, T10, T14 or N/A, T9, T8, T15, T16-T21), as core
+    /// The window's checks (T1, T10, T14 or N/A, T9, T8, T15, T16-T24), as core
     /// decides them, printed as they come.
     pub(super) fn checks_step(&mut self, w: &Window) -> Vec<inferlint_core::result::CheckResult> {
         self.line("== checks");

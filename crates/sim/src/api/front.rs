@@ -228,6 +228,20 @@ pub enum Refused {
     EngineDead,
 }
 
+/// One request as the API server hands it to [`Front::submit`]: its prompt's length and block
+/// hashes ([`super::prefix::block_hashes`]), what it asks for, and the data-parallel rank its
+/// `X-data-parallel-rank` header pins it to.
+pub struct Ask<'a> {
+    pub prompt: u32,
+    pub blocks: &'a [u64],
+    pub max_tokens: u32,
+    pub ignore_eos: bool,
+    /// The prompt repeats itself with a period (the n-gram drafter's drafts then hold).
+    pub periodic: bool,
+    pub streaming: bool,
+    pub rank: Option<usize>,
+}
+
 impl Front {
     pub fn new(
         cfg: ServeConfig,
@@ -280,18 +294,18 @@ impl Front {
     }
 
     /// Admits a request (admission control as vLLM 0.30's `check_admission`) and sends it to
-    /// the engine; the receiver hears its tokens.
-    /// Sends a request to the engine with the fewest; `blocks` are its prompt's block hashes
-    /// ([`super::prefix::block_hashes`]).
-    pub fn submit(
-        self: &Arc<Front>,
-        prompt: u32,
-        blocks: &[u64],
-        max_tokens: u32,
-        ignore_eos: bool,
-        periodic: bool,
-        streaming: bool,
-    ) -> Result<Submitted, Refused> {
+    /// the engine its `X-data-parallel-rank` header names, else to the one with the fewest;
+    /// the receiver hears its tokens.
+    pub fn submit(self: &Arc<Front>, ask: Ask<'_>) -> Result<Submitted, Refused> {
+        let Ask {
+            prompt,
+            blocks,
+            max_tokens,
+            ignore_eos,
+            periodic,
+            streaming,
+            rank,
+        } = ask;
         if self.engine_dead.load(Ordering::SeqCst) || self.stopping.load(Ordering::SeqCst) {
             return Err(Refused::EngineDead);
         }
@@ -309,10 +323,14 @@ impl Front {
                 }
             }
             st.in_flight += 1;
-            // vLLM's data-parallel load balancing: the engine with the fewest requests.
-            let engine = (0..st.engines.len())
-                .min_by_key(|&i| st.engines[i].assigned)
-                .unwrap_or(0);
+            // vLLM's data-parallel load balancing: the rank the client pinned, else the engine
+            // with the fewest requests. (vLLM refuses a rank out of range; the simulator, which
+            // is not about that error, balances it.)
+            let engine = rank.filter(|r| *r < st.engines.len()).unwrap_or_else(|| {
+                (0..st.engines.len())
+                    .min_by_key(|&i| st.engines[i].assigned)
+                    .unwrap_or(0)
+            });
             st.engines[engine].assigned += 1;
             let cached = st.prefix[engine].lookup_and_insert(blocks, prompt, self.cfg.block_size);
             st.pending.insert(

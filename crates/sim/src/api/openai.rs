@@ -142,14 +142,15 @@ pub async fn handle(front: Arc<Front>, ep: Endpoint, headers: HeaderMap, raw: By
         created: unix_now() as u64,
         model: front.cfg.model_name().to_string(),
     };
-    let sub = match front.submit(
-        p.prompt_tokens,
-        &p.blocks,
-        p.max_tokens,
-        p.ignore_eos,
-        p.periodic,
-        p.stream,
-    ) {
+    let sub = match front.submit(super::front::Ask {
+        prompt: p.prompt_tokens,
+        blocks: &p.blocks,
+        max_tokens: p.max_tokens,
+        ignore_eos: p.ignore_eos,
+        periodic: p.periodic,
+        streaming: p.stream,
+        rank: p.dp_rank,
+    }) {
         Ok(s) => s,
         Err(Refused::QueueFull { current, max }) => {
             let rid = p
@@ -181,7 +182,7 @@ pub async fn handle(front: Arc<Front>, ep: Endpoint, headers: HeaderMap, raw: By
         }
     };
     if p.stream {
-        stream(shape, p, sub)
+        stream(shape, p, sub, front.cfg.stream_interval)
     } else {
         whole(front, shape, p, sub).await
     }
@@ -242,6 +243,9 @@ struct StreamState {
     generated: u32,
     first: bool,
     finished: bool,
+    /// `--stream-interval`, and the generated tokens not sent yet.
+    interval: u32,
+    held: u32,
 }
 
 impl StreamState {
@@ -250,12 +254,20 @@ impl StreamState {
         let mut put = |v: &Value| buf.extend_from_slice(format!("data: {v}\n\n").as_bytes());
         match ev {
             Some(Ev::Tokens { n, finish }) => {
+                self.generated += n;
+                self.held += n;
+                // vLLM's output processor sends the first token alone, then once the interval's
+                // tokens have gathered, and at the finish whatever is left.
+                let sent_any = self.generated > self.held;
+                if finish.is_none() && sent_any && self.held < self.interval {
+                    return;
+                }
                 if self.first && self.shape.ep == Endpoint::Chat {
                     put(&self.shape.chunk("", None, None, true));
                     self.first = false;
                 }
-                let text = text_of(self.generated, n);
-                self.generated += n;
+                let text = text_of(self.generated - self.held, self.held);
+                self.held = 0;
                 let u = self
                     .p
                     .continuous_usage
@@ -295,7 +307,7 @@ impl StreamState {
     }
 }
 
-fn stream(shape: Shape, p: Parsed, sub: Submitted) -> Response {
+fn stream(shape: Shape, p: Parsed, sub: Submitted, interval: u32) -> Response {
     let st = StreamState {
         shape,
         p,
@@ -303,6 +315,8 @@ fn stream(shape: Shape, p: Parsed, sub: Submitted) -> Response {
         generated: 0,
         first: true,
         finished: false,
+        interval,
+        held: 0,
     };
     // One write per wake-up: outputs already queued are merged, as vLLM's output collector
     // merges the deltas a slow consumer has not picked up yet.
@@ -311,8 +325,11 @@ fn stream(shape: Shape, p: Parsed, sub: Submitted) -> Response {
             return None;
         }
         let mut buf = Vec::new();
-        let ev = st.sub.rx.recv().await;
-        st.push(ev, &mut buf);
+        // Tokens held back for the stream interval write nothing: wait for the next output.
+        while buf.is_empty() && !st.finished {
+            let ev = st.sub.rx.recv().await;
+            st.push(ev, &mut buf);
+        }
         while !st.finished {
             match st.sub.rx.try_recv() {
                 Ok(ev) => st.push(Some(ev), &mut buf),

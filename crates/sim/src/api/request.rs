@@ -75,6 +75,9 @@ pub struct Parsed {
     pub blocks: Vec<u64>,
     /// The prompt repeats itself with a period (the n-gram drafter's drafts then hold).
     pub periodic: bool,
+    /// The data-parallel rank the `X-data-parallel-rank` header asks for; a value that is not
+    /// a number is ignored, as vLLM 0.32 ignores it.
+    pub dp_rank: Option<usize>,
 }
 
 fn type_error(field: &str, expected: &str, got: &Value) -> ApiError {
@@ -297,5 +300,9 @@ pub fn parse(
         continuous_usage,
         ignore_eos,
         request_id,
+        dp_rank: headers
+            .get("x-data-parallel-rank")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok()),
     })
 }

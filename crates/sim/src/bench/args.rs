@@ -78,6 +78,10 @@ pub struct BenchArgs {
     pub result_filename: Option<String>,
     #[arg(long, num_args = 1..)]
     pub metadata: Vec<String>,
+    /// `KEY=VALUE` headers sent with every request (`--header X-data-parallel-rank=0` pins
+    /// a data-parallel engine), as `vllm bench serve --header`.
+    #[arg(long, num_args = 1..)]
+    pub header: Vec<String>,
     #[arg(long)]
     pub label: Option<String>,
     #[arg(long)]

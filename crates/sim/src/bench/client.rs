@@ -31,6 +31,8 @@ pub struct Target {
     pub chat: bool,
     pub ignore_eos: bool,
     pub api_key: Option<String>,
+    /// `--header` pairs sent with every request.
+    pub headers: Vec<(String, String)>,
 }
 
 /// When the request was sent, and when its first and latest chunk with choices arrived.
@@ -57,6 +59,9 @@ impl Target {
             .post(&self.url)
             .json(&self.payload(prompt, max_tokens))
             .header("x-request-id", request_id);
+        for (k, v) in &self.headers {
+            req = req.header(k.as_str(), v.as_str());
+        }
         if let Some(k) = &self.api_key {
             req = req.bearer_auth(k);
         }

@@ -192,7 +192,21 @@ async fn connect(a: &BenchArgs, who: Client) -> crate::error::SimResult<Target> 
             _ => a.ignore_eos,
         },
         api_key,
+        headers: headers(&a.header)?,
     })
+}
+
+/// `--header KEY=VALUE` pairs; one without `=` is a usage error, as vLLM's parser makes it.
+fn headers(pairs: &[String]) -> Result<Vec<(String, String)>, SimError> {
+    pairs
+        .iter()
+        .map(|p| {
+            p.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .filter(|(k, _)| !k.is_empty())
+                .ok_or_else(|| SimError::Usage(format!("--header {p}: expected KEY=VALUE")))
+        })
+        .collect()
 }
 
 /// The random prompts: (text, prompt tokens, output tokens), each after the shared prefix.

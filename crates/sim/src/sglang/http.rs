@@ -160,7 +160,15 @@ async fn run(
     let blocks =
         crate::api::prefix::block_hashes(&vec![0u32; prompt as usize], front.cfg.block_size);
     let mut sub = front
-        .submit(prompt, &blocks, max_tokens, true, false, stream)
+        .submit(crate::api::front::Ask {
+            prompt,
+            blocks: &blocks,
+            max_tokens,
+            ignore_eos: true,
+            periodic: false,
+            streaming: stream,
+            rank: None,
+        })
         .ok()?;
     let mut n = 0;
     loop {

@@ -104,6 +104,12 @@ fn non_default_args(cfg: &ServeConfig) -> String {
     if let Some(q) = cfg.max_num_queued_reqs {
         parts.push(format!("'max_num_queued_reqs': {q}"));
     }
+    if let Some(n) = cfg.max_cudagraph_capture_size {
+        parts.push(format!("'max_cudagraph_capture_size': {n}"));
+    }
+    if cfg.stream_interval != 1 {
+        parts.push(format!("'stream_interval': {}", cfg.stream_interval));
+    }
     if let Some(s) = &cfg.spec {
         parts.push(format!("'speculative_config': {}", s.py_dict()));
     }
@@ -130,17 +136,30 @@ pub(super) fn ready_lines(log: &Logger, cfg: &ServeConfig, port: u16) {
     log.uvicorn("Application startup complete.");
 }
 
+/// The engine line's `compilation_config` with its capture size, when one was asked for and
+/// the server is not eager (vLLM prints 0 then).
+fn graph_config(cfg: &ServeConfig) -> String {
+    match cfg.max_cudagraph_capture_size {
+        Some(n) => {
+            let n = if cfg.enforce_eager { 0 } else { n };
+            format!(", compilation_config={{'cudagraph_capture_sizes': [1], 'max_cudagraph_capture_size': {n}}}")
+        }
+        None => String::new(),
+    }
+}
+
 pub(super) fn engine_lines(log: &Logger, cfg: &ServeConfig) -> crate::error::SimResult<()> {
     let s = sites(cfg.release);
     let share = cfg.boot_secs * 0.8 / 8.0;
     log.info(s.engine_config, &format!(
-        "Initializing a V1 LLM engine (v{}) with config: model='{m}', speculative_config={spec}, tokenizer='{m}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, tokenizer_revision=None, trust_remote_code=False, dtype=torch.bfloat16, max_seq_len={}, download_dir=None, load_format=auto, tensor_parallel_size={}, pipeline_parallel_size=1, data_parallel_size=1, disable_custom_all_reduce=False, quantization=None, enforce_eager={}, kv_cache_dtype=auto, device_config=cuda, seed=0, served_model_name={}, enable_prefix_caching=True, enable_chunked_prefill=True",
+        "Initializing a V1 LLM engine (v{}) with config: model='{m}', speculative_config={spec}, tokenizer='{m}', skip_tokenizer_init=False, tokenizer_mode=auto, revision=None, tokenizer_revision=None, trust_remote_code=False, dtype=torch.bfloat16, max_seq_len={}, download_dir=None, load_format=auto, tensor_parallel_size={}, pipeline_parallel_size=1, data_parallel_size=1, disable_custom_all_reduce=False, quantization=None, enforce_eager={}, kv_cache_dtype=auto, device_config=cuda, seed=0, served_model_name={}, enable_prefix_caching=True, enable_chunked_prefill=True{graphs}",
         cfg.release.version(),
         cfg.max_model_len,
         cfg.tp,
         if cfg.enforce_eager { "True" } else { "False" },
         cfg.served_names.join(","),
         m = cfg.model,
+        graphs = graph_config(cfg),
         spec = cfg
             .spec
             .as_ref()
