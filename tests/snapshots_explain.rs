@@ -27,7 +27,7 @@ fn explain_for_one_engine() {
         "explain_trtllm",
         cli(&["explain", "T8", "T9", "--engine", "trtllm"])
     );
-    snap!("explain_unknown", cli(&["explain", "T22"]));
+    snap!("explain_unknown", cli(&["explain", "T99"]));
 }
 
 #[test]

@@ -55,6 +55,10 @@ pub struct BootFacts {
     /// A batch beyond it runs eager (docs/design/tripwires.md#t25).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_graph_max_batch: Option<u64>,
+    /// Why vLLM's custom all-reduce is off, where its log says so (`more than two PCIe-only
+    /// GPUs`, `no GPU peer-to-peer access`, …): tensor-parallel steps then use NCCL's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_allreduce_off: Option<String>,
     pub compiled_fresh: Option<bool>,
     pub requested_backend: Option<String>,
     pub speculative: Option<bool>,

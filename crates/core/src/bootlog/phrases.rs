@@ -50,6 +50,7 @@ phrases! {
     CompilingGraph = "Compiling a graph for ",
     LoadAot = "Directly load AOT compilation",
     Drafter = "Loading drafter model",
+    AllreduceOff = "Custom allreduce is disabled",
     // SGLang (docs/design/bootlog.md#sglang-lines)
     ServerArgs = "server_args={",
     KvAllocated = "KV Cache is allocated.",
@@ -159,6 +160,7 @@ const ANCHORS: &[&str] = &[
     "ompil",
     "spec-decode",
     "Cudagraph",
+    "allreduce",
     "weight",
     "max_",
     "-> p",

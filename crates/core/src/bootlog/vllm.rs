@@ -131,6 +131,11 @@ pub(crate) fn read(
             None => st.unparsed("cudagraph_mode_downgrade", lineno, msg),
         }
     }
+    if found.has(P::AllreduceOff) {
+        let why = allreduce_reason(msg);
+        st.note("custom_allreduce_off", why);
+        st.f.custom_allreduce_off = Some(why.to_string());
+    }
     if found.has(P::EagerMode) {
         st.eager_line = true;
     }
@@ -142,6 +147,22 @@ pub(crate) fn read(
     }
     if found.has(P::Drafter) {
         st.after_drafter = true;
+    }
+}
+
+/// Why vLLM's custom all-reduce is off, from its warning's wording
+/// (`distributed/device_communicators/custom_all_reduce.py`, 0.32).
+fn allreduce_reason(msg: &str) -> &'static str {
+    if msg.contains("PCIe-only") {
+        "more than two PCIe-only GPUs"
+    } else if msg.contains("P2P") {
+        "no GPU peer-to-peer access"
+    } else if msg.contains("world size") {
+        "an unsupported number of GPUs"
+    } else if msg.contains("library") {
+        "no custom all-reduce library"
+    } else {
+        "the log says it is disabled"
     }
 }
 

@@ -235,6 +235,9 @@ pub fn boot_rows(f: &BootFacts, engine: Engine) -> Vec<(String, String)> {
         (Some(true), None) => rows.push(("CUDA graphs".into(), "on".into())),
         (None, None) => {}
     }
+    if let Some(why) = &f.custom_allreduce_off {
+        rows.push(("Custom all-reduce".into(), format!("off ({why})")));
+    }
     if let Some(c) = f.max_concurrency {
         let at = f
             .max_concurrency_request_len

@@ -69,6 +69,9 @@ impl Run {
             let note = note.strip_prefix("note: ").unwrap_or(&note).to_string();
             self.line(&format!("note: {note}"));
         }
+        if let Some(note) = inferlint_core::bootlog::allreduce_note(&facts) {
+            self.line(&note);
+        }
         self.record.engine_version = facts.version.clone();
         let label = folder::boot_log_name(self.boot.number);
         let checks = checks::boot_all(Some(text.as_str()), &[(label, facts.clone())]);
