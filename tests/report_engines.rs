@@ -91,9 +91,9 @@ fn sglang_qwen3_8b() {
         .unwrap()
         .contains("29 of them fit."));
     assert!(figure(&html, "fig-memory").is_some());
-    // T15 is core's, decided with the window's other checks: 9 passes (T15, T16, T17 and T24
-    // among them).
-    assert!(html.contains("9 passed; 1 does not apply to SGLang</summary>"));
+    // T15 is core's, decided with the window's other checks: 10 passes (T15, T16, T17, T24 and
+    // T25 among them).
+    assert!(html.contains("10 passed; 1 does not apply to SGLang</summary>"));
     check_balanced(&html).unwrap();
 }
 
