@@ -232,3 +232,20 @@ fn t25_passes_on_the_recorded_gpu_runs_and_a_smaller_capture_size_warns() {
         assert_eq!(t25::graph_batch(Some(&facts(&text))), None, "{eager}");
     }
 }
+
+/// vLLM's KV offloading on the CPU build: refused at start-up, and T12 says why.
+#[test]
+fn kv_offloading_on_the_cpu_build_is_a_start_up_failure_t12_names() {
+    let Some(log) = evidence_text(&format!("{FIELD}/kv-offload/boot.log")) else {
+        return;
+    };
+    let facts = inferlint_core::bootlog::parse_text(&log, None);
+    let r = inferlint_core::checks::t12::check(&log, &facts);
+    assert_eq!(r.status, Status::Fail, "{}", r.message);
+    assert!(
+        r.message
+            .contains("CPU Offloading is currently only supported on CUDA-alike and XPU GPUs"),
+        "{}",
+        r.message
+    );
+}
