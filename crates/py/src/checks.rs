@@ -440,11 +440,5 @@ pub fn check_prompt_lengths(
 pub fn check_graph_batches(series: &PySeries, facts: Option<&str>) -> PyResult<Checked> {
     let f = facts.map(facts_from_json).transpose()?;
     let engine = series_engine(&series.inner);
-    Ok(match t25::graph_batch(f.as_ref()) {
-        Some(g) => out(t25::check(&series.inner, g, engine))?,
-        None => out(CheckResult::unknown(
-            inferlint_core::result::Tripwire::T25,
-            t25::NO_GRAPHS,
-        ))?,
-    })
+    out(t25::judge(&series.inner, f.as_ref(), engine))
 }

@@ -19,8 +19,17 @@ use crate::series::Series;
 /// the throughput.
 pub const BEYOND_SHARE: f64 = 0.05;
 
-/// Why T25 cannot tell without the fact (the Python API says it; the run leaves T25 out).
-pub const NO_GRAPHS: &str = "the boot log names no captured CUDA graph (eager, the CPU build, or no boot log): the batches cannot be compared with one";
+/// Why T25 cannot tell without the fact.
+const NO_GRAPHS: &str = "the boot log names no captured CUDA graph (eager, the CPU build, or no boot log): the batches cannot be compared with one";
+
+/// T25 on any boot: [`check`] where the boot log names the captured graphs, Unknown where it
+/// does not (what the Python API answers; the run leaves T25 out then).
+pub fn judge(series: &Series, boot: Option<&BootFacts>, engine: Engine) -> CheckResult {
+    match graph_batch(boot) {
+        Some(g) => check(series, g, engine),
+        None => CheckResult::unknown(Tripwire::T25, NO_GRAPHS),
+    }
+}
 
 /// The largest captured decode batch in requests, where the boot log says graphs were
 /// captured; None for an eager server or a log that does not say. vLLM's capture sizes are in
