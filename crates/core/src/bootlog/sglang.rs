@@ -29,6 +29,23 @@ static DECODE_BS: LazyLock<Regex> = LazyLock::new(|| re(r"\bbs=\[([\d, ]+)\]"));
 static DEFAULT_BACKEND: LazyLock<Regex> =
     LazyLock::new(|| re(r"Attention backend not specified\. Use (\S+) backend by default"));
 
+/// `Capture target decode CUDA graph begin. … bs=[1, 2, …, 32]`: the largest decode batch
+/// captured as a graph.
+fn read_decode_graphs(st: &mut State, lineno: usize, msg: &str) {
+    let largest = DECODE_BS.captures(msg).and_then(|c| {
+        c[1].split(',')
+            .filter_map(|b| b.trim().parse::<u64>().ok())
+            .max()
+    });
+    match largest {
+        Some(bs) => {
+            st.note("decode_graph_max_batch", bs);
+            st.f.decode_graph_max_batch = Some(bs);
+        }
+        None => st.unparsed("decode_graph_max_batch", lineno, msg),
+    }
+}
+
 /// Reads one SGLang line into the state.
 pub(crate) fn read(
     st: &mut State,
@@ -61,18 +78,7 @@ pub(crate) fn read(
         }
     }
     if found.has(P::DecodeGraphBegin) {
-        let largest = DECODE_BS.captures(msg).and_then(|c| {
-            c[1].split(',')
-                .filter_map(|b| b.trim().parse::<u64>().ok())
-                .max()
-        });
-        match largest {
-            Some(bs) => {
-                st.note("decode_graph_max_batch", bs);
-                st.f.decode_graph_max_batch = Some(bs);
-            }
-            None => st.unparsed("decode_graph_max_batch", lineno, msg),
-        }
+        read_decode_graphs(st, lineno, msg);
     }
     if found.any(&[P::GraphEnd, P::GraphEndLower]) {
         match MEM_USAGE.captures(msg).and_then(|c| parse_f64(&c[1])) {

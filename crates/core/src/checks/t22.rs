@@ -63,33 +63,13 @@ pub fn check(
         ..Default::default()
     };
     let running = series.map(|s| mean_running(s, ids));
-    let mut per = IndexMap::new();
-    for (i, id) in ids.iter().enumerate() {
-        let only = [(ENGINE_LABEL, id.as_str())];
-        let q = CounterQuery::new(finished).with_labels(&only);
-        let done = match snapshot_delta(before, after, &q) {
-            Ok(d) => d,
-            Err(DeltaError::Restarted(r)) => {
-                ev.restarted = Some(true);
-                return CheckResult::unknown(Tripwire::T22, r.to_string()).with_evidence(ev);
-            }
-            Err(e) => {
-                return CheckResult::unknown(
-                    Tripwire::T22,
-                    format!("engine {id}: {e}: how the engines shared the load cannot be told"),
-                )
-                .with_evidence(ev)
-            }
-        };
-        let mean = running.as_ref().and_then(|r| r[i]);
-        per.insert(
-            id.clone(),
-            EngineShare {
-                finished: done,
-                mean_running: mean.map(JsonF64),
-            },
-        );
-    }
+    let per = match finished_per_engine(before, after, ids, finished, running.as_deref()) {
+        Ok(per) => per,
+        Err((restarted, why)) => {
+            ev.restarted = restarted.then_some(true);
+            return CheckResult::unknown(Tripwire::T22, why).with_evidence(ev);
+        }
+    };
     let total: f64 = per.values().map(|e| e.finished).sum();
     ev.finished = Some(total);
     let Some((busiest, most)) = per
@@ -142,6 +122,42 @@ pub fn check(
         )
         .with_evidence(ev)
     }
+}
+
+/// Each engine's requests finished between the snapshots, with its mean running requests where
+/// there is a recording; Err with whether a restart is why, and the reason, when a delta cannot
+/// be told.
+fn finished_per_engine(
+    before: &Snapshot,
+    after: &Snapshot,
+    ids: &[String],
+    finished: &str,
+    running: Option<&[Option<f64>]>,
+) -> Result<IndexMap<String, EngineShare>, (bool, String)> {
+    let mut per = IndexMap::new();
+    for (i, id) in ids.iter().enumerate() {
+        let only = [(ENGINE_LABEL, id.as_str())];
+        let q = CounterQuery::new(finished).with_labels(&only);
+        let done = match snapshot_delta(before, after, &q) {
+            Ok(d) => d,
+            Err(DeltaError::Restarted(r)) => return Err((true, r.to_string())),
+            Err(e) => {
+                return Err((
+                    false,
+                    format!("engine {id}: {e}: how the engines shared the load cannot be told"),
+                ))
+            }
+        };
+        let mean = running.and_then(|r| r[i]);
+        per.insert(
+            id.clone(),
+            EngineShare {
+                finished: done,
+                mean_running: mean.map(JsonF64),
+            },
+        );
+    }
+    Ok(per)
 }
 
 /// `6 and 6`, `12, 0 and 0`: each engine's finished requests in id order.
