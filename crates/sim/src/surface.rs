@@ -56,8 +56,15 @@ pub trait Surface: Sync {
     fn companion_role(&self) -> Option<&'static str> {
         None
     }
-    /// The tensor-parallel ranks that get a worker process of their own beside the engine.
-    fn worker_ranks(&self, cfg: &ServeConfig) -> Range<u32>;
+    /// The tensor-parallel ranks that get a worker process of their own beside the engine: by
+    /// default the ranks above 0, rank 0 being the engine process itself (SGLang's scheduler,
+    /// TensorRT-LLM's rank 0).
+    fn worker_ranks(&self, cfg: &ServeConfig) -> Range<u32> {
+        match cfg.tp {
+            0 | 1 => 0..0,
+            n => 1..n,
+        }
+    }
     /// The logger of a process titled `title`, in the engine's log shape.
     fn logger(&self, cfg: &ServeConfig, title: &str, dp: u32, tp: u32) -> Logger;
 

@@ -1,6 +1,5 @@
 //! SGLang's answers to the [`Surface`] the generic layers ask.
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use axum::Router;
@@ -61,14 +60,6 @@ impl Surface for Sglang {
 
     fn companion_role(&self) -> Option<&'static str> {
         Some(DETOKENIZER)
-    }
-
-    /// The ranks above 0 (rank 0's scheduler is the engine).
-    fn worker_ranks(&self, cfg: &ServeConfig) -> Range<u32> {
-        match cfg.tp {
-            0 | 1 => 0..0,
-            n => 1..n,
-        }
     }
 
     fn logger(&self, cfg: &ServeConfig, title: &str, dp: u32, tp: u32) -> Logger {

@@ -1,6 +1,5 @@
 //! TensorRT-LLM's answers to the [`Surface`] the generic layers ask.
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use axum::Router;
@@ -54,14 +53,6 @@ impl Surface for Trtllm {
     /// The MPI runtime mpi4py's spawn starts beside the ranks.
     fn companion_role(&self) -> Option<&'static str> {
         Some(PRTE)
-    }
-
-    /// The ranks above 0 (rank 0 is the engine).
-    fn worker_ranks(&self, cfg: &ServeConfig) -> Range<u32> {
-        match cfg.tp {
-            0 | 1 => 0..0,
-            n => 1..n,
-        }
     }
 
     fn logger(&self, cfg: &ServeConfig, title: &str, _dp: u32, _tp: u32) -> Logger {
