@@ -1,8 +1,8 @@
 //! `inferlint run` end to end against the simulated vLLM on T22 (a data-parallel load pinned to
 //! one engine with `X-data-parallel-rank`, as the recorded `field/dp2-balance` run), T23 (a
-//! `--stream-interval` that sends several tokens a chunk) and T25 (a CUDA-graph capture size
-//! below the requests run at once): the live output, results.json, the report read back, and a
-//! bystander that outlives the run.
+//! `--stream-interval` that sends several tokens a chunk), T25 (a CUDA-graph capture size
+//! below the requests run at once) and T26 (KV offloading that stores and never loads back):
+//! the live output, results.json, the report read back, and a bystander that outlives the run.
 
 use crate::run_support;
 
@@ -166,6 +166,46 @@ fn batches_beyond_a_small_cuda_graph_capture_size_warn_t25() {
     let (stdout, results) = run_in(&w, &again, &big, &load);
     assert_eq!(
         status_of(&results, "T25").as_deref(),
+        Some("pass"),
+        "{stdout}"
+    );
+    assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
+    assert!(bystander.alive(), "the bystander died");
+}
+
+#[test]
+fn kv_offloading_that_never_loads_back_warns_t26_and_one_that_loads_passes() {
+    let _t = turn();
+    let w = World::new();
+    let mut bystander = Bystander::start();
+    // 40 blocks of 16 tokens: the shared 256-token prefix is pushed out of the GPU's cache
+    // every few requests and comes back from CPU memory (tests/fixtures/sim-kv-offload/).
+    let base = "--max-model-len 512 --num-gpu-blocks-override 40 --kv-offloading-size 0.5 --tokens-per-s 100";
+    let load = w.sim_bench(
+        "--num-prompts 24 --random-prefix-len 256 --random-input-len 32 --random-output-len 16 --ignore-eos --max-concurrency 2 --seed 0",
+    );
+    let never = w.sim_serve("0.2", &format!("{base} --kv-offload-never-loads"));
+    let out = w.out();
+    let (stdout, results) = run_in(&w, &out, &never, &load);
+    assert_eq!(
+        status_of(&results, "T26").as_deref(),
+        Some("warn"),
+        "{stdout}"
+    );
+    let msg = message_of(&results, "T26").unwrap_or_default();
+    assert!(
+        msg.contains("loaded none of it back (the connector served 0 of the"),
+        "{msg}"
+    );
+    assert!(stdout.contains("[T26] WARN"), "{stdout}");
+    assert!(stdout.contains("- KV offloading never loaded back."), "{stdout}");
+    let back = report_json(&out);
+    assert_eq!(status_of(&back, "T26").as_deref(), Some("warn"), "{back}");
+    let loads = w.sim_serve("0.2", base);
+    let again = w.dir.path().join("loads");
+    let (stdout, results) = run_in(&w, &again, &loads, &load);
+    assert_eq!(
+        status_of(&results, "T26").as_deref(),
         Some("pass"),
         "{stdout}"
     );

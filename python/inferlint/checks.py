@@ -38,6 +38,7 @@ __all__ = [
     "check_itl_per_token",
     "check_prompt_lengths",
     "check_graph_batches",
+    "check_kv_offload",
     "concurrency_ceiling",
     "does_not_apply",
     "engine_of",
@@ -405,3 +406,16 @@ def check_graph_batches(series: Series, facts: BootFacts | None = None) -> Check
     5 % of the busy samples or more. Without captured graphs it cannot tell.
     """
     return _native.check_graph_batches(_recording(series), _facts(facts))
+
+
+def check_kv_offload(
+    before: Snapshot, after: Snapshot, facts: BootFacts | None = None
+) -> CheckResult:
+    """T26. Did KV offloading load back any of what it stored?
+
+    Between the snapshots, the bytes (vLLM's ``OffloadingConnector``) or blocks
+    (``SimpleCPUOffloadConnector``) stored in CPU memory against those loaded back to the GPU:
+    a warning when it stored and loaded nothing back. Not applicable where neither the counters
+    nor the boot log (``facts``) show offloading.
+    """
+    return _native.check_kv_offload(_parsed(before), _parsed(after), _facts(facts))

@@ -1,4 +1,4 @@
-"""T16 to T24 from Python on the real vLLM 0.32 CPU recordings
+"""T16 to T26 from Python on the real vLLM 0.32 CPU recordings
 (tests/fixtures/vllm-0.32-cpu/field/): each check gives the verdict ``inferlint window`` gives on
 the same files, in both directions, and a one-number mutation flips it."""
 
@@ -240,3 +240,28 @@ def test_batches_beyond_the_captured_graphs_warn_t25_as_the_cli_says(evidence: P
     small = bootlog.parse((run / "boot.log").read_text().replace("'max_cudagraph_capture_size': 64", "'max_cudagraph_capture_size': 8", 1))
     assert checks.check_graph_batches(rec, small).status == Status.WARN
     assert checks.check_graph_batches(rec).status == Status.UNKNOWN
+
+
+def test_kv_offloading_that_never_loads_back_warns_t26_as_the_cli_says(evidence: Path) -> None:
+    # The simulated vLLM's offloading counters (the CPU build refuses offloading).
+    kv = evidence / "sim-kv-offload"
+    exe = find()
+    assert exe is not None
+    for case, want in (("never-loads", Status.WARN), ("loads-back", Status.PASS)):
+        before = telemetry.load(kv / case / "before.snapshot.json")
+        after = telemetry.load(kv / case / "after.snapshot.json")
+        r = checks.check_kv_offload(before, after)
+        assert r.status == want, r.message
+        argv = [exe, "window", str(kv / case / "before.snapshot.json"), str(kv / case / "after.snapshot.json")]
+        out = subprocess.run([*argv, "--json", "--", "vllm", "bench", "serve"], capture_output=True, text=True)
+        c = by_code(json.loads(out.stdout), "T26")
+        assert (r.tripwire, r.status.value, r.message) == (c["tripwire"], c["status"], c["message"])
+    # Mutation: one load-counter line, as vLLM creates it at the first load back.
+    after = telemetry.load(kv / "never-loads" / "after.snapshot.json")
+    line = 'vllm:kv_offload_load_bytes_total{engine="0",model_name="Qwen/Qwen3-0.6B"} 1835008.0\n'
+    loaded = dataclasses.replace(after, text=after.text + line, _metrics=[], _parsed=[])
+    before = telemetry.load(kv / "never-loads" / "before.snapshot.json")
+    assert checks.check_kv_offload(before, loaded).status == Status.PASS
+    # No offloading: not applicable.
+    plain = snap(evidence, "tokenizer/matching-after.prom")
+    assert checks.check_kv_offload(plain, plain).status == Status.NOT_APPLICABLE

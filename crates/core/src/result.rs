@@ -36,10 +36,11 @@ pub enum Tripwire {
     T23,
     T24,
     T25,
+    T26,
 }
 
 impl Tripwire {
-    pub const ALL: [Tripwire; 25] = [
+    pub const ALL: [Tripwire; 26] = [
         Tripwire::T1,
         Tripwire::T2,
         Tripwire::T3,
@@ -65,6 +66,7 @@ impl Tripwire {
         Tripwire::T23,
         Tripwire::T24,
         Tripwire::T25,
+        Tripwire::T26,
     ];
 
     /// The number after the `T`.
@@ -365,8 +367,8 @@ mod tests {
         assert_eq!("t15".parse::<Tripwire>(), Ok(Tripwire::T15));
         assert_eq!("T1".parse::<Tripwire>(), Ok(Tripwire::T1));
         assert_eq!("T21".parse::<Tripwire>(), Ok(Tripwire::T21));
-        assert_eq!("T25".parse::<Tripwire>(), Ok(Tripwire::T25));
-        assert!("T26".parse::<Tripwire>().is_err());
+        assert_eq!("T26".parse::<Tripwire>(), Ok(Tripwire::T26));
+        assert!("T27".parse::<Tripwire>().is_err());
         assert!("T0".parse::<Tripwire>().is_err());
         assert!("T".parse::<Tripwire>().is_err());
         assert!("8".parse::<Tripwire>().is_err());

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::core::{
-    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t20, t21, t22, t23, t24, t25,
+    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t20, t21, t22, t23, t24, t25, t26,
     t4_t11, t5, t6, t8, t9, BenchResult, BootFacts, CheckResult, Engine, LoadIntent, LoadObserved,
     Series, Snapshot,
 };
@@ -433,6 +433,17 @@ pub fn check_prompt_lengths(
         b.as_ref(),
         engine,
     ))
+}
+
+#[pyfunction]
+#[pyo3(signature = (before, after, facts=None))]
+pub fn check_kv_offload(
+    before: &PySnapshot,
+    after: &PySnapshot,
+    facts: Option<&str>,
+) -> PyResult<Checked> {
+    let f = facts.map(facts_from_json).transpose()?;
+    out(t26::judge(&before.inner, &after.inner, f.as_ref()))
 }
 
 #[pyfunction]

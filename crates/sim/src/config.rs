@@ -143,6 +143,15 @@ pub struct ServeArgs {
     /// "num_speculative_tokens": 3, "prompt_lookup_max": 3, "prompt_lookup_min": 1}`).
     #[arg(long, value_name = "JSON")]
     pub speculative_config: Option<String>,
+    /// vLLM's native KV offloading (`OffloadingConnector` with `CPUOffloadingSpec`) with this many
+    /// GiB of CPU memory per engine: every full prompt block is stored there as it is computed,
+    /// and a prompt whose leading blocks the GPU's cache no longer holds loads them back.
+    #[arg(long, value_name = "GIB")]
+    pub kv_offloading_size: Option<f64>,
+    /// With `--kv-offloading-size`: the offload lookup never finds a block, so blocks are stored
+    /// and never loaded back (a connector whose keys never match, docs/tripwires.md#t26-kv-offload).
+    #[arg(long, requires = "kv_offloading_size")]
+    pub kv_offload_never_loads: bool,
     /// `/metrics` misbehaves this way (after the first `--metrics-fault-after` answers).
     #[arg(long, value_enum)]
     pub metrics_fault: Option<MetricsFault>,
@@ -239,6 +248,8 @@ impl ServeConfig {
                 .as_deref()
                 .map(crate::spec::SpecConfig::parse)
                 .transpose()?,
+            kv_offloading_size: a.kv_offloading_size,
+            kv_offload_never_loads: a.kv_offload_never_loads,
             metrics_fault: a.metrics_fault,
             metrics_fault_after: a.metrics_fault_after,
             metrics_huge_mb: a.metrics_huge_mb,
@@ -283,6 +294,14 @@ fn check(a: &ServeArgs) -> Result<(), String> {
         return Err(
             "--max-num-seqs, --max-model-len and --max-num-batched-tokens must be positive".into(),
         );
+    }
+    if a.kv_offloading_size
+        .is_some_and(|g| !(g > 0.0 && g.is_finite()))
+    {
+        return Err("--kv-offloading-size must be a positive number of GiB".into());
+    }
+    if a.kv_offloading_size.is_some() && a.engine != Engine::Vllm {
+        return Err("--kv-offloading-size is vLLM's; the simulator offloads for --engine vllm only".into());
     }
     if a.tp == 0 {
         return Err("--tp must be at least 1".into());

@@ -234,6 +234,12 @@ pub struct ServeConfig {
     /// The n-gram drafter, when speculative decoding is on.
     #[serde(default)]
     pub spec: Option<crate::spec::SpecConfig>,
+    /// vLLM's native KV offloading: GiB of CPU memory per engine (`--kv-offloading-size`).
+    #[serde(default)]
+    pub kv_offloading_size: Option<f64>,
+    /// The offload lookup never finds a block: stores, no loads.
+    #[serde(default)]
+    pub kv_offload_never_loads: bool,
     pub metrics_fault: Option<MetricsFault>,
     pub metrics_fault_after: u32,
     pub metrics_huge_mb: u32,

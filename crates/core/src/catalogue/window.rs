@@ -1,4 +1,4 @@
-//! The entries of the tripwires that judge the load's window as a whole (T16–T24): what the
+//! The entries of the tripwires that judge the load's window as a whole (T16–T26): what the
 //! server's counters and the load's own command and result say about the requests it measured.
 
 use super::Entry;
@@ -184,5 +184,24 @@ pub(super) const T25: Entry = Entry {
           concurrencies of a sweep and the graphs at the low ones, and the curve bends where \
           the graphs end, not where the server saturates.",
     command: "inferlint series run.series.jsonl --boot-log boot.log",
+    notes: &[],
+};
+
+pub(super) const T26: Entry = Entry {
+    tripwire: Tripwire::T26,
+    slug: "kv-offload",
+    name: "KV offloading that never loads back",
+    what: "KV offloading was on (vllm serve --kv-offloading-size, or an offloading connector in \
+           --kv-transfer-config) and stored blocks in CPU memory during the load, but loaded \
+           none of them back: vllm:kv_offload_store_bytes against vllm:kv_offload_load_bytes \
+           (the deprecated vllm:kv_offload_total_bytes by transfer_type on older releases), or \
+           SimpleCPUOffloadConnector's stored and loaded blocks, between the snapshots, with \
+           the connector's lookups (vllm:external_prefix_cache_queries and _hits).",
+    why: "Every prompt the GPU's cache had lost was then prefilled again while the \
+          configuration says offloading is on: the figures show the stores' cost without the \
+          loads' benefit, and a comparison with and without offloading compares two servers \
+          that did the same work. A load whose prompts never return cannot use offloading; one \
+          whose prompts do points to a lookup that never hits.",
+    command: "inferlint window before.json after.json -- vllm bench serve ...",
     notes: &[],
 };

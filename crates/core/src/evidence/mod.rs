@@ -59,6 +59,7 @@ pub enum Evidence {
     T23(T23Evidence),
     T24(T24Evidence),
     T25(T25Evidence),
+    T26(T26Evidence),
     /// Evidence read from a file that none of the structs above holds exactly, kept as read.
     Unread(Map<String, Value>),
 }
@@ -97,6 +98,7 @@ impl Serialize for Evidence {
             Evidence::T23(e) => e.serialize(s),
             Evidence::T24(e) => e.serialize(s),
             Evidence::T25(e) => e.serialize(s),
+            Evidence::T26(e) => e.serialize(s),
             Evidence::Unread(m) => m.serialize(s),
         }
     }
@@ -153,6 +155,7 @@ impl Evidence {
             Tripwire::T23 => typed(&map).map(Evidence::T23),
             Tripwire::T24 => typed(&map).map(Evidence::T24),
             Tripwire::T25 => typed(&map).map(Evidence::T25),
+            Tripwire::T26 => typed(&map).map(Evidence::T26),
         };
         // Only a struct that writes back exactly what was read replaces the map: a key it does
         // not know, or a value of another type, would otherwise be lost or changed.
@@ -305,6 +308,7 @@ into_evidence!(
     T23(T23Evidence),
     T24(T24Evidence),
     T25(T25Evidence),
+    T26(T26Evidence),
 );
 
 /// One engine's verdict inside a data-parallel server's result (docs/tripwires.md,

@@ -1,4 +1,4 @@
-//! The evidence of the checks on the load's window as a whole (T16–T24). Field names are JSON
+//! The evidence of the checks on the load's window as a whole (T16–T26). Field names are JSON
 //! keys (docs/tripwires.md names them).
 
 use indexmap::IndexMap;
@@ -279,4 +279,31 @@ pub struct T24Evidence {
     pub difference: Option<JsonF64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub direction: Option<String>,
+}
+
+/// T26 kv-offload: what KV offloading stored in CPU memory and loaded back to the GPU between
+/// the snapshots, and the connector's lookups.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct T26Evidence {
+    /// `OffloadingConnector` or `SimpleCPUOffloadConnector`, by the counters the server exposes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connector: Option<String>,
+    /// `bytes` (the native connector) or `blocks` (the simple one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stored: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loaded: Option<f64>,
+    /// Prompt tokens asked of the connector and those it served
+    /// (`vllm:external_prefix_cache_{queries,hits}`), and their ratio.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queried_tokens: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hit_tokens: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hit_rate: Option<JsonF64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub restarted: Option<bool>,
 }

@@ -1,8 +1,8 @@
 //! The sentences of "what limited this run" that say the figures are not what they seem: prompts
 //! served from the prefix cache (T16), requests that did not finish (T17), outputs shorter than
 //! asked (T18), warm-up inside the window (T20), a client that set the pace (T21), one
-//! data-parallel engine carrying the load (T22), several tokens per streamed chunk (T23) and
-//! prompts of other lengths than asked (T24). They come first: each changes what every other
+//! data-parallel engine carrying the load (T22), several tokens per streamed chunk (T23),
+//! prompts of other lengths than asked (T24) and KV offloading that never loaded back (T26). They come first: each changes what every other
 //! figure on the page describes.
 
 use inferlint_core::fmt::{pct, thousands_f};
@@ -24,6 +24,8 @@ pub fn sentences(ctx: &Context<'_>) -> Vec<Insight> {
             "Read time per output token (TPOT) for the per-token figure, or compare ITL only with runs that stream alike."),
         from_message(ctx, Tripwire::T24, "token-counts", "The prompts were not the length asked",
             "Give the load the server's tokenizer (--tokenizer of the served model), and count what a chat template adds."),
+        from_message(ctx, Tripwire::T26, "kv-offload", "KV offloading never loaded back",
+            "Run a load whose prompts return after the GPU's cache has lost them (multi-turn, a shared prefix), or check that the connector's lookup finds what it stored."),
     ]
     .into_iter()
     .flatten()

@@ -15,6 +15,7 @@ use crate::sched::Finish;
 use crate::settings::ServeConfig;
 use crate::spec::{Drafter, SpecCounts};
 
+use super::offload::Offload;
 use super::prefix::PrefixCache;
 
 /// What a request's handler hears from the engine.
@@ -35,6 +36,8 @@ struct Pending {
     prompt: u32,
     /// Its leading tokens the prefix cache served.
     cached: u32,
+    /// Its tokens after those that KV offloading loaded back.
+    offloaded: u32,
     max_tokens: u32,
     first_token: Option<f64>,
     last_token: f64,
@@ -85,6 +88,8 @@ pub struct State {
     /// Each engine's prefix cache and its totals, in rank order.
     prefix: Vec<PrefixCache>,
     pub prefix_totals: Vec<PrefixTotals>,
+    /// Each engine's KV offload pool, in rank order; empty without offloading.
+    offload: Vec<Offload>,
     /// Each engine's prefix-cache resets awaiting its answer, in the order asked.
     resets: Vec<VecDeque<oneshot::Sender<bool>>>,
 }
@@ -262,6 +267,14 @@ impl Front {
             .map(|_| PrefixCache::new(capacity))
             .collect();
         let prefix_totals = vec![PrefixTotals::default(); to_engine.len()];
+        let offload = cfg
+            .kv_offloading_size
+            .map(|gib| {
+                (0..to_engine.len())
+                    .map(|_| Offload::new(gib, cfg.block_size, cfg.kv_offload_never_loads))
+                    .collect()
+            })
+            .unwrap_or_default();
         Arc::new(Front {
             cfg,
             log,
@@ -276,6 +289,7 @@ impl Front {
                 interval,
                 prefix,
                 prefix_totals,
+                offload,
                 resets: (0..to_engine.len()).map(|_| VecDeque::new()).collect(),
             }),
             to_engine,
@@ -333,6 +347,14 @@ impl Front {
             });
             st.engines[engine].assigned += 1;
             let cached = st.prefix[engine].lookup_and_insert(blocks, prompt, self.cfg.block_size);
+            let offloaded = match st.offload.get_mut(engine) {
+                Some(pool) => {
+                    let step = pool.admit(blocks, prompt, self.cfg.block_size, cached);
+                    st.reg.kv_offload(engine, &step);
+                    step.hit_tokens
+                }
+                None => 0,
+            };
             st.pending.insert(
                 id,
                 Pending {
@@ -341,6 +363,7 @@ impl Front {
                     arrival: mono_now(),
                     prompt,
                     cached,
+                    offloaded,
                     max_tokens,
                     first_token: None,
                     last_token: 0.0,
@@ -357,7 +380,7 @@ impl Front {
             .lock()
             .pending
             .get(&id)
-            .map_or((0, 0), |p| (p.engine, p.cached));
+            .map_or((0, 0), |p| (p.engine, p.cached + p.offloaded));
         let _ = self.to_engine[engine].send(ToEngine::Add {
             id,
             prompt,

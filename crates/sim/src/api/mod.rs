@@ -8,6 +8,7 @@ pub(crate) mod engines;
 pub(crate) mod front;
 mod hostile;
 pub(crate) mod http;
+pub(crate) mod offload;
 mod openai;
 pub(crate) mod prefix;
 pub(crate) mod procs;

@@ -59,16 +59,31 @@ impl PrefixCache {
         if self.capacity == 0 {
             return 0;
         }
-        // The last token is always computed: a prompt of exactly k blocks hits k - 1 at most.
-        let usable = (prompt_tokens.saturating_sub(1) / block_size.max(1)) as usize;
-        let hit = hashes
+        let hit = self.run_from(hashes, 0, usable_blocks(prompt_tokens, block_size));
+        self.insert(hashes);
+        hit as u32 * block_size
+    }
+
+    /// How many of `hashes[from..usable]` are cached, counted from `from` up to the first miss.
+    pub fn run_from(&self, hashes: &[u64], from: usize, usable: usize) -> usize {
+        hashes
             .iter()
             .take(usable)
+            .skip(from)
             .take_while(|h| self.blocks.contains(h))
-            .count();
+            .count()
+    }
+
+    /// Caches the blocks, the oldest pushed out past the capacity; returns how many were new.
+    pub fn insert(&mut self, hashes: &[u64]) -> usize {
+        if self.capacity == 0 {
+            return 0;
+        }
+        let mut new = 0;
         for &h in hashes {
             if self.blocks.insert(h) {
                 self.order.push_back(h);
+                new += 1;
             }
         }
         while self.order.len() > self.capacity {
@@ -76,8 +91,14 @@ impl PrefixCache {
                 self.blocks.remove(&old);
             }
         }
-        hit as u32 * block_size
+        new
     }
+}
+
+/// The leading full blocks of a prompt a cache may serve: the last token is always computed,
+/// so a prompt of exactly k blocks may hit k - 1 at most.
+pub fn usable_blocks(prompt_tokens: u32, block_size: u32) -> usize {
+    (prompt_tokens.saturating_sub(1) / block_size.max(1)) as usize
 }
 
 #[cfg(test)]

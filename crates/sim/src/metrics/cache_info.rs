@@ -20,6 +20,8 @@ enum Value {
     Hybrid(&'static str, &'static str),
     NumGpuBlocks,
     NumGpuBlocksOverride,
+    /// `--kv-offloading-size` in GiB, `None` without it.
+    OffloadingSize,
     UserBlockSize,
     /// The engine's index, set per child.
     Engine,
@@ -58,7 +60,7 @@ const LABELS: &[(&str, Releases, Value)] = &[
     ("kv_cache_memory_bytes", All, Is("None")),
     ("kv_cache_size_tokens", All, Value::KvCacheTokens),
     ("kv_offloading_backend", All, Is("native")),
-    ("kv_offloading_size", All, Is("None")),
+    ("kv_offloading_size", All, Value::OffloadingSize),
     ("kv_sharing_fast_prefill", All, Is("False")),
     ("mamba_block_size", All, Value::MambaBlockSize),
     ("mamba_cache_dtype", All, Is("auto")),
@@ -114,6 +116,9 @@ impl Value {
             Value::NumGpuBlocksOverride => cfg
                 .num_gpu_blocks_override
                 .map_or_else(|| "None".to_string(), |v| v.to_string()),
+            Value::OffloadingSize => cfg
+                .kv_offloading_size
+                .map_or_else(|| "None".to_string(), py_repr),
             Value::UserBlockSize => py_bool(cfg.user_block_size.is_some()),
             Value::Engine => engine.to_string(),
         }

@@ -11,6 +11,7 @@
 mod cache_info;
 mod collectors;
 mod families;
+mod offload;
 
 use super::expo::Family;
 use super::settings::ServeConfig;
@@ -76,6 +77,8 @@ pub trait Exposition: Send {
     fn tokens(&mut self, e: usize, n: u32, itl_s: Option<(u32, f64)>, streaming: bool);
     fn request_finished(&mut self, e: usize, s: &RequestStats);
     fn admission_rejected(&mut self);
+    /// KV offloading moved blocks for one admitted request (vLLM's connector metrics).
+    fn kv_offload(&mut self, _e: usize, _s: &crate::api::offload::OffloadStep) {}
     /// An HTTP request arrived (SGLang counts it, and the ones in progress, from here).
     fn http_started(&mut self, _r: &HttpRequest) {}
     fn http_request(&mut self, r: &HttpRequest, now_unix: f64);
@@ -118,6 +121,9 @@ impl Exposition for Registry {
     fn admission_rejected(&mut self) {
         Registry::admission_rejected(self);
     }
+    fn kv_offload(&mut self, e: usize, s: &crate::api::offload::OffloadStep) {
+        offload::record(self, e, s);
+    }
     fn http_request(&mut self, r: &HttpRequest, now_unix: f64) {
         Registry::http_request(self, r, now_unix);
     }
@@ -151,7 +157,11 @@ impl Registry {
             engines: (0..cfg.dp.max(1)).map(|e| e.to_string()).collect(),
             multiprocess: cfg.dp > 1,
             start_unix,
-            families: families::vllm(cfg),
+            families: {
+                let mut f = families::vllm(cfg);
+                f.extend(offload::families(cfg, cfg.model_name()));
+                f
+            },
             cache_info: None,
             http: families::http(now_unix),
             scrapes: 0,

@@ -113,6 +113,12 @@ fn non_default_args(cfg: &ServeConfig) -> String {
     if let Some(s) = &cfg.spec {
         parts.push(format!("'speculative_config': {}", s.py_dict()));
     }
+    if let Some(g) = cfg.kv_offloading_size {
+        parts.push(format!(
+            "'kv_offloading_size': {}",
+            crate::expo::py_repr(g)
+        ));
+    }
     format!("{{{}}}", parts.join(", "))
 }
 
@@ -196,12 +202,30 @@ pub(super) fn engine_lines(log: &Logger, cfg: &ServeConfig) -> crate::error::Sim
     Ok(())
 }
 
+/// The worker's lines as it creates vLLM's native offloading connector
+/// (`vllm-0.32-cpu/field/kv-offload/boot.log`, where the CPU build then refuses it).
+fn connector_lines(log: &Logger) {
+    let engine_id = format!("{:08x}-e8a5-45d1-aa40-0a901ee115a1", std::process::id());
+    log.info(
+        "factory.py:62",
+        &format!("Creating v1 connector with name: OffloadingConnector and engine_id: {engine_id}"),
+    );
+    log.warn("base.py:214", "Initializing KVConnectorBase_V1. This API is experimental and subject to change in the future as we iterate the design.");
+    log.info(
+        "factory.py:57",
+        "Creating offloading spec with name: CPUOffloadingSpec",
+    );
+}
+
 pub(super) fn engine_ready_lines(log: &Logger, cfg: &ServeConfig, elapsed: f64) {
     let s = sites(cfg.release);
     let share = cfg.boot_secs * 0.8 / 8.0;
     if cfg.hybrid {
         log.info(s.hybrid_block, &format!("Setting attention block size to {} tokens to ensure that attention page size is >= mamba page size.", cfg.block_size));
         log.info(s.hybrid_padding, "Padding mamba page size by 0.13% to ensure that mamba page size and attention page size are exactly equal.");
+    }
+    if cfg.kv_offloading_size.is_some() {
+        connector_lines(log);
     }
     sleep_s(share);
     if !cfg.enforce_eager {
