@@ -62,15 +62,19 @@ fn t26_warns_when_offloading_stored_and_never_loaded_back_and_one_line_flips_it(
     let loaded = edited(
         &a,
         STORE_BYTES,
-        &format!("{STORE_BYTES}\n{}", LOAD_BYTES.replace("9.17504e+07", "1835008.0")),
+        &format!(
+            "{STORE_BYTES}\n{}",
+            LOAD_BYTES.replace("9.17504e+07", "1835008.0")
+        ),
     );
     assert_eq!(t26::check(&b, &loaded, None).status, Status::Pass);
     // Nothing stored either: cannot tell.
-    let stored_none = edited(&a, STORE_BYTES, &STORE_BYTES.replace("1.17440512e+08", "0.0"));
-    assert_eq!(
-        t26::check(&b, &stored_none, None).status,
-        Status::Unknown
+    let stored_none = edited(
+        &a,
+        STORE_BYTES,
+        &STORE_BYTES.replace("1.17440512e+08", "0.0"),
     );
+    assert_eq!(t26::check(&b, &stored_none, None).status, Status::Unknown);
 }
 
 #[test]
@@ -110,13 +114,19 @@ fn the_window_prints_t26_where_offloading_was_on_and_the_boot_log_alone_says_so(
     assert!(t26::active(&pa, Some(&boot)));
     let r = t26::check(&pb, &pa, Some(&boot));
     assert_eq!(r.status, Status::Unknown, "{}", r.message);
-    assert!(r.message.contains("exposes none of its counters"), "{}", r.message);
+    assert!(
+        r.message.contains("exposes none of its counters"),
+        "{}",
+        r.message
+    );
 }
 
 /// A run without offloading: the recorded vLLM 0.32 tokenizer run.
 fn pair_plain() -> Option<(Snapshot, Snapshot)> {
     let load = |name: &str| {
-        let p = evidence(&format!("vllm-0.32-cpu/field/tokenizer/matching-{name}.prom"))?;
+        let p = evidence(&format!(
+            "vllm-0.32-cpu/field/tokenizer/matching-{name}.prom"
+        ))?;
         Some(Snapshot::load(&p).unwrap_or_else(|e| panic!("{name}: {e}")))
     };
     Some((load("before")?, load("after")?))

@@ -198,7 +198,10 @@ fn kv_offloading_that_never_loads_back_warns_t26_and_one_that_loads_passes() {
         "{msg}"
     );
     assert!(stdout.contains("[T26] WARN"), "{stdout}");
-    assert!(stdout.contains("- KV offloading never loaded back."), "{stdout}");
+    assert!(
+        stdout.contains("- KV offloading never loaded back."),
+        "{stdout}"
+    );
     let back = report_json(&out);
     assert_eq!(status_of(&back, "T26").as_deref(), Some("warn"), "{back}");
     let loads = w.sim_serve("0.2", base);

@@ -6,9 +6,9 @@ use pyo3::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::core::{
-    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t20, t21, t22, t23, t24, t25, t26,
-    t4_t11, t5, t6, t8, t9, BenchResult, BootFacts, CheckResult, Engine, LoadIntent, LoadObserved,
-    Series, Snapshot,
+    blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t20, t21, t22, t23, t24, t25,
+    t26, t4_t11, t5, t6, t8, t9, BenchResult, BootFacts, CheckResult, Engine, LoadIntent,
+    LoadObserved, Series, Snapshot,
 };
 use crate::facts::{engine_arg, facts_from_json};
 use crate::result::PyCheckResult;

@@ -301,7 +301,9 @@ fn check(a: &ServeArgs) -> Result<(), String> {
         return Err("--kv-offloading-size must be a positive number of GiB".into());
     }
     if a.kv_offloading_size.is_some() && a.engine != Engine::Vllm {
-        return Err("--kv-offloading-size is vLLM's; the simulator offloads for --engine vllm only".into());
+        return Err(
+            "--kv-offloading-size is vLLM's; the simulator offloads for --engine vllm only".into(),
+        );
     }
     if a.tp == 0 {
         return Err("--tp must be at least 1".into());

@@ -190,9 +190,15 @@ fn amount(c: Connector, x: f64) -> String {
     match c {
         Connector::Simple => format!("{} blocks", thousands_f(x, 0)),
         Connector::Native if x >= f64::from(1u32 << 30) => {
-            format!("{} GiB", g((x / f64::from(1u32 << 30) * 100.0).round() / 100.0))
+            format!(
+                "{} GiB",
+                g((x / f64::from(1u32 << 30) * 100.0).round() / 100.0)
+            )
         }
-        Connector::Native => format!("{} MiB", g((x / f64::from(1u32 << 20) * 10.0).round() / 10.0)),
+        Connector::Native => format!(
+            "{} MiB",
+            g((x / f64::from(1u32 << 20) * 10.0).round() / 10.0)
+        ),
     }
 }
 
@@ -263,10 +269,14 @@ mod tests {
             "vllm:external_prefix_cache_queries_total{{engine=\"0\"}} {queried}\nvllm:external_prefix_cache_hits_total{{engine=\"0\"}} {hit}\nvllm:kv_offload_total_bytes_total{{engine=\"0\",transfer_type=\"CPU_to_GPU\"}} {loaded}\nvllm:kv_offload_total_bytes_total{{engine=\"0\",transfer_type=\"GPU_to_CPU\"}} {stored}\n"
         );
         if stored > 0.0 {
-            after.push_str(&format!("vllm:kv_offload_store_bytes_total{{engine=\"0\"}} {stored}\n"));
+            after.push_str(&format!(
+                "vllm:kv_offload_store_bytes_total{{engine=\"0\"}} {stored}\n"
+            ));
         }
         if loaded > 0.0 {
-            after.push_str(&format!("vllm:kv_offload_load_bytes_total{{engine=\"0\"}} {loaded}\n"));
+            after.push_str(&format!(
+                "vllm:kv_offload_load_bytes_total{{engine=\"0\"}} {loaded}\n"
+            ));
         }
         (snap(&before), snap(&after))
     }

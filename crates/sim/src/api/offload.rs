@@ -96,7 +96,10 @@ mod tests {
         let mut o = Offload::new(1.0, 16, false);
         let first = o.admit(&h, 64, 16, 0);
         assert_eq!(first.stored_bytes, 4 * 16 * KV_BYTES_PER_TOKEN);
-        assert_eq!((first.loaded_bytes, first.hit_tokens, first.queried_tokens), (0, 0, 64));
+        assert_eq!(
+            (first.loaded_bytes, first.hit_tokens, first.queried_tokens),
+            (0, 0, 64)
+        );
         // The GPU lost it: three blocks (never the last token's) come back, none is stored.
         let again = o.admit(&h, 64, 16, 0);
         assert_eq!((again.hit_tokens, again.stored_bytes), (48, 0));
@@ -113,6 +116,9 @@ mod tests {
         let mut o = Offload::new(1.0, 16, true);
         o.admit(&h, 64, 16, 0);
         let again = o.admit(&h, 64, 16, 0);
-        assert_eq!((again.loaded_bytes, again.hit_tokens, again.stored_bytes), (0, 0, 0));
+        assert_eq!(
+            (again.loaded_bytes, again.hit_tokens, again.stored_bytes),
+            (0, 0, 0)
+        );
     }
 }

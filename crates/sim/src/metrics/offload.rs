@@ -20,10 +20,22 @@ const STORE: &str = "GPU_to_CPU";
 
 /// The successors, by name and HELP: load bytes and time, store bytes and time.
 const FLAT: &[(&str, &str)] = &[
-    ("vllm:kv_offload_load_bytes", "Total bytes loaded from offload storage to GPU."),
-    ("vllm:kv_offload_load_time", "Total load time from offload storage to GPU, in seconds."),
-    ("vllm:kv_offload_store_bytes", "Total bytes stored from GPU to offload storage."),
-    ("vllm:kv_offload_store_time", "Total store time from GPU to offload storage, in seconds."),
+    (
+        "vllm:kv_offload_load_bytes",
+        "Total bytes loaded from offload storage to GPU.",
+    ),
+    (
+        "vllm:kv_offload_load_time",
+        "Total load time from offload storage to GPU, in seconds.",
+    ),
+    (
+        "vllm:kv_offload_store_bytes",
+        "Total bytes stored from GPU to offload storage.",
+    ),
+    (
+        "vllm:kv_offload_store_time",
+        "Total store time from GPU to offload storage, in seconds.",
+    ),
 ];
 
 /// The deprecated families, one child per engine and direction, when offloading is on.
@@ -33,8 +45,18 @@ pub(super) fn families(cfg: &ServeConfig, model: &str) -> Vec<Family> {
     }
     let labels = ["model_name", "engine", "transfer_type"];
     let mut out = vec![
-        Family::new(TOTAL_BYTES, "Number of bytes offloaded by KV connector", Kind::Counter, &labels),
-        Family::new(TOTAL_TIME, "Total time measured by all KV offloading operations", Kind::Counter, &labels),
+        Family::new(
+            TOTAL_BYTES,
+            "Number of bytes offloaded by KV connector",
+            Kind::Counter,
+            &labels,
+        ),
+        Family::new(
+            TOTAL_TIME,
+            "Total time measured by all KV offloading operations",
+            Kind::Counter,
+            &labels,
+        ),
     ];
     for fam in &mut out {
         for e in 0..cfg.dp.max(1) {
@@ -73,8 +95,16 @@ pub(super) fn record(reg: &mut Registry, e: usize, s: &OffloadStep) {
         }
     }
     if s.queried_tokens > 0 {
-        reg.add(e, "vllm:external_prefix_cache_queries", f64::from(s.queried_tokens));
-        reg.add(e, "vllm:external_prefix_cache_hits", f64::from(s.hit_tokens));
+        reg.add(
+            e,
+            "vllm:external_prefix_cache_queries",
+            f64::from(s.queried_tokens),
+        );
+        reg.add(
+            e,
+            "vllm:external_prefix_cache_hits",
+            f64::from(s.hit_tokens),
+        );
     }
     if s.hit_tokens > 0 {
         let hit = f64::from(s.hit_tokens);

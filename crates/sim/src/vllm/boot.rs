@@ -114,10 +114,7 @@ fn non_default_args(cfg: &ServeConfig) -> String {
         parts.push(format!("'speculative_config': {}", s.py_dict()));
     }
     if let Some(g) = cfg.kv_offloading_size {
-        parts.push(format!(
-            "'kv_offloading_size': {}",
-            crate::expo::py_repr(g)
-        ));
+        parts.push(format!("'kv_offloading_size': {}", crate::expo::py_repr(g)));
     }
     format!("{{{}}}", parts.join(", "))
 }
