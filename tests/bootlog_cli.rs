@@ -222,7 +222,7 @@ fn another_engines_log_is_refused() {
     }
     let o = inferlint(&["check-log", "--engine", "tgi", path(&vllm)]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(err(&o).contains("unknown engine 'tgi' (known: vllm, sglang, trtllm)"));
+    assert!(err(&o).contains("unknown engine 'tgi' (known: vllm, sglang, trtllm, llamacpp)"));
 }
 
 #[test]

@@ -298,13 +298,13 @@ fn another_engines_input_is_refused() {
     assert_eq!(r.code, 2);
     assert_eq!(
         r.stderr,
-        "inferlint: INFERLINT_ENGINE='tgi' is not an engine (known: vllm, sglang, trtllm)\n"
+        "inferlint: INFERLINT_ENGINE='tgi' is not an engine (known: vllm, sglang, trtllm, llamacpp)\n"
     );
     let r = run(&["preemption", &b, &a, "--engine", "tgi"]);
     assert_eq!(r.code, 2);
     assert!(r
         .stderr
-        .contains("unknown engine 'tgi' (known: vllm, sglang, trtllm)"));
+        .contains("unknown engine 'tgi' (known: vllm, sglang, trtllm, llamacpp)"));
 
     let [s] = some_or_skip!(ev(["sglang-0.5/qwen3-8b/run.series.jsonl"]));
     let r = run(&["series", &s, "--engine", "vllm"]);

@@ -12,6 +12,7 @@ mod bootlog_versions;
 mod checks_evidence;
 mod checks_field_second;
 mod checks_kv_offload;
+mod checks_llamacpp;
 mod checks_window;
 mod data_parallel;
 mod evidence_home;

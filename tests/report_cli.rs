@@ -54,7 +54,7 @@ fn usage_errors_exit_2_with_the_spec_messages() {
     );
     let (code, _, err) = report(args![&empty, "--engine", "tgi"]);
     assert_eq!(code, 2);
-    assert!(err.contains("unknown engine 'tgi' (known: vllm, sglang, trtllm)"));
+    assert!(err.contains("unknown engine 'tgi' (known: vllm, sglang, trtllm, llamacpp)"));
 }
 
 #[test]

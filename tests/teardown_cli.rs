@@ -312,7 +312,7 @@ fn teardown_refuses_an_unknown_engine() {
     let o = inferlint(&["teardown", "--engine", "tgi", "--dry-run"], &[]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr)
-        .contains("unknown engine 'tgi' (known: vllm, sglang, trtllm)"));
+        .contains("unknown engine 'tgi' (known: vllm, sglang, trtllm, llamacpp)"));
 }
 
 /// Runs a bash script as PID 1 of a fresh PID namespace with its own /proc; None where that is

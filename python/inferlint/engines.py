@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from . import _native
+from .metricnames import LLAMACPP as LLAMACPP_METRICS
 from .metricnames import SGLANG as SGLANG_METRICS
 from .metricnames import TRTLLM as TRTLLM_METRICS
 from .metricnames import VLLM as VLLM_METRICS
@@ -23,6 +24,7 @@ from .metricnames import MetricNames
 __all__ = [
     "ENGINES",
     "ENV_VAR",
+    "LLAMACPP",
     "SGLANG",
     "TRTLLM",
     "VLLM",
@@ -41,7 +43,7 @@ ENV_VAR = "INFERLINT_ENGINE"
 
 @dataclass(frozen=True)
 class Engine:
-    key: str  # "vllm", "sglang", "trtllm"
+    key: str  # "vllm", "sglang", "trtllm", "llamacpp"
     name: str  # as the project writes it
     prefix: str  # what its metric names start with
     metrics: MetricNames
@@ -76,8 +78,15 @@ def _engines() -> dict[str, Engine]:
         "sglang": ("sglang serve", True),
         # "MaxUtilizationScheduler: request ID N -> pause", at INFO (the default level)
         "trtllm": ("trtllm-serve", True),
+        # a slot runs its request to the end: nothing is evicted, nothing logged
+        "llamacpp": ("llama-server", False),
     }
-    metrics = {"vllm": VLLM_METRICS, "sglang": SGLANG_METRICS, "trtllm": TRTLLM_METRICS}
+    metrics = {
+        "vllm": VLLM_METRICS,
+        "sglang": SGLANG_METRICS,
+        "trtllm": TRTLLM_METRICS,
+        "llamacpp": LLAMACPP_METRICS,
+    }
     out = {}
     for row in json.loads(_native.engine_table()):
         key = row["key"]
@@ -106,7 +115,8 @@ _BY_KEY: dict[str, Engine] = _engines()
 VLLM = _BY_KEY["vllm"]
 SGLANG = _BY_KEY["sglang"]
 TRTLLM = _BY_KEY["trtllm"]
-ENGINES: tuple[Engine, ...] = (VLLM, SGLANG, TRTLLM)
+LLAMACPP = _BY_KEY["llamacpp"]
+ENGINES: tuple[Engine, ...] = (VLLM, SGLANG, TRTLLM, LLAMACPP)
 
 
 def _of(key: str | None) -> Engine | None:

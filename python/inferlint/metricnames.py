@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from . import _native
 
-__all__ = ["SGLANG", "TRTLLM", "VLLM", "MetricNames"]
+__all__ = ["LLAMACPP", "SGLANG", "TRTLLM", "VLLM", "MetricNames"]
 
 
 @dataclass(frozen=True)
@@ -21,16 +21,16 @@ class MetricNames:
     # gauges, recorded during the run
     running: str
     waiting: str
-    kv_usage: str  # fraction of the KV pool in use, 0 to 1
+    kv_usage: str | None  # fraction of the KV pool in use, 0 to 1; None: llama.cpp has none
     # counters, compared between the before and after snapshots
     preemptions: str | None  # None: the engine counts no preemptions
     generation_tokens: str
     prompt_tokens: str
-    request_success: str
-    # histograms (read as _sum / _count)
-    e2e_latency: str
-    first_token: str
-    queue_time: str
+    request_success: str | None  # None: llama.cpp counts no finished requests
+    # histograms (read as _sum / _count); None where the engine has none (llama.cpp)
+    e2e_latency: str | None
+    first_token: str | None
+    queue_time: str | None
     # an *_info series whose labels carry the cache configuration
     cache_info: str | None = None
     # the label of ``request_success`` that says why a request finished
@@ -50,6 +50,7 @@ def _table() -> dict[str, MetricNames]:
         # sglang: gauges that describe the KV pool itself
         "sglang": {"pool_tokens": "sglang:max_total_num_tokens", "page_size": "sglang:page_size"},
         "trtllm": {"finished_reason_label": "finished_reason"},
+        "llamacpp": {},
     }
     out = {}
     for row in json.loads(_native.engine_table()):
@@ -81,3 +82,6 @@ _BY_KEY = _table()
 VLLM = _BY_KEY["vllm"]
 SGLANG = _BY_KEY["sglang"]
 TRTLLM = _BY_KEY["trtllm"]
+# llama.cpp's llama-server (0.6, with --metrics): unlabelled counters and gauges, no KV-usage
+# gauge, no finished-request counter, no latency histograms.
+LLAMACPP = _BY_KEY["llamacpp"]

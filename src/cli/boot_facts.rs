@@ -21,7 +21,7 @@ pub struct Args {
     /// Exit 2 when a known line did not parse.
     #[arg(long)]
     pub strict: bool,
-    /// The engine the log came from (vllm, sglang, trtllm); default: read from the log.
+    /// The engine the log came from (vllm, sglang, trtllm, llamacpp); default: read from the log.
     #[arg(long)]
     pub engine: Option<String>,
 }

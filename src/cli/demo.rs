@@ -59,7 +59,14 @@ pub struct Args {
 }
 
 fn parse_engine(s: &str) -> Result<Engine, String> {
-    Engine::parse(s).ok_or_else(|| format!("'{s}' is not an engine (vllm, sglang, trtllm)"))
+    match Engine::parse(s) {
+        // No simulated llama.cpp: its story is told on the real server (docs/real-llamacpp.md).
+        Some(Engine::Llamacpp) => Err(format!(
+            "'{s}': the demo has no simulated llama.cpp; run a real llama-server under inferlint run (docs/real-llamacpp.md)"
+        )),
+        Some(e) => Ok(e),
+        None => Err(format!("'{s}' is not an engine (vllm, sglang, trtllm)")),
+    }
 }
 
 /// The simulated model: a hybrid attention/Mamba model, as vLLM serves it with 784-token blocks.
@@ -112,7 +119,7 @@ pub fn engine_commands(
     let q = shlex::try_quote(exe).map_or_else(|_| exe.to_string(), |q| q.into_owned());
     let escape = "--orphan-engine --escape setsid --engine-ignores-sigterm";
     let (serve, load) = match engine {
-        Engine::Vllm => return None,
+        Engine::Vllm | Engine::Llamacpp => return None,
         Engine::Sglang => (
             format!(
                 "{q} sim serve {ENGINE_MODEL} --engine sglang --port {port} --enable-metrics \
@@ -235,7 +242,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Engine::Vllm if args.sweep => {
             "inferlint demo --sweep: one seeded load at three concurrencies, one server".into()
         }
-        Engine::Vllm => "inferlint demo: simulated vLLM 0.28, hybrid model, 32 requested".into(),
+        // parse_engine refuses llama.cpp; the default story stands in for the type's sake.
+        Engine::Vllm | Engine::Llamacpp => {
+            "inferlint demo: simulated vLLM 0.28, hybrid model, 32 requested".into()
+        }
     });
     let every = Duration::from_secs_f64(args.status_every.max(0.1));
     let outcome = super::run::execute(inputs, every);
@@ -254,7 +264,7 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Engine::Trtllm => "T8 T9 T2",
         Engine::Vllm if args.window => "T18 T20",
         Engine::Vllm if args.sweep => "T16 T8",
-        Engine::Vllm => "T1 T8 T9",
+        Engine::Vllm | Engine::Llamacpp => "T1 T8 T9",
     };
     println!("That was the demo. Open the report above in a browser; 'inferlint explain {explain}' says what each finding means.");
     Ok(0)

@@ -10,7 +10,7 @@ pub struct Args {
     /// Tripwire codes or names (T1, t14, silent-preemption); default: all twenty-one.
     #[arg(value_name = "IDS")]
     pub ids: Vec<String>,
-    /// Show only this engine's notes (vllm, sglang, trtllm; default: INFERLINT_ENGINE, else all).
+    /// Show only this engine's notes (vllm, sglang, trtllm, llamacpp; default: INFERLINT_ENGINE, else all).
     #[arg(long)]
     pub engine: Option<String>,
 }

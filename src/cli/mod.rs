@@ -287,7 +287,7 @@ Then:
   inferlint demo                 the whole run on a simulated vLLM, no GPU needed
 
 The engine is read from the server's metrics and log; --engine or INFERLINT_ENGINE
-(vllm, sglang, trtllm) names it. 'inferlint --help' lists every command.
+(vllm, sglang, trtllm, llamacpp) names it. 'inferlint --help' lists every command.
 "
     .to_string()
 }
@@ -345,7 +345,7 @@ Most commands take --engine vllm|sglang|trtllm (or INFERLINT_ENGINE). Verdict co
 /// The options every verdict command takes (docs/reference.md#common-to-every-command).
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct VerdictOptions {
-    /// The engine the inputs came from (vllm, sglang, trtllm; default: read from the inputs, else
+    /// The engine the inputs came from (vllm, sglang, trtllm, llamacpp; default: read from the inputs, else
     /// INFERLINT_ENGINE); another engine's input is refused.
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<String>,

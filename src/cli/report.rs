@@ -41,7 +41,7 @@ pub struct Args {
     /// The page's title.
     #[arg(long)]
     pub title: Option<String>,
-    /// vllm, sglang or trtllm (default: read from the files, or INFERLINT_ENGINE).
+    /// vllm, sglang, trtllm or llamacpp (default: read from the files, or INFERLINT_ENGINE).
     #[arg(long)]
     pub engine: Option<String>,
     /// Print only the results as a JSON array.

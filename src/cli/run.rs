@@ -55,7 +55,7 @@ pub struct Args {
     /// The report's title
     #[arg(long)]
     pub title: Option<String>,
-    /// The engine: vllm, sglang or trtllm (default: $INFERLINT_ENGINE, else detected)
+    /// The engine: vllm, sglang, trtllm or llamacpp (default: $INFERLINT_ENGINE, else detected)
     #[arg(long)]
     pub engine: Option<String>,
     /// A warning makes the exit status 1

@@ -13,7 +13,7 @@ pub struct Args {
     /// Where to write the snapshot (parent folders are created).
     #[arg(short = 'o', long = "out", value_name = "FILE")]
     pub out: PathBuf,
-    /// The engine the server runs (vllm, sglang, trtllm); a server running another is refused.
+    /// The engine the server runs (vllm, sglang, trtllm, llamacpp); a server running another is refused.
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<String>,
     #[command(flatten)]

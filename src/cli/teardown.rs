@@ -25,7 +25,7 @@ pub struct Args {
     /// List what would be stopped; signal nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Stop only this engine's servers (vllm, sglang, trtllm); the card still counts all.
+    /// Stop only this engine's servers (vllm, sglang, trtllm, llamacpp); the card still counts all.
     #[arg(long)]
     pub engine: Option<String>,
     /// Also stop other users' servers (by default only your own).

@@ -24,7 +24,7 @@ pub struct Args {
     /// Stop after this many seconds (default: until Ctrl-C or SIGTERM).
     #[arg(long, value_name = "S")]
     pub duration: Option<f64>,
-    /// The engine the server runs (vllm, sglang, trtllm); a server running another is refused.
+    /// The engine the server runs (vllm, sglang, trtllm, llamacpp); a server running another is refused.
     #[arg(long, value_name = "ENGINE")]
     pub engine: Option<String>,
     #[command(flatten)]

@@ -237,7 +237,8 @@ const SERVER_MODULES: &[(&str, Engine, bool)] = &[
 
 /// The engine whose server this command line starts
 /// (docs/design/processes.md#finding-server-processes), after its launchers: `vllm serve`,
-/// `sglang serve`, `trtllm-serve …` (not its `--help`), `python -m` one of the server modules,
+/// `sglang serve`, `trtllm-serve …` (not its `--help`), `llama-server …` (not its `--help` or
+/// `--version`), `python -m` one of the server modules,
 /// `python …/vllm serve` (a console script run by its interpreter), and `inferlint sim serve`,
 /// which imitates vLLM, or the engine its `--engine` names. None for anything else.
 pub fn server_engine(argv: &[String]) -> Option<Engine> {
@@ -250,6 +251,9 @@ pub fn server_engine(argv: &[String]) -> Option<Engine> {
         "sglang" if arg(1) == Some("serve") => return Some(Engine::Sglang),
         "trtllm-serve" if !matches!(arg(1), Some("-h" | "--help") | None) => {
             return Some(Engine::Trtllm)
+        }
+        "llama-server" if !matches!(arg(1), Some("-h" | "--help" | "--version")) => {
+            return Some(Engine::Llamacpp)
         }
         _ if is_inferlint(name) && arg(1) == Some("sim") && arg(2) == Some("serve") => {
             return Some(sim_engine(&rest[3..]))

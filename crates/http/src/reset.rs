@@ -23,6 +23,10 @@ pub async fn reset_prefix_cache(url: &str, engine: Engine, api_key: Option<&str>
                 "TensorRT-LLM has no endpoint to reset its cache".to_string(),
             )
         }
+        Engine::Llamacpp => return Reset::Unavailable(
+            "llama.cpp has no endpoint to reset its whole cache (each slot keeps its last prompt)"
+                .to_string(),
+        ),
     };
     let client = crate::client(|b| b);
     let mut req = client

@@ -14,7 +14,9 @@ pub fn engine_arg(engine: Option<&str>) -> PyResult<Option<Engine>> {
     match engine {
         None => Ok(None),
         Some(k) => Engine::parse(k).map(Some).ok_or_else(|| {
-            PyValueError::new_err(format!("not an engine: {k:?} (vllm, sglang, trtllm)"))
+            PyValueError::new_err(format!(
+                "not an engine: {k:?} (vllm, sglang, trtllm, llamacpp)"
+            ))
         }),
     }
 }

@@ -65,6 +65,12 @@ pub fn terms(engine: Engine) -> Vec<(&'static str, String)> {
              logs each one at INFO level."
                 .to_string()
         }
+        Engine::Llamacpp => {
+            "When the KV cache is full, a server may stop a running request and compute it again \
+             later. llama.cpp never does: each of its slots (--parallel) runs its request to the \
+             end, and a request with no free slot waits (requests_deferred)."
+                .to_string()
+        }
     };
     vec![
         ("Token", "The unit a model reads and writes: a word or a piece of one. Prompts, outputs and the cache are all measured in tokens.".into()),

@@ -196,6 +196,7 @@ impl<'a> Context<'a> {
             Engine::Vllm => "preempted",
             Engine::Sglang => "retracted",
             Engine::Trtllm => "paused",
+            Engine::Llamacpp => "evicted",
         }
     }
 
@@ -575,6 +576,7 @@ pub fn lede(ctx: &Context<'_>) -> Vec<String> {
             Engine::Vllm => "preempted",
             Engine::Sglang => "retracted",
             Engine::Trtllm => "paused",
+            Engine::Llamacpp => "evicted",
         };
         let times = if k == 1.0 {
             "once".to_string()

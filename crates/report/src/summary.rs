@@ -103,13 +103,15 @@ pub fn summarize(
         after: &after.metrics,
         restarted: None,
     };
-    s.finished = d.value(CounterQuery::new(names.finished));
+    s.finished = names.finished.and_then(|f| d.value(CounterQuery::new(f)));
     s.output_tokens = d.value(CounterQuery::new(names.generation_tokens));
     s.prompt_tokens = d.value(CounterQuery::new(names.prompt_tokens));
     if let Some(counter) = names.preemptions {
         s.preemptions = d.value(CounterQuery::new(counter).with_witness(names.preemption_witness));
     }
-    s.finished_by_reason = d.finished_by_reason(names.finished);
+    if let Some(f) = names.finished {
+        s.finished_by_reason = d.finished_by_reason(f);
+    }
     if !s.finished_by_reason.is_empty() {
         s.errors = Some(
             s.finished_by_reason
@@ -118,9 +120,9 @@ pub fn summarize(
                 .unwrap_or(0.0),
         );
     }
-    s.mean_e2e_s = d.mean(names.e2e_latency);
-    s.mean_ttft_s = d.mean(names.ttft);
-    s.mean_queue_s = d.mean(names.queue_time);
+    s.mean_e2e_s = names.e2e_latency.and_then(|h| d.mean(h));
+    s.mean_ttft_s = names.ttft.and_then(|h| d.mean(h));
+    s.mean_queue_s = names.queue_time.and_then(|h| d.mean(h));
     match d.restarted {
         Some(r) => voided(s, r),
         None => s,
@@ -161,7 +163,7 @@ impl Deltas<'_> {
                 self.restarted.get_or_insert_with(|| r.to_string());
                 None
             }
-            Err(DeltaError::Absent { .. }) => None,
+            Err(DeltaError::Absent { .. } | DeltaError::NotCounted { .. }) => None,
         }
     }
 

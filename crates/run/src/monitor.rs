@@ -165,7 +165,7 @@ impl Monitor {
                 let note = match self.engine {
                     Engine::Vllm => "; vLLM logs nothing for them",
                     Engine::Sglang => "; SGLang logs a warning for each",
-                    Engine::Trtllm => "",
+                    Engine::Trtllm | Engine::Llamacpp => "",
                 };
                 alerts.push(format!(
                     "{t} into the load: {} {} ({} so far){note}",

@@ -13,6 +13,8 @@ pub fn surface(engine: Engine) -> &'static dyn Surface {
         Engine::Vllm => &vllm::surface::Vllm,
         Engine::Sglang => &sglang::surface::Sglang,
         Engine::Trtllm => &trtllm::surface::Trtllm,
+        // `sim serve --engine` refuses llama.cpp before a configuration exists.
+        Engine::Llamacpp => unreachable!("the simulator has no llama.cpp"),
     }
 }
 

@@ -13,7 +13,7 @@ use super::lines::{
 };
 use super::phrases::{scan, Found, Phrase};
 use super::state::State;
-use super::{sglang, trtllm, vllm};
+use super::{llamacpp, sglang, trtllm, vllm};
 use crate::engine::Engine;
 use crate::fmt::first_chars;
 
@@ -42,12 +42,15 @@ struct Markers {
     trtllm: bool,
     sglang: bool,
     vllm: bool,
+    llamacpp: bool,
 }
 
 impl Markers {
     fn engine(self) -> Option<Engine> {
         if self.trtllm {
             Some(Engine::Trtllm)
+        } else if self.llamacpp {
+            Some(Engine::Llamacpp)
         } else if self.sglang {
             Some(Engine::Sglang)
         } else if self.vllm {
@@ -223,7 +226,8 @@ impl Analyzer {
             self.read_markers(&clean, found, lineno, events);
         }
         let msg = parts.message;
-        if !self.st.f.ready && !found.has(Phrase::Ready) {
+        let ready = found.any(READY);
+        if !self.st.f.ready && !ready {
             let stamp = match parts.stamp {
                 Some(s) => stamp_seconds(s),
                 None => stamp_seconds(msg),
@@ -239,8 +243,9 @@ impl Analyzer {
             trtllm::read(&mut self.st, lineno, msg, found, events);
             vllm::read(&mut self.st, lineno, msg, found, events);
             sglang::read(&mut self.st, lineno, msg, found, events);
+            llamacpp::read(&mut self.st, lineno, msg, found, events);
         }
-        if found.has(Phrase::Ready) && !self.st.f.ready {
+        if ready && !self.st.f.ready {
             self.st.f.ready = true;
             self.st.f.ready_lineno = Some(lineno);
             events.push(BootEvent {
@@ -308,6 +313,7 @@ impl Analyzer {
             P::MarkVllmColons,
             P::MarkEngineCore,
         ]);
+        m.llamacpp |= found.has(P::MarkLlamaServer);
         let engine = m.engine();
         if engine != self.detected {
             self.detected = engine;
@@ -320,6 +326,10 @@ impl Analyzer {
         }
     }
 }
+
+/// The lines that say the server is ready: uvicorn's for vLLM, SGLang and TensorRT-LLM,
+/// llama-server's own.
+const READY: &[Phrase] = &[Phrase::Ready, Phrase::LlamaListening];
 
 /// The phrases of warm-up work: a graph compiled (vLLM's torch.compile lines) or CUDA graphs
 /// captured (vLLM's and SGLang's end-of-capture lines; docs/design/tripwires.md#t20).

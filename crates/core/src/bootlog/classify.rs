@@ -29,6 +29,8 @@ pub enum FailureKind {
     ValueError,
     RuntimeError,
     UnclassifiedException,
+    /// llama.cpp could not load its model file (`failed to load model`).
+    ModelLoad,
     EngineDead,
 }
 
@@ -44,6 +46,7 @@ impl FailureKind {
             FailureKind::ValueError => "value_error",
             FailureKind::RuntimeError => "runtime_error",
             FailureKind::UnclassifiedException => "unclassified_exception",
+            FailureKind::ModelLoad => "model_load",
             FailureKind::EngineDead => "engine_dead",
         }
     }
@@ -100,7 +103,7 @@ impl Failure {
 
 /// The classifier rules (docs/design/bootlog.md#the-failure-classifier), in priority order (index =
 /// priority).
-const RULES: usize = 14;
+const RULES: usize = 15;
 
 fn rule_kind(rule: usize) -> FailureKind {
     match rule {
@@ -113,9 +116,19 @@ fn rule_kind(rule: usize) -> FailureKind {
         10 => FailureKind::ValueError,
         11 => FailureKind::RuntimeError,
         12 => FailureKind::UnclassifiedException,
+        13 => FailureKind::ModelLoad,
         _ => FailureKind::EngineDead,
     }
 }
+
+/// llama.cpp's line prefix: its elapsed-time stamp and one-letter level (`0.00.004.369 E `).
+static LLAMA_PREFIX: LazyLock<Regex> = LazyLock::new(|| {
+    #[allow(
+        clippy::expect_used,
+        reason = "a constant pattern; the classifier's tests run it"
+    )]
+    Regex::new(r"^\s*\d+\.\d+\.\d+\.\d+ [DIWE] ").expect("valid regex")
+});
 
 /// How far above an exception line its context may be
 /// (docs/design/bootlog.md#the-failure-classifier).
@@ -195,7 +208,7 @@ impl Classifier {
             return None;
         }
         let before = self.verdict_key();
-        if found.has(Phrase::Ready) && !self.ready {
+        if found.any(&[Phrase::Ready, Phrase::LlamaListening]) && !self.ready {
             // With a ready line only what comes after it counts.
             self.ready = true;
             self.slots = Default::default();
@@ -306,8 +319,13 @@ impl Classifier {
                 }
             }
         }
+        if found.any(&[P::LlamaGgufOpen, P::LlamaLoadFailed]) {
+            // The first such line names the cause (`gguf_init_from_file: failed to open GGUF
+            // file 'PATH' (No such file or directory)`); llama.cpp's stamp and level go.
+            return Some((13, LLAMA_PREFIX.replace(text, "").trim().to_string()));
+        }
         if found.any(&[P::EngineDead, P::EngineFatal]) {
-            return Some((13, String::new()));
+            return Some((14, String::new()));
         }
         None
     }

@@ -10,6 +10,7 @@ mod events;
 pub mod facts;
 mod labels;
 pub mod lines;
+mod llamacpp;
 mod phrases;
 pub mod pyliteral;
 mod sglang;

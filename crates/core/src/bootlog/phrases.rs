@@ -71,6 +71,12 @@ phrases! {
     LlmArgs = "LLM Args:",
     Pause = "-> pause",
     TrtInfo = "[TRT-LLM] [I]",
+    // llama.cpp's llama-server (docs/design/bootlog.md#llamacpp-lines)
+    LlamaLoadingModel = "load_model: loading model '",
+    LlamaSlots = "initializing, n_slots = ",
+    LlamaListening = "llama_server: listening on ",
+    LlamaLoadFailed = "failed to load model",
+    LlamaGgufOpen = "failed to open GGUF file",
     // Every engine
     Ready = "Application startup complete",
     Post = "\"POST /",
@@ -113,6 +119,7 @@ phrases! {
     MarkVllmSlash = "vllm/",
     MarkVllmColons = "VLLM::",
     MarkEngineCore = "(EngineCore pid=",
+    MarkLlamaServer = "llama_server: ",
 }
 
 /// The first marker phrase: phrases from here on are only looked for in a log's head.
@@ -186,6 +193,10 @@ const ANCHORS: &[&str] = &[
     "sglang",
     "vllm",
     "EngineCore",
+    "llama_",
+    "n_slots",
+    "to load",
+    "GGUF",
 ];
 
 /// A search for one set of phrases.

@@ -132,6 +132,12 @@ pub enum DeltaError {
     /// The server restarted between the snapshots.
     #[error("{0}")]
     Restarted(Restart),
+    /// The engine has no such counter at all (llama.cpp counts no finished requests).
+    #[error("{engine} counts no {what}")]
+    NotCounted {
+        engine: &'static str,
+        what: &'static str,
+    },
 }
 
 /// The `*_created` series present in both readings whose stamp changed, in `before`'s order.
@@ -185,6 +191,20 @@ pub fn counter_delta(
     Ok(v1 - v0)
 }
 
+/// The delta of the engine's finished-request counter (every reason), or
+/// [`DeltaError::NotCounted`] for an engine without one.
+pub fn finished_delta(
+    before: &Snapshot,
+    after: &Snapshot,
+    engine: Engine,
+) -> Result<f64, DeltaError> {
+    let name = engine.metrics().finished.ok_or(DeltaError::NotCounted {
+        engine: engine.name(),
+        what: "finished requests",
+    })?;
+    snapshot_delta(before, after, &CounterQuery::new(name))
+}
+
 /// As [`counter_delta`], on two snapshots.
 pub fn snapshot_delta(
     before: &Snapshot,
@@ -205,12 +225,12 @@ pub fn finished_reason_delta(
     reason: &str,
 ) -> Result<Option<f64>, DeltaError> {
     let names = engine.metrics();
-    let Some(label) = names.finished_reason else {
+    let (Some(label), Some(finished)) = (names.finished_reason, names.finished) else {
         return Ok(None);
     };
     let has_reasons = after
         .metrics
-        .series(names.finished, &[])
+        .series(finished, &[])
         .iter()
         .any(|s| s.label(label).is_some());
     if !has_reasons {
@@ -220,14 +240,14 @@ pub fn finished_reason_delta(
         return Err(DeltaError::Restarted(r));
     }
     let labels = [(label, reason)];
-    let q = CounterQuery::new(names.finished).with_labels(&labels);
+    let q = CounterQuery::new(finished).with_labels(&labels);
     let (v0, v1) = (
         q.value(&before.metrics).unwrap_or(0.0),
         q.value(&after.metrics).unwrap_or(0.0),
     );
     if v1 < v0 {
         return Err(DeltaError::Restarted(Restart::WentDown {
-            name: names.finished.to_string(),
+            name: finished.to_string(),
             before: v0,
             after: v1,
         }));

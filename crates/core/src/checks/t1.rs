@@ -30,6 +30,17 @@ pub fn check(
     engine: Engine,
 ) -> CheckResult {
     let names = engine.metrics();
+    if engine == Engine::Llamacpp {
+        // A llama.cpp slot runs its request to the end: nothing is evicted to recompute.
+        return CheckResult::not_applicable(
+            Tripwire::T1,
+            "llama.cpp never evicts a running request: each slot runs its request to the end, and a request without a free slot waits (requests_deferred)",
+        )
+        .with_evidence(T1Evidence {
+            engine: Some(engine),
+            ..Default::default()
+        });
+    }
     let Some(counter) = names.preemptions else {
         return check_without_counter(series, facts, engine);
     };
@@ -48,7 +59,7 @@ pub fn check(
                 restart: restart.evidence(),
                 ..base(Some(true), None)
             }),
-        Err(DeltaError::Absent { .. }) => CheckResult::unknown(
+        Err(DeltaError::Absent { .. } | DeltaError::NotCounted { .. }) => CheckResult::unknown(
             Tripwire::T1,
             format!("{counter} absent from a snapshot; {word} cannot be ruled out"),
         )

@@ -27,7 +27,7 @@ pub fn check(
                 ..Default::default()
             })
         }
-        Err(e @ DeltaError::Absent { .. }) => {
+        Err(e @ (DeltaError::Absent { .. } | DeltaError::NotCounted { .. })) => {
             return CheckResult::unknown(Tripwire::T10, e.to_string())
         }
     };

@@ -2,7 +2,7 @@
 //! (docs/design/tripwires.md#t15).
 
 use crate::bench::BenchResult;
-use crate::checks::counters::{snapshot_delta, CounterQuery, DeltaError};
+use crate::checks::counters::{finished_delta, snapshot_delta, CounterQuery, DeltaError};
 use crate::engine::Engine;
 use crate::evidence::{JsonF64, T15Evidence};
 use crate::fmt::{thousands, thousands_f};
@@ -27,7 +27,7 @@ pub fn check(
     engine: Engine,
 ) -> CheckResult {
     let names = engine.metrics();
-    let finished = snapshot_delta(before, after, &CounterQuery::new(names.finished));
+    let finished = finished_delta(before, after, engine);
     let tokens = snapshot_delta(before, after, &CounterQuery::new(names.generation_tokens));
     let client = T15Evidence {
         client_completed: Some(result.completed.map(JsonF64)),
@@ -39,6 +39,9 @@ pub fn check(
     };
     let (server_finished, server_tokens) = match (finished, tokens) {
         (Ok(f), Ok(t)) => (f, t),
+        (Err(DeltaError::NotCounted { engine, .. }), Ok(t)) => {
+            return tokens_only(result, t, expected_extra, engine, client)
+        }
         (Err(DeltaError::Restarted(r)), _) | (_, Err(DeltaError::Restarted(r))) => {
             return CheckResult::unknown(Tripwire::T15, r.to_string()).with_evidence(T15Evidence {
                 restarted: Some(true),
@@ -79,6 +82,63 @@ pub fn check(
         extra_output_tokens: Some(JsonF64(server_tokens - client_tokens)),
         ..server
     })
+}
+
+/// T15 on an engine that counts tokens but not requests (llama.cpp): the output tokens alone,
+/// allowing for the untimed requests' share as [`Counts::judge_tokens`] does.
+fn tokens_only(
+    result: &BenchResult,
+    server_tokens: f64,
+    expected_extra: u64,
+    engine: &str,
+    client: T15Evidence,
+) -> CheckResult {
+    let ev = T15Evidence {
+        server_output_tokens: Some(server_tokens),
+        ..client
+    };
+    let (Some(completed), Some(client_tokens)) = (result.completed, result.total_output_tokens)
+    else {
+        return CheckResult::unknown(
+            Tripwire::T15,
+            "the result file has no completed or output-token count",
+        )
+        .with_evidence(ev);
+    };
+    let ev = T15Evidence {
+        extra_output_tokens: Some(JsonF64(server_tokens - client_tokens)),
+        ..ev
+    };
+    if completed <= 0.0 {
+        return CheckResult::unknown(
+            Tripwire::T15,
+            "the load tool completed no request: client and server have nothing to agree on (T17 says which requests failed)",
+        )
+        .with_evidence(ev);
+    }
+    let per_request = (client_tokens / completed).max(1.0);
+    let allowed = expected_extra as f64 * per_request * 1.5;
+    let extra_tokens = server_tokens - client_tokens;
+    if !(0.0..=allowed).contains(&extra_tokens) {
+        return CheckResult::warn(
+            Tripwire::T15,
+            format!(
+                "the server generated {} output tokens and the load tool counted {} ({engine} counts no requests, so only tokens are compared)",
+                thousands_f(server_tokens, 0),
+                thousands(client_tokens as i64)
+            ),
+        )
+        .with_evidence(ev);
+    }
+    CheckResult::pass(
+        Tripwire::T15,
+        format!(
+            "client and server agree on {} output tokens over {} requests ({engine} counts no requests, so only tokens are compared)",
+            thousands(client_tokens as i64),
+            completed as i64
+        ),
+    )
+    .with_evidence(ev)
 }
 
 /// What the client and the server each counted, and the untimed requests expected between.

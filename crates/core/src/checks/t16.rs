@@ -79,6 +79,8 @@ fn window_counts(
     let hits = snapshot_delta(before, after, &CounterQuery::new(names.prefix_hits));
     let queries = snapshot_delta(before, after, &CounterQuery::new(names.prefix_queries));
     match (hits, queries) {
+        // llama.cpp's prompt counter leaves out the tokens it reused from the cache.
+        (Ok(h), Ok(q)) if names.prefix_queries_exclude_hits => ControlFlow::Continue((h, q + h)),
         (Ok(h), Ok(q)) => ControlFlow::Continue((h, q)),
         (Err(DeltaError::Restarted(r)), _) | (_, Err(DeltaError::Restarted(r))) => {
             ControlFlow::Break(

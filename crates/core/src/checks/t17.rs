@@ -61,10 +61,16 @@ pub fn check(
         first_error: result.and_then(|r| r.first_error.clone()),
         ..Default::default()
     };
+    // An engine that counts no failures at all (llama.cpp) leaves the client's account alone.
+    let mut uncounted = false;
     let failures = match server.map(|(b, a)| server_failures(b, a, engine)) {
         Some(Err(DeltaError::Restarted(r))) => {
             ev.restarted = Some(true);
             return CheckResult::unknown(Tripwire::T17, r.to_string()).with_evidence(ev);
+        }
+        Some(Err(DeltaError::NotCounted { .. })) => {
+            uncounted = true;
+            None
         }
         Some(Err(DeltaError::Absent { .. })) | None => None,
         Some(Ok(f)) => Some(f),
@@ -83,6 +89,22 @@ pub fn check(
         ev.failed = Some(failed);
         let msg = failure_message(&ev, failures.as_ref(), failed);
         return CheckResult::fail(Tripwire::T17, msg).with_evidence(ev);
+    }
+    if let (true, Some(r), Some(c)) = (uncounted, result, result.and_then(|r| r.completed)) {
+        if c > 0.0 {
+            return CheckResult::pass(
+                Tripwire::T17,
+                format!(
+                    "every request finished: {} completed, none failed, by the load tool's count ({} counts no aborted or failed requests)",
+                    thousands_f(c, 0),
+                    engine.name()
+                ),
+            )
+            .with_evidence(T17Evidence {
+                result_file: Some(r.path.clone()),
+                ..ev
+            });
+        }
     }
     let (Some(r), Some(_)) = (result, &failures) else {
         let why = if result.is_none() {
@@ -208,8 +230,14 @@ fn server_failures(
         None => IndexMap::new(),
     };
     if aborted.is_none() && errored.is_none() && http.is_none() {
-        return Err(DeltaError::Absent {
-            name: names.finished.to_string(),
+        return Err(match names.finished {
+            Some(f) => DeltaError::Absent {
+                name: f.to_string(),
+            },
+            None => DeltaError::NotCounted {
+                engine: engine.name(),
+                what: "failed or aborted requests",
+            },
         });
     }
     Ok(ServerFailures {

@@ -44,7 +44,7 @@ pub fn check(
             ev.server_stop = Some(stop);
             ev.server_length = Some(length);
         }
-        Some(Err(DeltaError::Absent { .. })) | None => {}
+        Some(Err(DeltaError::Absent { .. } | DeltaError::NotCounted { .. })) | None => {}
     }
     if let (Some(asked), Some(r)) = (load.output_len, result) {
         client_lengths(&mut ev, asked, r);
@@ -125,8 +125,14 @@ fn reasons(before: &Snapshot, after: &Snapshot, engine: Engine) -> Result<(f64, 
     let delta = |reason| finished_reason_delta(before, after, engine, reason);
     match (delta("stop")?, delta("length")?) {
         (Some(stop), Some(length)) => Ok((stop, length)),
-        _ => Err(DeltaError::Absent {
-            name: format!("{}{{finished_reason}}", engine.metrics().finished),
+        _ => Err(match engine.metrics().finished {
+            Some(f) => DeltaError::Absent {
+                name: format!("{f}{{finished_reason}}"),
+            },
+            None => DeltaError::NotCounted {
+                engine: engine.name(),
+                what: "requests by how they ended",
+            },
         }),
     }
 }

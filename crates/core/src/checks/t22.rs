@@ -56,11 +56,20 @@ pub fn check(
     ids: &[String],
     engine: Engine,
 ) -> CheckResult {
-    let finished = engine.metrics().finished;
     let n = ids.len() as f64;
     let mut ev = T22Evidence {
         even_share: Some(JsonF64(1.0 / n)),
         ..Default::default()
+    };
+    let Some(finished) = engine.metrics().finished else {
+        return CheckResult::unknown(
+            Tripwire::T22,
+            format!(
+                "{} counts no finished requests: how the load was spread cannot be told",
+                engine.name()
+            ),
+        )
+        .with_evidence(ev);
     };
     let running = series.map(|s| mean_running(s, ids));
     let per = match finished_per_engine(before, after, ids, finished, running.as_deref()) {

@@ -10,7 +10,7 @@
 //! and both disagree with the command.
 
 use crate::bench::BenchResult;
-use crate::checks::counters::{snapshot_delta, CounterQuery, DeltaError};
+use crate::checks::counters::{finished_delta, snapshot_delta, CounterQuery, DeltaError};
 use crate::engine::Engine;
 use crate::evidence::{JsonF64, T24Evidence};
 use crate::fmt::{g, pct_signed};
@@ -45,7 +45,7 @@ pub fn check(
         ..Default::default()
     };
     let prompt = snapshot_delta(before, after, &CounterQuery::new(names.prompt_tokens));
-    let done = snapshot_delta(before, after, &CounterQuery::new(names.finished));
+    let done = finished_delta(before, after, engine);
     let (prompt, done) = match (prompt, done) {
         (Ok(p), Ok(d)) => (p, d),
         (Err(DeltaError::Restarted(r)), _) | (_, Err(DeltaError::Restarted(r))) => {

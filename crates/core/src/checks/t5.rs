@@ -18,6 +18,12 @@ pub fn check(facts: &BootFacts) -> CheckResult {
 /// T5 with another default block size.
 pub fn check_with_default(facts: &BootFacts, default_block: u64) -> CheckResult {
     let t = Tripwire::T5;
+    if facts.engine == Some(crate::Engine::Llamacpp) {
+        return CheckResult::not_applicable(
+            t,
+            "llama.cpp allocates its KV cache by the token (cells, not blocks): there is no block size to raise",
+        );
+    }
     let Some(bs) = facts.attention_block_size else {
         if let Some(page) = facts.page_size {
             let unit = if page == 1 { "token" } else { "tokens" };

@@ -14,6 +14,10 @@ pub fn check(facts: &BootFacts) -> CheckResult {
     let has_args = match engine {
         Engine::Vllm => facts.non_default_args.is_some(),
         Engine::Sglang | Engine::Trtllm => facts.server_args.is_some(),
+        Engine::Llamacpp => return CheckResult::not_applicable(
+            t,
+            "llama.cpp has no attention-backend option to ignore: its kernels come with the build",
+        ),
     };
     if !has_args {
         return CheckResult::unknown(

@@ -15,6 +15,7 @@ use crate::series::Series;
 pub fn gauges_hint(engine: Engine) -> &'static str {
     match engine {
         Engine::Trtllm => "TensorRT-LLM serves its running, waiting and KV gauges only with 'enable_iter_perf_stats: true' in the YAML file given to trtllm-serve --config",
+        Engine::Llamacpp => "llama.cpp serves its gauges only when llama-server is started with --metrics",
         Engine::Vllm | Engine::Sglang => "",
     }
 }
@@ -59,11 +60,12 @@ pub fn limit_flag(engine: Engine) -> &'static str {
     match engine {
         Engine::Vllm => "--max-num-seqs",
         Engine::Sglang | Engine::Trtllm => "--max-running-requests",
+        Engine::Llamacpp => "--parallel",
     }
 }
 
 /// The running limit the boot log shows: vLLM's non-default `max_num_seqs`, SGLang's settled
-/// limit (with the reason it was lowered), TensorRT-LLM's `max_num_requests`.
+/// limit (with the reason it was lowered), TensorRT-LLM's `max_num_requests`, llama.cpp's slots.
 pub fn running_limit(facts: &BootFacts, engine: Engine) -> Option<RunningLimit> {
     match engine {
         Engine::Vllm => Some(RunningLimit {
@@ -76,7 +78,7 @@ pub fn running_limit(facts: &BootFacts, engine: Engine) -> Option<RunningLimit> 
             reason: facts.running_cap_reason.clone(),
             requested: facts.requested_running,
         }),
-        Engine::Trtllm => Some(RunningLimit {
+        Engine::Trtllm | Engine::Llamacpp => Some(RunningLimit {
             value: facts.running_cap?,
             reason: None,
             requested: None,

@@ -162,7 +162,7 @@ fn ceiling_message(c: &Ceilings, basis: &str, engine: Engine) -> String {
     let (lo, hi) = (c.lo, c.hi);
     let pool = match engine {
         Engine::Sglang => "the fullest memory pool (KV cache or request state)",
-        Engine::Vllm | Engine::Trtllm => "the cache",
+        Engine::Vllm | Engine::Trtllm | Engine::Llamacpp => "the cache",
     };
     let mut msg = if lo == hi {
         let (a, b) = (pct(c.share_min, 1), pct(c.share_max, 1));

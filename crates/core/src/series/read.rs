@@ -246,7 +246,7 @@ fn read_header(
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(Engine::parse(s).ok_or_else(|| {
             bad(format!(
-                "the header names engine '{s}' (known: vllm, sglang, trtllm)"
+                "the header names engine '{s}' (known: vllm, sglang, trtllm, llamacpp)"
             ))
         })?),
         Some(_) => return Err(bad("the header's \"engine\" is not a string".into())),

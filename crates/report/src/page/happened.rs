@@ -128,6 +128,7 @@ fn evictions(report: &Report) -> Option<Tile> {
         Engine::Vllm => "Preemptions",
         Engine::Sglang => "Retractions",
         Engine::Trtllm => "Pauses",
+        Engine::Llamacpp => "Evictions",
     };
     let log = match engine {
         Engine::Vllm => "The server log mentions none.".to_string(),

@@ -303,7 +303,7 @@ pub fn settings(f: &BootFacts, engine: Engine) -> Vec<String> {
                     .collect()
             })
             .unwrap_or_default(),
-        Engine::Trtllm => f
+        Engine::Trtllm | Engine::Llamacpp => f
             .server_args
             .iter()
             .flatten()

