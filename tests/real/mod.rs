@@ -17,6 +17,7 @@ pub mod engines;
 pub mod field;
 pub mod files;
 pub mod install;
+pub mod llamacpp;
 pub mod multiproc;
 pub mod sweep;
 pub mod window;

@@ -71,7 +71,7 @@ fn sweep(name: &str, inst: &Install, port: u16, between: &str) -> (i32, String, 
     (code, stdout, sweep)
 }
 
-fn kinds(sweep: &Value) -> Vec<(String, u64, Option<u64>)> {
+pub(super) fn kinds(sweep: &Value) -> Vec<(String, u64, Option<u64>)> {
     sweep["findings"]
         .as_array()
         .unwrap()

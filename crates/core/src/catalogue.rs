@@ -100,6 +100,12 @@ static CATALOGUE: [Entry; 26] = [
                  fits and pauses none; with MAX_UTILIZATION and a 20,960-token pool it paused 13 \
                  requests while its paused gauge showed none of them in 171 readings.",
             ),
+            (
+                Engine::Llamacpp,
+                "llama.cpp never evicts: each slot (--parallel) runs its request to the end, and \
+                 a request with no free slot waits in llamacpp:requests_deferred. T1 does not \
+                 apply.",
+            ),
         ],
     },
     Entry {
@@ -125,6 +131,12 @@ static CATALOGUE: [Entry; 26] = [
                 "trtllm-serve starts prte and python -m mpi4py.futures.server workers; they \
                  exited when the launcher was SIGKILLed in the recorded runs, and teardown still \
                  finds them as the server's descendants.",
+            ),
+            (
+                Engine::Llamacpp,
+                "llama-server is one process, with no engine child to outlive it; teardown finds \
+                 a llama-server left holding a GPU by its name, and the run's own by its process \
+                 group and cgroup.",
             ),
         ],
     },
@@ -178,6 +190,10 @@ static CATALOGUE: [Entry; 26] = [
                 Engine::Trtllm,
                 "TensorRT-LLM allocates in blocks of tokens_per_block tokens, 32 by default; T5 \
                  reports the page size it printed.",
+            ),
+            (
+                Engine::Llamacpp,
+                "Does not apply: llama.cpp keeps its KV cache in cells of one token, not blocks.",
             ),
         ],
     },
@@ -233,6 +249,13 @@ static CATALOGUE: [Entry; 26] = [
                  shortfall in the recording is Can't tell, not a failure: the server may have \
                  run more in between.",
             ),
+            (
+                Engine::Llamacpp,
+                "The running gauge is llamacpp:requests_processing and the queue \
+                 llamacpp:requests_deferred; the ceiling is the server's slots (--parallel, \
+                 n_slots in its log). A load that asks for more than the slots runs at most that \
+                 many at once.",
+            ),
         ],
     },
     Entry {
@@ -257,6 +280,11 @@ static CATALOGUE: [Entry; 26] = [
                 Engine::Trtllm,
                 "TensorRT-LLM updates its gauges only when a request completes, so the ceiling \
                  may rest on a few readings; the message says how many.",
+            ),
+            (
+                Engine::Llamacpp,
+                "llama.cpp exports no KV-usage gauge (llamacpp:n_busy_slots_per_decode is not \
+                 one), so the ceiling cannot be told from it.",
             ),
         ],
     },
@@ -335,6 +363,10 @@ static CATALOGUE: [Entry; 26] = [
                 Engine::Trtllm,
                 "Does not apply: T14 is about vLLM's reserved null block, and TensorRT-LLM \
                  exports no cache-info series to check its gauge against.",
+            ),
+            (
+                Engine::Llamacpp,
+                "Does not apply: T14 is about vLLM's reserved null block.",
             ),
         ],
     },
@@ -480,7 +512,7 @@ mod tests {
         ];
         for e in all() {
             let expected = with_notes.contains(&e.tripwire);
-            for eng in [Engine::Sglang, Engine::Trtllm] {
+            for eng in [Engine::Sglang, Engine::Trtllm, Engine::Llamacpp] {
                 assert_eq!(e.note(eng).is_some(), expected, "{} {eng}", e.id());
             }
             assert!(e.note(Engine::Vllm).is_none());
