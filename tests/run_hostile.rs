@@ -241,7 +241,7 @@ fn metrics_answering_500_from_the_start() {
     assert_ended_cleanly(&w, &r, BOUND, &[]);
     assert!(
         r.stdout
-            .contains("problem: no vLLM, SGLang or TensorRT-LLM metrics at http://127.0.0.1:")
+            .contains("problem: no vLLM, SGLang, TensorRT-LLM or llama.cpp metrics at http://127.0.0.1:")
             && r.stdout
                 .contains("/metrics answered HTTP 500): vLLM serves them at /metrics"),
         "{}",
@@ -254,7 +254,7 @@ fn metrics_answering_500_from_the_start() {
     assert!(run["exit_reason"]
         .as_str()
         .unwrap()
-        .starts_with("problem: no vLLM, SGLang or TensorRT-LLM metrics"));
+        .starts_with("problem: no vLLM, SGLang, TensorRT-LLM or llama.cpp metrics"));
 }
 
 /// `/metrics` stops answering at all: each scrape ends at the scrape timeout (10 s), the after

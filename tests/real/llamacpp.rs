@@ -230,3 +230,48 @@ fn sigkill_of_inferlint_mid_load_leaves_no_llama_server_and_the_bystander_lives(
         "the bystander stopped listening"
     );
 }
+
+#[test]
+fn aiperf_asking_more_than_the_slots_fails_t8_and_a_server_without_metrics_is_named() {
+    let _t = super::turn();
+    let name = "aiperf_asking_more_than_the_slots_fails_t8_and_a_server_without_metrics_is_named";
+    let Some(inst) = Install::find(name) else {
+        return;
+    };
+    let Some((server, gguf)) = llama(name, &inst) else {
+        return;
+    };
+    let Some(aiperf) = inst.aiperf(name) else {
+        return;
+    };
+    let port = 8045;
+    assert_port_free(port);
+    // aiperf keeps 8 requests open (Install::aiperf_profile) against 4 slots.
+    let load = inst.aiperf_profile(&aiperf, port, 64, 32, "aiperf-out");
+    let (_, out, results) = run("llama-aiperf", &serve(&server, &gguf, port, 4), &load);
+    let t8 = result(&results, "T8");
+    assert_eq!(t8["status"], "fail", "{out}");
+    assert!(
+        t8["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("requested 8 concurrent, server never ran more than 4")),
+        "{t8}"
+    );
+    let t15 = result(&results, "T15");
+    assert!(
+        t15["evidence"]["result_file"]
+            .as_str()
+            .is_some_and(|f| f.ends_with("profile_export_aiperf.json")),
+        "{t15}"
+    );
+    assert_port_free(port);
+    // The same server without --metrics: one clear line, no row of Can't tell.
+    let bare = serve(&server, &gguf, port, 2).replace(" --metrics", "");
+    let (code, out, _) = run("llama-no-metrics", &bare, &["sleep".into(), "1".into()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("answered HTTP 501): start llama-server with --metrics"),
+        "{out}"
+    );
+    assert_port_free(port);
+}

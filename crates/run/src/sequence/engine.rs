@@ -53,7 +53,7 @@ impl Run {
             };
             let err = error.map(|e| format!(" ({e})")).unwrap_or_default();
             self.set_problem(format!(
-                "no vLLM, SGLang or TensorRT-LLM metrics at {}{err}: {fix}",
+                "no vLLM, SGLang, TensorRT-LLM or llama.cpp metrics at {}{err}: {fix}",
                 self.url
             ));
             return false;
