@@ -174,7 +174,11 @@ pub fn counter_delta(
         .with_witness(witness);
     match counters::snapshot_delta(&a.inner, &b.inner, &q) {
         Ok(d) => Ok((Some(d), None, None)),
-        Err(counters::DeltaError::Absent { .. }) => Ok((None, None, None)),
+        // A named counter is never NotCounted (that is an engine's missing role), but the
+        // match stays total.
+        Err(counters::DeltaError::Absent { .. } | counters::DeltaError::NotCounted { .. }) => {
+            Ok((None, None, None))
+        }
         Err(counters::DeltaError::Restarted(r)) => {
             let ev = pythonize::pythonize(py, &r.evidence()).map_err(crate::errors::internal)?;
             Ok((None, Some(r.to_string()), Some(ev.unbind())))
