@@ -249,11 +249,14 @@ def test_engines_detection() -> None:
     assert engines.from_log("[TensorRT-LLM] loaded") is engines.TRTLLM
     assert engines.from_log("nothing") is None
     assert engines.SGLANG.witness("sglang:num_retracted_requests_total") == "sglang:num_retracted_reqs"
-    assert engines.ENV_VAR == "INFERLINT_ENGINE" and len(engines.ENGINES) == 3
+    assert engines.ENV_VAR == "INFERLINT_ENGINE" and len(engines.ENGINES) == 4
+    assert engines.from_command("llama-server -m m.gguf --metrics") is engines.LLAMACPP
+    assert engines.from_log("0.00.282.121 I srv  llama_server: listening on http://x") is engines.LLAMACPP
+    assert engines.LLAMACPP.metrics.request_success is None and engines.LLAMACPP.default_port == 8080
 
 
 def test_catalog() -> None:
-    assert sorted(catalog.TRIPWIRES, key=lambda k: int(k[1:])) == [f"T{i}" for i in range(1, 26)]
+    assert sorted(catalog.TRIPWIRES, key=lambda k: int(k[1:])) == [f"T{i}" for i in range(1, 27)]
     t1 = catalog.lookup("silent-preemption")
     assert t1 is catalog.TRIPWIRES["T1"] and catalog.lookup("t1") is t1
     assert t1.name == "Silent preemption" and t1.what and t1.why and t1.command
