@@ -374,7 +374,7 @@ fn explain_refuses_an_unknown_tripwire() {
     assert_eq!(r.stdout, "");
     assert_eq!(
         r.stderr,
-        "inferlint: unknown tripwire: T99 (known: T1-T26, or a name such as silent-preemption)\n"
+        "inferlint: unknown tripwire: T99 (known: T1-T27, or a name such as silent-preemption)\n"
     );
 }
 

@@ -11,6 +11,7 @@ mod bootlog_streaming;
 mod bootlog_versions;
 mod checks_evidence;
 mod checks_field_second;
+mod checks_gpu_clocks;
 mod checks_kv_offload;
 mod checks_llamacpp;
 mod checks_window;

@@ -240,10 +240,11 @@ fn metrics_answering_500_from_the_start() {
     assert_eq!(r.code, 1, "{}", r.all());
     assert_ended_cleanly(&w, &r, BOUND, &[]);
     assert!(
-        r.stdout
-            .contains("problem: no vLLM, SGLang, TensorRT-LLM or llama.cpp metrics at http://127.0.0.1:")
-            && r.stdout
-                .contains("/metrics answered HTTP 500): vLLM serves them at /metrics"),
+        r.stdout.contains(
+            "problem: no vLLM, SGLang, TensorRT-LLM or llama.cpp metrics at http://127.0.0.1:"
+        ) && r
+            .stdout
+            .contains("/metrics answered HTTP 500): vLLM serves them at /metrics"),
         "{}",
         r.all()
     );

@@ -1,8 +1,9 @@
 //! `inferlint run` end to end against the simulated vLLM on T22 (a data-parallel load pinned to
 //! one engine with `X-data-parallel-rank`, as the recorded `field/dp2-balance` run), T23 (a
 //! `--stream-interval` that sends several tokens a chunk), T25 (a CUDA-graph capture size
-//! below the requests run at once) and T26 (KV offloading that stores and never loads back):
-//! the live output, results.json, the report read back, and a bystander that outlives the run.
+//! below the requests run at once), T26 (KV offloading that stores and never loads back) and
+//! T27 (a simulated GPU at its power limit): the live output, results.json (and run.json's clock
+//! readings), the report read back, and a bystander that outlives the run.
 
 use crate::run_support;
 
@@ -213,5 +214,60 @@ fn kv_offloading_that_never_loads_back_warns_t26_and_one_that_loads_passes() {
         "{stdout}"
     );
     assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
+    assert!(bystander.alive(), "the bystander died");
+}
+
+#[test]
+fn a_power_capped_simulated_gpu_warns_t27_and_an_unthrottled_one_passes() {
+    let _t = turn();
+    let w = World::new();
+    let mut bystander = Bystander::start();
+    // 40 tokens at 50 a second: the load lasts about 3 s, three or four readings of the card.
+    let load = w.sim_bench(
+        "--max-concurrency 4 --num-prompts 8 --random-input-len 16 --random-output-len 40 --ignore-eos",
+    );
+    let capped = w.sim_serve("0.2", "--tokens-per-s 50 --gpu-throttle sw-power-cap");
+    let out = w.out();
+    let (stdout, results) = run_in(&w, &out, &capped, &load);
+    assert_eq!(
+        status_of(&results, "T27").as_deref(),
+        Some("warn"),
+        "{stdout}"
+    );
+    let msg = message_of(&results, "T27").unwrap_or_default();
+    assert!(
+        msg.starts_with("GPU 0 was throttled (SwPowerCap) on "),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("its SM clock fell to 1580 MHz of 1980 MHz"),
+        "{msg}"
+    );
+    assert!(stdout.contains("[T27] WARN"), "{stdout}");
+    assert!(stdout.contains("- The GPU ran throttled."), "{stdout}");
+    let run_json = run_support::json_file(&out.join("run.json"));
+    assert!(
+        run_json["during_load"]["gpu_clocks"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{run_json}"
+    );
+    let back = report_json(&out);
+    assert_eq!(status_of(&back, "T27").as_deref(), Some("warn"), "{back}");
+    // A new world: a simulated GPU without the throttle file.
+    let w2 = World::new();
+    let free = w2.sim_serve("0.2", "--tokens-per-s 50");
+    let load2 = w2.sim_bench(
+        "--max-concurrency 4 --num-prompts 8 --random-input-len 16 --random-output-len 40 --ignore-eos",
+    );
+    let again = w2.out();
+    let (stdout, results) = run_in(&w2, &again, &free, &load2);
+    assert_eq!(
+        status_of(&results, "T27").as_deref(),
+        Some("pass"),
+        "{stdout}"
+    );
+    assert!(w.live_processes().is_empty(), "{:?}", w.live_processes());
+    assert!(w2.live_processes().is_empty(), "{:?}", w2.live_processes());
     assert!(bystander.alive(), "the bystander died");
 }

@@ -4,7 +4,7 @@ Used by ``inferlint explain`` and by the HTML report, so the explanation a reade
 same everywhere. The wording is technical: the precise term first, then a short gloss. The
 tutorial on the documentation site explains the same ideas in plainer words.
 
-Each tripwire has a stable code (T1-T26, in the order they were found) and a name for
+Each tripwire has a stable code (T1-T27, in the order they were found) and a name for
 people (``silent-preemption``); ``inferlint explain`` accepts either. The text is the Rust
 library's catalogue, the one ``inferlint explain`` prints.
 """

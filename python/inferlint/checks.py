@@ -38,6 +38,7 @@ __all__ = [
     "check_itl_per_token",
     "check_prompt_lengths",
     "check_graph_batches",
+    "check_gpu_clocks",
     "check_kv_offload",
     "concurrency_ceiling",
     "does_not_apply",
@@ -419,3 +420,13 @@ def check_kv_offload(
     nor the boot log (``facts``) show offloading.
     """
     return _native.check_kv_offload(_parsed(before), _parsed(after), _facts(facts))
+
+
+def check_gpu_clocks(observed: Mapping[str, Any]) -> CheckResult:
+    """T27. Did the run's GPUs run throttled, by power or heat, during the load?
+
+    ``observed`` is a run's ``during_load`` (``run.json``), whose ``gpu_clocks`` are the cards'
+    readings once a second: a warning when a card's clock event reasons showed a power or thermal
+    limit on a tenth of its busy readings or more. Without readings it cannot tell.
+    """
+    return _native.check_gpu_clocks(json.dumps(dict(observed)))

@@ -265,3 +265,17 @@ def test_kv_offloading_that_never_loads_back_warns_t26_as_the_cli_says(evidence:
     # No offloading: not applicable.
     plain = snap(evidence, "tokenizer/matching-after.prom")
     assert checks.check_kv_offload(plain, plain).status == Status.NOT_APPLICABLE
+
+
+def test_a_power_capped_gpu_warns_t27_as_the_run_said(evidence: Path) -> None:
+    # The run on the simulated GPU at its power limit: run.json's clock readings, results.json's T27.
+    run = evidence / "sim-gpu-clocks" / "sw-power-cap"
+    seen = json.loads((run / "run.json").read_text())["during_load"]
+    r = checks.check_gpu_clocks(seen)
+    c = by_code(json.loads((run / "results.json").read_text()), "T27")
+    assert (r.tripwire, r.status.value, r.message) == (c["tripwire"], c["status"], c["message"])
+    assert r.status == Status.WARN
+    # Mutation: the readings' reasons cleared (no power cap): a pass.
+    free = {**seen, "gpu_clocks": [{**s, "reasons": 0} for s in seen["gpu_clocks"]]}
+    assert checks.check_gpu_clocks(free).status == Status.PASS
+    assert checks.check_gpu_clocks({}).status == Status.UNKNOWN

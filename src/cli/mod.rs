@@ -36,7 +36,7 @@ pub mod window;
     version,
     about = "Tells which of an inference benchmark's numbers hold",
     long_about = "Supervises an LLM inference server (vLLM, SGLang, TensorRT-LLM) during a \
-                  benchmark, checks 26 tripwires (T1-T26) on its boot log, metrics and the load \
+                  benchmark, checks 27 tripwires (T1-T27) on its boot log, metrics and the load \
                   tool's result, writes an offline HTML report, and makes sure that nothing it \
                   started outlives it.",
     disable_help_subcommand = true
@@ -301,7 +301,7 @@ inferlint {version}: tells which of an inference benchmark's numbers hold.
 Usage: inferlint <COMMAND> [OPTIONS]
 
 Run and check a benchmark:
-  run (xray)     start the server, probe it, run the load, check 26 tripwires, stop everything
+  run (xray)     start the server, probe it, run the load, check 27 tripwires, stop everything
   demo           the same on a built-in simulated vLLM (no GPU)
 
 Check a saved run:

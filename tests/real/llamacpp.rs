@@ -82,7 +82,10 @@ fn bench(inst: &Install, port: u16) -> Vec<String> {
 
 /// One run to its end: its exit code, output and results.
 fn run(name: &str, serve: &str, load: &[String]) -> (i32, String, Value) {
-    let launch = Launch::start(name, &args(Path::new("run"), serve, &["--no-gpu-check"], load));
+    let launch = Launch::start(
+        name,
+        &args(Path::new("run"), serve, &["--no-gpu-check"], load),
+    );
     let code = launch.wait(RUN_LIMIT);
     let stdout = launch.output();
     let results = json(&launch.out().join("results.json"));
@@ -104,7 +107,11 @@ fn t8_fails_when_the_load_asks_more_than_the_slots_and_passes_within_them() {
     };
     let port = 8041;
     assert_port_free(port);
-    let (_, out, results) = run("llama-np2", &serve(&server, &gguf, port, 2), &bench(&inst, port));
+    let (_, out, results) = run(
+        "llama-np2",
+        &serve(&server, &gguf, port, 2),
+        &bench(&inst, port),
+    );
     assert!(out.contains("== engine: llama.cpp"), "{out}");
     let t8 = result(&results, "T8");
     assert_eq!(t8["status"], "fail", "{out}");
@@ -117,7 +124,11 @@ fn t8_fails_when_the_load_asks_more_than_the_slots_and_passes_within_them() {
     assert_eq!(result(&results, "T1")["status"], "not_applicable", "{out}");
     assert_eq!(result(&results, "T16")["status"], "pass", "{out}");
     assert_port_free(port);
-    let (_, out, results) = run("llama-np4", &serve(&server, &gguf, port, 4), &bench(&inst, port));
+    let (_, out, results) = run(
+        "llama-np4",
+        &serve(&server, &gguf, port, 4),
+        &bench(&inst, port),
+    );
     assert_eq!(result(&results, "T8")["status"], "pass", "{out}");
     assert_port_free(port);
 }
@@ -142,7 +153,12 @@ fn the_same_seeded_load_twice_gives_the_cache_finding_on_the_second_point() {
     let load = ["sh".into(), "-c".into(), format!("{once} && {once}")];
     let launch = Launch::start(
         "llama-twice",
-        &args(Path::new("run"), &serve(&server, &gguf, port, 4), &["--no-gpu-check"], &load),
+        &args(
+            Path::new("run"),
+            &serve(&server, &gguf, port, 4),
+            &["--no-gpu-check"],
+            &load,
+        ),
     );
     launch.wait(RUN_LIMIT);
     let out = launch.output();
@@ -202,7 +218,12 @@ fn sigkill_of_inferlint_mid_load_leaves_no_llama_server_and_the_bystander_lives(
     let mut bystander = Bystander::start(&server, &gguf, other);
     let launch = Launch::start(
         "llama-sigkill",
-        &args(Path::new("run"), &serve(&server, &gguf, port, 2), &["--no-gpu-check"], &bench(&inst, port)),
+        &args(
+            Path::new("run"),
+            &serve(&server, &gguf, port, 2),
+            &["--no-gpu-check"],
+            &bench(&inst, port),
+        ),
     );
     launch.wait_line("== load:", Duration::from_secs(120));
     wait_running(&launch, 1.0, Duration::from_secs(120));
@@ -221,7 +242,10 @@ fn sigkill_of_inferlint_mid_load_leaves_no_llama_server_and_the_bystander_lives(
             before.len(),
             t.as_secs_f64()
         ),
-        Err(left) => panic!("alive {:?} after SIGKILL of inferlint: {left:#?}", t0.elapsed()),
+        Err(left) => panic!(
+            "alive {:?} after SIGKILL of inferlint: {left:#?}",
+            t0.elapsed()
+        ),
     }
     assert_port_free(port);
     assert!(bystander.alive(), "the bystander llama-server died");

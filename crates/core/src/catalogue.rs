@@ -67,10 +67,10 @@ pub fn lookup(key: &str) -> Option<&'static Entry> {
 
 /// The error for a name that is no tripwire.
 pub fn unknown_message(key: &str) -> String {
-    format!("unknown tripwire: {key} (known: T1-T26, or a name such as silent-preemption)")
+    format!("unknown tripwire: {key} (known: T1-T27, or a name such as silent-preemption)")
 }
 
-static CATALOGUE: [Entry; 26] = [
+static CATALOGUE: [Entry; 27] = [
     Entry {
         tripwire: Tripwire::T1,
         slug: "silent-preemption",
@@ -393,6 +393,7 @@ static CATALOGUE: [Entry; 26] = [
     window::T24,
     window::T25,
     window::T26,
+    window::T27,
 ];
 
 /// Wraps `text` to lines of at most `width` characters, each starting with `indent`; a word
@@ -458,7 +459,7 @@ mod tests {
     #[test]
     fn every_tripwire_in_order_with_the_spec_commands() {
         let ids: Vec<String> = all().iter().map(Entry::id).collect();
-        let expected: Vec<String> = (1..=26).map(|n| format!("T{n}")).collect();
+        let expected: Vec<String> = (1..=27).map(|n| format!("T{n}")).collect();
         assert_eq!(ids, expected);
         let cmd = |t| entry(t).command;
         assert_eq!(
@@ -492,11 +493,11 @@ mod tests {
         assert_eq!(lookup("T16").unwrap().slug, "cached-prompts");
         assert_eq!(lookup("dp-balance").unwrap().tripwire, Tripwire::T22);
         assert_eq!(lookup("kv-offload").unwrap().tripwire, Tripwire::T26);
-        assert!(lookup("T27").is_none());
+        assert!(lookup("T28").is_none());
         assert!(lookup("preemption").is_none());
         assert_eq!(
             unknown_message("T99"),
-            "unknown tripwire: T99 (known: T1-T26, or a name such as silent-preemption)"
+            "unknown tripwire: T99 (known: T1-T27, or a name such as silent-preemption)"
         );
     }
 

@@ -1,5 +1,5 @@
 //! What `run` saw of the load while it ran, beyond the server's counters: the warm-up work the
-//! server's log showed and the CPU the load's own processes used. `run` records it in run.json
+//! server's log showed, the CPU the load's own processes used and the cards' clocks. `run` records it in run.json
 //! (`during_load`, docs/design/formats.md#runjson) so that the report decides T20 and T21 on
 //! the same facts as the live run (docs/design/tripwires.md#t20, #t21).
 
@@ -17,6 +17,9 @@ pub struct LoadObserved {
     /// The CPU the load's processes used while the server was busy.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_cpu: Option<ClientCpu>,
+    /// The run's cards read during the load (T27); None where no GPU could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_clocks: Option<Vec<crate::gpu::clocks::ClockSample>>,
 }
 
 /// The CPU the load's process tree used over the recorder's busy intervals (those in which

@@ -37,10 +37,11 @@ pub enum Tripwire {
     T24,
     T25,
     T26,
+    T27,
 }
 
 impl Tripwire {
-    pub const ALL: [Tripwire; 26] = [
+    pub const ALL: [Tripwire; 27] = [
         Tripwire::T1,
         Tripwire::T2,
         Tripwire::T3,
@@ -67,6 +68,7 @@ impl Tripwire {
         Tripwire::T24,
         Tripwire::T25,
         Tripwire::T26,
+        Tripwire::T27,
     ];
 
     /// The number after the `T`.
@@ -367,8 +369,8 @@ mod tests {
         assert_eq!("t15".parse::<Tripwire>(), Ok(Tripwire::T15));
         assert_eq!("T1".parse::<Tripwire>(), Ok(Tripwire::T1));
         assert_eq!("T21".parse::<Tripwire>(), Ok(Tripwire::T21));
-        assert_eq!("T26".parse::<Tripwire>(), Ok(Tripwire::T26));
-        assert!("T27".parse::<Tripwire>().is_err());
+        assert_eq!("T27".parse::<Tripwire>(), Ok(Tripwire::T27));
+        assert!("T28".parse::<Tripwire>().is_err());
         assert!("T0".parse::<Tripwire>().is_err());
         assert!("T".parse::<Tripwire>().is_err());
         assert!("8".parse::<Tripwire>().is_err());

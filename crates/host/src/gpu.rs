@@ -14,11 +14,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+mod clock_reading;
 mod holders;
 pub mod nvml;
 mod read;
 pub mod sim;
 
+pub use clock_reading::read_clocks;
 pub(crate) use holders::user_name_cached;
 pub use inferlint_core::gpu::*;
 pub use read::{read_node, read_node_in, read_scope, read_scope_in};

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::core::{
     blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t20, t21, t22, t23, t24, t25,
-    t26, t4_t11, t5, t6, t8, t9, BenchResult, BootFacts, CheckResult, Engine, LoadIntent,
+    t26, t27, t4_t11, t5, t6, t8, t9, BenchResult, BootFacts, CheckResult, Engine, LoadIntent,
     LoadObserved, Series, Snapshot,
 };
 use crate::facts::{engine_arg, facts_from_json};
@@ -433,6 +433,14 @@ pub fn check_prompt_lengths(
         b.as_ref(),
         engine,
     ))
+}
+
+#[pyfunction]
+#[pyo3(signature = (observed))]
+pub fn check_gpu_clocks(observed: &str) -> PyResult<Checked> {
+    let o = observed_arg(Some(observed))?;
+    let readings = o.and_then(|o| o.gpu_clocks).unwrap_or_default();
+    out(t27::check(&readings))
 }
 
 #[pyfunction]

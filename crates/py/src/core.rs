@@ -6,7 +6,7 @@ pub use inferlint_core::bench::{self, BenchResult};
 pub use inferlint_core::bootlog::{self, BootFacts};
 pub use inferlint_core::checks::{
     blocks, counters, t1, t10, t12, t14, t15, t16, t17, t18, t19, t20, t21, t22, t23, t24, t25,
-    t26, t4_t11, t5, t6, t8, t9,
+    t26, t27, t4_t11, t5, t6, t8, t9,
 };
 pub use inferlint_core::clock::{Clock, ClockReading};
 pub use inferlint_core::engine::{self, Engine};

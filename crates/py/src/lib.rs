@@ -107,6 +107,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(checks::check_prompt_lengths, m)?)?;
     m.add_function(wrap_pyfunction!(checks::check_graph_batches, m)?)?;
     m.add_function(wrap_pyfunction!(checks::check_kv_offload, m)?)?;
+    m.add_function(wrap_pyfunction!(checks::check_gpu_clocks, m)?)?;
     m.add_function(wrap_pyfunction!(checks::with_timer_comparison, m)?)?;
     m.add_function(wrap_pyfunction!(checks::precise_rate, m)?)?;
     m.add_function(wrap_pyfunction!(checks::infer_blocks, m)?)?;

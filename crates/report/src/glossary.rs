@@ -91,6 +91,7 @@ pub fn terms(engine: Engine) -> Vec<(&'static str, String)> {
         ("Recording", "The server's gauges (running, waiting, cache in use) and counters, read at a fixed interval throughout the run.".into()),
         ("Attention backend", "The library of GPU kernels that computes attention (FLASH_ATTN, FLASHINFER, TRITON_ATTN, …). The server picks one unless told which; a draft model may pick its own (T6).".into()),
         ("CUDA graphs", "Recorded sequences of GPU work the server replays to save launch overhead. Capturing them takes time and memory at start-up.".into()),
+        ("GPU clocks", "How fast the GPU's cores run. A card at its power limit or too hot lowers them without an error, and everything it computes takes longer (T27).".into()),
         ("KV offloading", "Copying computed KV blocks to CPU memory so that a prompt the GPU's cache has lost can load them back instead of computing them again (T26).".into()),
     ]
 }
@@ -157,6 +158,10 @@ pub fn missing_reason(t: Tripwire) -> (&'static str, &'static str) {
         T26 => (
             "applies to servers with KV offloading only",
             "apply to servers with KV offloading only",
+        ),
+        T27 => (
+            "needs the GPU clocks run reads during the load",
+            "need the GPU clocks run reads during the load",
         ),
     }
 }
@@ -225,7 +230,7 @@ mod tests {
         let checked = [T1, T5, T6, T8, T9, T10, T12, T14];
         assert_eq!(
             tripwires_checked(&checked, &[], Engine::Vllm),
-            "8 of 26. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), \
+            "8 of 27. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), \
              T7 (needs a live server), T13 (a rule for test scripts), T15 (needs the load tool's result file), \
              T16 (needs before and after readings), \
              T17 (needs the load tool's result file or before and after readings), T18 (needs the load's command), \
@@ -236,12 +241,13 @@ mod tests {
              T23 (needs per-request streams (--save-detailed)), \
              T24 (needs the prompt length asked or the client's count), \
              T25 (needs a recording and a boot log with CUDA graphs), \
-             T26 (applies to servers with KV offloading only)"
+             T26 (applies to servers with KV offloading only), \
+             T27 (needs the GPU clocks run reads during the load)"
         );
         let checked = [T1, T5, T6, T8, T9, T10, T12, T15];
         let text = tripwires_checked(&checked, &[T14], Engine::Sglang);
-        assert!(text.starts_with("8 of 26. Not here: "), "{text}");
+        assert!(text.starts_with("8 of 27. Not here: "), "{text}");
         assert!(text.contains("T14 (does not apply to SGLang)"), "{text}");
-        assert_eq!(terms(Engine::Vllm).len(), 19);
+        assert_eq!(terms(Engine::Vllm).len(), 20);
     }
 }

@@ -18,12 +18,14 @@ use inferlint_http::scrape::Scraper;
 
 use super::client_cpu::CpuMeter;
 use super::deaths::DeathWatch;
+use super::gpu_clocks::ClockSampler;
 use super::interrupt::{Interrupt, Level};
 use super::live::{elapsed, Sink};
 use super::monitor::Monitor;
 use super::proc::{Proc, ProcOptions};
 use super::redact::Secrets;
 use super::server::LogEvent;
+use inferlint_host::gpu::{GpuScope, GpuSource};
 use inferlint_supervisor::{ExitKind, Graces, ShepherdProgram, StopMode};
 
 /// How long a load asked to stop (SIGINT, so it can flush its result) gets before SIGKILL.
@@ -147,6 +149,8 @@ pub struct LoadSpec<'a> {
     /// The deaths in the server's tree (printed by the watch itself; a death that breaks the
     /// server stops the load).
     pub deaths: Option<&'a DeathWatch>,
+    /// Where the run's cards are read during the load (T27), and which cards are the run's.
+    pub gpu: Option<(GpuSource, GpuScope)>,
 }
 
 /// Runs the load to its end (or until interrupted), feeding the live line from `recorder`.
@@ -190,6 +194,8 @@ struct Running<'a> {
     cpu: CpuMeter,
     /// The load-tool processes of a script load, at each sample (when followed).
     points: crate::script_points::ScriptPoints,
+    /// The cards' clocks, read on a thread of their own.
+    clocks: Option<ClockSampler>,
     t0: Instant,
     /// Whether the load's output is still open.
     lines_open: bool,
@@ -248,6 +254,10 @@ impl<'a> Running<'a> {
             monitor: Monitor::new(spec.engine, spec.requested),
             cpu: CpuMeter::new(proc.pid),
             points: crate::script_points::ScriptPoints::of_load(spec.argv),
+            clocks: spec
+                .gpu
+                .take()
+                .and_then(|(source, scope)| ClockSampler::start(source, scope)),
             spec,
             proc,
             outcome,
@@ -462,6 +472,7 @@ impl<'a> Running<'a> {
         self.outcome.exit = self.proc.exited();
         self.outcome.seconds = self.t0.elapsed().as_secs_f64();
         self.outcome.observed.client_cpu = self.cpu.result();
+        self.outcome.observed.gpu_clocks = self.clocks.take().and_then(ClockSampler::finish);
         // Those still open are closed by the run's after snapshot, taken after this.
         self.outcome.script_points = self.points.finish(None);
         self.outcome

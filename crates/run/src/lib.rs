@@ -26,6 +26,7 @@ pub mod deaths;
 pub mod drive;
 pub mod folder;
 pub mod gate;
+pub mod gpu_clocks;
 pub mod interrupt;
 pub mod live;
 

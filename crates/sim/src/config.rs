@@ -152,6 +152,10 @@ pub struct ServeArgs {
     /// and never loaded back (a connector whose keys never match, docs/tripwires.md#t26-kv-offload).
     #[arg(long, requires = "kv_offloading_size")]
     pub kv_offload_never_loads: bool,
+    /// The simulated GPU (`INFERLINT_GPU=sim:DIR`) reads as throttled for this reason while the
+    /// engine holds it: its clock event reasons, a lower SM clock, power near its limit or heat.
+    #[arg(long, value_enum)]
+    pub gpu_throttle: Option<crate::settings::GpuThrottle>,
     /// `/metrics` misbehaves this way (after the first `--metrics-fault-after` answers).
     #[arg(long, value_enum)]
     pub metrics_fault: Option<MetricsFault>,
@@ -253,6 +257,7 @@ impl ServeConfig {
                 .transpose()?,
             kv_offloading_size: a.kv_offloading_size,
             kv_offload_never_loads: a.kv_offload_never_loads,
+            gpu_throttle: a.gpu_throttle,
             metrics_fault: a.metrics_fault,
             metrics_fault_after: a.metrics_fault_after,
             metrics_huge_mb: a.metrics_huge_mb,

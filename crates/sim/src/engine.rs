@@ -84,6 +84,9 @@ pub fn run_engine() -> crate::error::SimResult<i32> {
     let _holding = match (&gpu_dir, cfg.tp) {
         (Some(dir), tp) if tp == 1 || sim.engine_is_rank0() => {
             let card = gpu::my_card(dir, cfg.gpu_index(rank, 0))?;
+            if let Some(t) = cfg.gpu_throttle {
+                inferlint_core::gpu::simdir::write_sim_clocks(dir, &t.clocks())?;
+            }
             Some(gpu::hold(dir, cfg.gpu_mib, card)?)
         }
         _ => None,

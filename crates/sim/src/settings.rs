@@ -240,6 +240,9 @@ pub struct ServeConfig {
     /// The offload lookup never finds a block: stores, no loads.
     #[serde(default)]
     pub kv_offload_never_loads: bool,
+    /// The simulated card throttles so while the engine holds it.
+    #[serde(default)]
+    pub gpu_throttle: Option<GpuThrottle>,
     pub metrics_fault: Option<MetricsFault>,
     pub metrics_fault_after: u32,
     pub metrics_huge_mb: u32,
@@ -355,5 +358,44 @@ impl ServeConfig {
             format!("{CONFIG_ENV} is not set; this command is started by 'inferlint sim serve'")
         })?;
         serde_json::from_str(&text).map_err(|e| format!("{CONFIG_ENV}: {e}"))
+    }
+}
+
+/// Why a simulated card throttles while the engine holds it (NVML's clock event reasons,
+/// docs/design/gpus.md#clocks): each with the clocks, power and temperature such a card reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum GpuThrottle {
+    /// SwPowerCap: at its power limit, the SM clock 1965 → 1580 MHz at about 1000 W.
+    SwPowerCap,
+    /// HwSlowdown.
+    HwSlowdown,
+    /// SwThermalSlowdown: over its software temperature limit.
+    SwThermal,
+    /// HwThermalSlowdown.
+    HwThermal,
+    /// HwPowerBrakeSlowdown.
+    HwPowerBrake,
+}
+
+impl GpuThrottle {
+    /// What the card reads while it throttles so.
+    pub fn clocks(self) -> inferlint_core::gpu::simdir::SimClocks {
+        use inferlint_core::gpu::clocks as c;
+        let (reasons, sm, power, temp) = match self {
+            GpuThrottle::SwPowerCap => (c::SW_POWER_CAP, 1580.0, 998.5, 71.0),
+            GpuThrottle::HwSlowdown => (c::HW_SLOWDOWN, 1200.0, 640.0, 84.0),
+            GpuThrottle::SwThermal => (c::SW_THERMAL, 1410.0, 610.0, 91.0),
+            GpuThrottle::HwThermal => (c::HW_THERMAL, 990.0, 520.0, 94.0),
+            GpuThrottle::HwPowerBrake => (c::HW_POWER_BRAKE, 810.0, 450.0, 66.0),
+        };
+        inferlint_core::gpu::simdir::SimClocks {
+            reasons,
+            sm_mhz: sm,
+            sm_max_mhz: 1980.0,
+            power_w: power,
+            power_limit_w: 1000.0,
+            temp_c: temp,
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! The entries of the tripwires that judge the load's window as a whole (T16–T26): what the
+//! The entries of the tripwires that judge the load's window as a whole (T16–T27): what the
 //! server's counters and the load's own command and result say about the requests it measured.
 
 use super::Entry;
@@ -203,5 +203,23 @@ pub(super) const T26: Entry = Entry {
           that did the same work. A load whose prompts never return cannot use offloading; one \
           whose prompts do points to a lookup that never hits.",
     command: "inferlint window before.json after.json -- vllm bench serve ...",
+    notes: &[],
+};
+
+pub(super) const T27: Entry = Entry {
+    tripwire: Tripwire::T27,
+    slug: "gpu-clocks",
+    name: "GPU clocks throttled during the load",
+    what: "A card of the run lowered its clocks for power or heat while the load ran: the \
+           driver's clock event reasons (NVML, or nvidia-smi's clocks_event_reasons.active) \
+           showed SwPowerCap, HwSlowdown, SwThermalSlowdown, HwThermalSlowdown or \
+           HwPowerBrakeSlowdown on a tenth of the card's busy readings or more, read every \
+           second during the load, with the SM clock against its maximum, the power draw \
+           against its limit and the temperature.",
+    why: "The figures then describe a throttled card: reported, the SM clock fell from 1965 to \
+          about 1580 MHz at about 1000 W (15 % fewer TFLOPS), and a 13 % regression in CI could \
+          not be explained without the clocks. A run compared with another on a cooler or less \
+          loaded node compares two clock speeds.",
+    command: "inferlint report run/  (the clocks run.json recorded during the load)",
     notes: &[],
 };

@@ -20,7 +20,7 @@ pub struct Gaps {
 }
 
 /// The run checks in the order they are printed.
-pub const ORDER: [Tripwire; 17] = [
+pub const ORDER: [Tripwire; 18] = [
     Tripwire::T1,
     Tripwire::T10,
     Tripwire::T14,
@@ -38,6 +38,7 @@ pub const ORDER: [Tripwire; 17] = [
     Tripwire::T24,
     Tripwire::T25,
     Tripwire::T26,
+    Tripwire::T27,
 ];
 
 /// `results` with an UNKNOWN (or T14's N/A) in place of every run check the gaps left out, in

@@ -21,6 +21,7 @@ pub mod t23;
 pub mod t24;
 pub mod t25;
 pub mod t26;
+pub mod t27;
 pub mod t8;
 pub mod t9;
 // Boot logs.
@@ -107,7 +108,8 @@ pub fn run_all(f: &Facts<'_>) -> Vec<CheckResult> {
 /// (per-request TTFTs, or warm-up work the server logged during the load) and T21 (a rate sent
 /// on an exact schedule, or the client's CPU measured), T22 (a data-parallel server), T23 (the
 /// result's per-request streams), T24 (a prompt length asked, or counted by the client), T25
-/// (a recording, and the CUDA graphs the boot log says were captured) and T26 (KV offloading on).
+/// (a recording, and the CUDA graphs the boot log says were captured), T26 (KV offloading on)
+/// and T27 (the cards' clocks, read during the load).
 pub fn window_all(f: &Facts<'_>) -> Vec<CheckResult> {
     let engine = f.engine;
     let mut out = Vec::new();
@@ -160,7 +162,8 @@ pub fn window_all(f: &Facts<'_>) -> Vec<CheckResult> {
 
 /// T22 on a data-parallel server, T23 where the result has per-request streams, T24 where the
 /// load's prompt length is known, T25 where the boot log says which CUDA graphs were captured,
-/// T26 where KV offloading was on: each printed only where it has something to judge, as T19.
+/// T26 where KV offloading was on, T27 where run read the cards' clocks during the load: each
+/// printed only where it has something to judge, as T19.
 fn balance_streams_tokens(f: &Facts<'_>, load: &LoadIntent) -> Vec<CheckResult> {
     let mut out = Vec::new();
     let server = f.before.zip(f.after);
@@ -181,6 +184,10 @@ fn balance_streams_tokens(f: &Facts<'_>, load: &LoadIntent) -> Vec<CheckResult> 
     }
     if let Some((b, a)) = server.filter(|(_, a)| t26::active(a, f.boot)) {
         out.push(t26::check(b, a, f.boot));
+    }
+    // Only where run read the cards during the load: no GPU, no reading, no line.
+    if let Some(c) = f.observed.and_then(|o| o.gpu_clocks.as_deref()) {
+        out.push(t27::check(c));
     }
     out
 }

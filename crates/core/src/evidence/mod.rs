@@ -60,6 +60,7 @@ pub enum Evidence {
     T24(T24Evidence),
     T25(T25Evidence),
     T26(T26Evidence),
+    T27(T27Evidence),
     /// Evidence read from a file that none of the structs above holds exactly, kept as read.
     Unread(Map<String, Value>),
 }
@@ -99,6 +100,7 @@ impl Serialize for Evidence {
             Evidence::T24(e) => e.serialize(s),
             Evidence::T25(e) => e.serialize(s),
             Evidence::T26(e) => e.serialize(s),
+            Evidence::T27(e) => e.serialize(s),
             Evidence::Unread(m) => m.serialize(s),
         }
     }
@@ -156,6 +158,7 @@ impl Evidence {
             Tripwire::T24 => typed(&map).map(Evidence::T24),
             Tripwire::T25 => typed(&map).map(Evidence::T25),
             Tripwire::T26 => typed(&map).map(Evidence::T26),
+            Tripwire::T27 => typed(&map).map(Evidence::T27),
         };
         // Only a struct that writes back exactly what was read replaces the map: a key it does
         // not know, or a value of another type, would otherwise be lost or changed.
@@ -309,6 +312,7 @@ into_evidence!(
     T24(T24Evidence),
     T25(T25Evidence),
     T26(T26Evidence),
+    T27(T27Evidence),
 );
 
 /// One engine's verdict inside a data-parallel server's result (docs/tripwires.md,

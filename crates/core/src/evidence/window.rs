@@ -1,4 +1,4 @@
-//! The evidence of the checks on the load's window as a whole (T16–T26). Field names are JSON
+//! The evidence of the checks on the load's window as a whole (T16–T27). Field names are JSON
 //! keys (docs/tripwires.md names them).
 
 use indexmap::IndexMap;
@@ -306,4 +306,37 @@ pub struct T26Evidence {
     pub hit_rate: Option<JsonF64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub restarted: Option<bool>,
+}
+
+/// T27 gpu-clocks: the readings of the run's cards during the load, and the most throttled
+/// card's figures.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct T27Evidence {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readings: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cards: Option<u64>,
+    /// The most throttled card's index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busy_readings: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_readings: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttled_share: Option<JsonF64>,
+    /// NVML's names of the throttling reasons seen (`SwPowerCap`, `HwThermalSlowdown`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasons: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sm_min_mhz: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sm_max_mhz: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_max_w: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub power_limit_w: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temp_max_c: Option<f64>,
 }

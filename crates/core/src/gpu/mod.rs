@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::{json, Value};
 
 pub mod clear;
+pub mod clocks;
 mod holder;
 mod reading;
 pub mod scope;

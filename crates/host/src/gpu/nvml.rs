@@ -154,3 +154,27 @@ pub fn node() -> Result<RawNode, GpuError> {
     }
     Ok((gpus, procs, mig))
 }
+
+/// One clock reading of every card NVML lets this process open, at `t_wall`
+/// (docs/design/gpus.md#clocks). A field the card refuses is None.
+pub fn clocks(t_wall: f64) -> Result<Vec<inferlint_core::gpu::clocks::ClockSample>, GpuError> {
+    use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+    let nvml = nvml()?;
+    Ok(devices(nvml)?
+        .iter()
+        .map(|(i, d)| inferlint_core::gpu::clocks::ClockSample {
+            t_wall,
+            gpu: d.index().unwrap_or(*i),
+            uuid: d.uuid().ok(),
+            reasons: d.current_throttle_reasons().ok().map(|r| r.bits()),
+            sm_mhz: d.clock_info(Clock::SM).ok().map(f64::from),
+            sm_max_mhz: d.max_clock_info(Clock::SM).ok().map(f64::from),
+            power_w: d.power_usage().ok().map(|mw| f64::from(mw) / 1000.0),
+            power_limit_w: d
+                .enforced_power_limit()
+                .ok()
+                .map(|mw| f64::from(mw) / 1000.0),
+            temp_c: d.temperature(TemperatureSensor::Gpu).ok().map(f64::from),
+        })
+        .collect())
+}

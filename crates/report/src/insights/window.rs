@@ -2,7 +2,8 @@
 //! served from the prefix cache (T16), requests that did not finish (T17), outputs shorter than
 //! asked (T18), warm-up inside the window (T20), a client that set the pace (T21), one
 //! data-parallel engine carrying the load (T22), several tokens per streamed chunk (T23),
-//! prompts of other lengths than asked (T24) and KV offloading that never loaded back (T26). They come first: each changes what every other
+//! prompts of other lengths than asked (T24), KV offloading that never loaded back (T26) and a
+//! throttled GPU (T27). They come first: each changes what every other
 //! figure on the page describes.
 
 use inferlint_core::fmt::{pct, thousands_f};
@@ -26,6 +27,8 @@ pub fn sentences(ctx: &Context<'_>) -> Vec<Insight> {
             "Give the load the server's tokenizer (--tokenizer of the served model), and count what a chat template adds."),
         from_message(ctx, Tripwire::T26, "kv-offload", "KV offloading never loaded back",
             "Run a load whose prompts return after the GPU's cache has lost them (multi-turn, a shared prefix), or check that the connector's lookup finds what it stored."),
+        from_message(ctx, Tripwire::T27, "gpu-clocks", "The GPU ran throttled",
+            "Check the card's cooling and power limit (nvidia-smi -q -d PERFORMANCE,POWER), and compare runs only at the same clocks."),
     ]
     .into_iter()
     .flatten()

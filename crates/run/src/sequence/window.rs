@@ -214,6 +214,10 @@ impl Run {
                 server_exit,
                 server_events,
                 deaths: self.server.deaths.as_ref(),
+                gpu: Some((
+                    inferlint_host::gpu::source_from_env(),
+                    self.inputs.gpu_scope.clone(),
+                )),
             },
             &mut recorder,
         )
