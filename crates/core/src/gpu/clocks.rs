@@ -7,8 +7,6 @@
 //! `clocks_throttle_reasons.active`); a field it cannot read is `[N/A]` or `[Not Supported]`,
 //! which is None here, never 0.
 
-use std::path::{Path, PathBuf};
-
 use serde::{Deserialize, Serialize};
 
 /// The card is idle: nothing to run, so the clocks are low on purpose.
@@ -135,44 +133,6 @@ pub fn parse_smi_line(line: &str, t_wall: f64) -> Result<ClockSample, BadClockLi
 fn value(s: &str) -> Option<&str> {
     let s = s.trim();
     (!s.is_empty() && !s.starts_with('[') && s != "N/A").then_some(s)
-}
-
-/// The clock readings file of a run folder (one [`ClockSample`] a line, docs/design/formats.md#gpu-clocks).
-pub const CLOCKS_FILE: &str = "gpu-clocks.jsonl";
-
-/// A clock readings file that cannot be read.
-#[derive(Debug, thiserror::Error)]
-pub enum ClocksReadError {
-    #[error("cannot read {}: {source}", path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{} line {line}: {detail}", path.display())]
-    Bad {
-        path: PathBuf,
-        line: usize,
-        detail: String,
-    },
-}
-
-/// Reads a clock readings file; a line that is not a reading is an error naming it.
-pub fn read_clocks(path: &Path) -> Result<Vec<ClockSample>, ClocksReadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ClocksReadError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l).map_err(|e| ClocksReadError::Bad {
-                path: path.to_path_buf(),
-                line: i + 1,
-                detail: e.to_string(),
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]
