@@ -95,7 +95,7 @@ fn the_page_carries_the_pinned_strings() {
         "32,000 (1,000 per request)",
         "2,819 (88 per request)",
         "32: 32 reached their token limit, no errors",
-        "10 of 26. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15 (needs the load tool&#39;s result file), T17 (needs the load tool&#39;s result file or before and after readings), T18 (needs the load&#39;s command)",
+        "10 of 27. Not here: T2 and T3 (run at clean-up), T4 and T11 (need two or more boot logs), T7 (needs a live server), T13 (a rule for test scripts), T15 (needs the load tool&#39;s result file), T17 (needs the load tool&#39;s result file or before and after readings), T18 (needs the load&#39;s command)",
         "The server worked; the failed tripwires are about the measurement.",
         "How many requests ran at once, and for how long",
         "but the server never ran more than 10.",
