@@ -256,7 +256,7 @@ def test_engines_detection() -> None:
 
 
 def test_catalog() -> None:
-    assert sorted(catalog.TRIPWIRES, key=lambda k: int(k[1:])) == [f"T{i}" for i in range(1, 27)]
+    assert sorted(catalog.TRIPWIRES, key=lambda k: int(k[1:])) == [f"T{i}" for i in range(1, 28)]
     t1 = catalog.lookup("silent-preemption")
     assert t1 is catalog.TRIPWIRES["T1"] and catalog.lookup("t1") is t1
     assert t1.name == "Silent preemption" and t1.what and t1.why and t1.command
