@@ -61,13 +61,9 @@ pub fn check(
         server_output_tokens: Some(server_tokens),
         ..client
     };
-    let (Some(completed), Some(client_tokens)) = (result.completed, result.total_output_tokens)
-    else {
-        return CheckResult::unknown(
-            Tripwire::T15,
-            "the result file has no completed or output-token count",
-        )
-        .with_evidence(server);
+    let (completed, client_tokens) = match client_counts(result, &server) {
+        Ok(c) => c,
+        Err(unknown) => return unknown,
     };
     let counts = Counts {
         completed,
@@ -84,6 +80,22 @@ pub fn check(
     })
 }
 
+/// Why a window in which the client completed nothing passes nothing
+/// (docs/design/tripwires.md#t15).
+const NOTHING_COMPLETED: &str = "the load tool completed no request: client and server have nothing to agree on (T17 says which requests failed)";
+
+/// The client's completed requests and output tokens, or T15's Can't tell without them.
+fn client_counts(result: &BenchResult, ev: &T15Evidence) -> Result<(f64, f64), CheckResult> {
+    match (result.completed, result.total_output_tokens) {
+        (Some(c), Some(t)) => Ok((c, t)),
+        _ => Err(CheckResult::unknown(
+            Tripwire::T15,
+            "the result file has no completed or output-token count",
+        )
+        .with_evidence(ev.clone())),
+    }
+}
+
 /// T15 on an engine that counts tokens but not requests (llama.cpp): the output tokens alone,
 /// allowing for the untimed requests' share as [`Counts::judge_tokens`] does.
 fn tokens_only(
@@ -97,24 +109,16 @@ fn tokens_only(
         server_output_tokens: Some(server_tokens),
         ..client
     };
-    let (Some(completed), Some(client_tokens)) = (result.completed, result.total_output_tokens)
-    else {
-        return CheckResult::unknown(
-            Tripwire::T15,
-            "the result file has no completed or output-token count",
-        )
-        .with_evidence(ev);
+    let (completed, client_tokens) = match client_counts(result, &ev) {
+        Ok(c) => c,
+        Err(unknown) => return unknown,
     };
     let ev = T15Evidence {
         extra_output_tokens: Some(JsonF64(server_tokens - client_tokens)),
         ..ev
     };
     if completed <= 0.0 {
-        return CheckResult::unknown(
-            Tripwire::T15,
-            "the load tool completed no request: client and server have nothing to agree on (T17 says which requests failed)",
-        )
-        .with_evidence(ev);
+        return CheckResult::unknown(Tripwire::T15, NOTHING_COMPLETED).with_evidence(ev);
     }
     let per_request = (client_tokens / completed).max(1.0);
     let allowed = expected_extra as f64 * per_request * 1.5;
@@ -171,10 +175,7 @@ impl Counts {
         if completed_n == 0 {
             // Agreement on no request is no agreement worth a pass
             // (docs/design/tripwires.md#t15).
-            return CheckResult::unknown(
-                Tripwire::T15,
-                "the load tool completed no request: client and server have nothing to agree on (T17 says which requests failed)",
-            );
+            return CheckResult::unknown(Tripwire::T15, NOTHING_COMPLETED);
         }
         if extra < expected {
             let k = expected - extra;
