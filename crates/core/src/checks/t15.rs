@@ -63,7 +63,7 @@ pub fn check(
     };
     let (completed, client_tokens) = match client_counts(result, &server) {
         Ok(c) => c,
-        Err(unknown) => return unknown,
+        Err(unknown) => return *unknown,
     };
     let counts = Counts {
         completed,
@@ -84,15 +84,18 @@ pub fn check(
 /// (docs/design/tripwires.md#t15).
 const NOTHING_COMPLETED: &str = "the load tool completed no request: client and server have nothing to agree on (T17 says which requests failed)";
 
-/// The client's completed requests and output tokens, or T15's Can't tell without them.
-fn client_counts(result: &BenchResult, ev: &T15Evidence) -> Result<(f64, f64), CheckResult> {
+/// The client's completed requests and output tokens, or T15's Can't tell without them (boxed:
+/// a verdict is large beside two numbers).
+fn client_counts(result: &BenchResult, ev: &T15Evidence) -> Result<(f64, f64), Box<CheckResult>> {
     match (result.completed, result.total_output_tokens) {
         (Some(c), Some(t)) => Ok((c, t)),
-        _ => Err(CheckResult::unknown(
-            Tripwire::T15,
-            "the result file has no completed or output-token count",
-        )
-        .with_evidence(ev.clone())),
+        _ => Err(Box::new(
+            CheckResult::unknown(
+                Tripwire::T15,
+                "the result file has no completed or output-token count",
+            )
+            .with_evidence(ev.clone()),
+        )),
     }
 }
 
@@ -111,7 +114,7 @@ fn tokens_only(
     };
     let (completed, client_tokens) = match client_counts(result, &ev) {
         Ok(c) => c,
-        Err(unknown) => return unknown,
+        Err(unknown) => return *unknown,
     };
     let ev = T15Evidence {
         extra_output_tokens: Some(JsonF64(server_tokens - client_tokens)),
