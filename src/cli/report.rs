@@ -111,7 +111,10 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         inputs.requested = args.requested;
     }
     inputs.title = args.title.clone();
-    let report = Report::build(inputs);
+    // Never dropped: a day's recording is tens of MiB in many small allocations (docs/benchmarks.md
+    // measured freeing them at ~12 ms), and the process ends after printing, which returns the
+    // memory at once.
+    let report = std::mem::ManuallyDrop::new(Report::build(inputs));
     if let Some(note) = report
         .first_facts()
         .and_then(inferlint_core::bootlog::untested_version_note)

@@ -6,6 +6,10 @@ use crate::cli::inputs::{
     choose_engine, load_series, load_snapshot, parse_optional_boot_log, print_verdicts, Input,
 };
 use inferlint_core::checks::{t14, t8, t9};
+use inferlint_core::engine::Engine;
+use inferlint_core::result::CheckResult;
+use inferlint_core::series::Series;
+use inferlint_core::snapshot::Snapshot;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -43,13 +47,47 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
         Ok(e) => e,
         Err(code) => return Ok(code),
     };
+    // T8 and T25 read only the recording, so they run on a second thread while T14 and T9 (T9
+    // takes T14's block count) run on this one; the results keep the order above.
+    let (mut results, rest) = std::thread::scope(|scope| {
+        let other = scope.spawn(|| {
+            let mut rest = Vec::new();
+            if let Some(n) = args.requested {
+                rest.push(t8::check(&series, n, facts.as_ref(), engine));
+            }
+            // T25 where the boot log says which CUDA graphs were captured.
+            if let Some(g) = inferlint_core::checks::t25::graph_batch(facts.as_ref()) {
+                rest.push(inferlint_core::checks::t25::check(&series, g, engine));
+            }
+            rest
+        });
+        let first = t14_then_t9(&series, snapshot.as_ref(), engine, args.requested);
+        (first, other.join())
+    });
+    match rest {
+        Ok(rest) => results.extend(rest),
+        Err(panic) => std::panic::resume_unwind(panic),
+    }
+    // The samples are tens of MiB in many small allocations (docs/benchmarks.md measured freeing
+    // them at ~12 ms); the process ends after printing, which returns the memory at once.
+    std::mem::forget(series);
+    print_verdicts(&results, args.verdict.json, args.verdict.strict)
+}
+
+/// T14 (or N/A), then T9 with the block count T14 found.
+fn t14_then_t9(
+    series: &Series,
+    snapshot: Option<&Snapshot>,
+    engine: Engine,
+    requested: Option<u64>,
+) -> Vec<CheckResult> {
     let mut results = Vec::new();
     // T14 gate (docs/design/tripwires.md#t14): N/A on engines without a block count; else only with
     // a snapshot from an engine that exports the cache-info series.
     let mut usable_blocks = None;
     if !t14::applies_to(engine) {
         results.push(t14::not_applicable(engine));
-    } else if let Some(snap) = &snapshot {
+    } else if let Some(snap) = snapshot {
         if snap
             .engine()
             .unwrap_or(engine)
@@ -57,18 +95,11 @@ pub fn run(args: Args) -> anyhow::Result<i32> {
             .cache_info
             .is_some()
         {
-            let r = t14::check(&series, snap, engine);
+            let r = t14::check(series, snap, engine);
             usable_blocks = t14::usable_blocks(&r);
             results.push(r);
         }
     }
-    results.push(t9::check(&series, usable_blocks, args.requested, engine));
-    if let Some(n) = args.requested {
-        results.push(t8::check(&series, n, facts.as_ref(), engine));
-    }
-    // T25 where the boot log says which CUDA graphs were captured.
-    if let Some(g) = inferlint_core::checks::t25::graph_batch(facts.as_ref()) {
-        results.push(inferlint_core::checks::t25::check(&series, g, engine));
-    }
-    print_verdicts(&results, args.verdict.json, args.verdict.strict)
+    results.push(t9::check(series, usable_blocks, requested, engine));
+    results
 }
