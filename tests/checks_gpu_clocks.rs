@@ -92,7 +92,11 @@ fn t27_names_a_thermal_slowdown_with_its_temperature_and_one_hot_reading_passes(
     );
     // One hot reading of 18 (6 %) is under the tenth: the other three masks cleared.
     let mut samples = nvml(&text);
-    for s in samples.iter_mut().filter(|s| s.reasons == Some(0x60)).skip(1) {
+    for s in samples
+        .iter_mut()
+        .filter(|s| s.reasons == Some(0x60))
+        .skip(1)
+    {
         s.reasons = Some(0);
     }
     assert_eq!(t27::check(&samples).status, Status::Pass);

@@ -60,16 +60,31 @@ fn sample(source: &GpuSource, scope: &GpuScope, stop: &AtomicBool) -> Vec<ClockS
                 out.extend(r);
                 out.truncate(MAX_READINGS);
             }
-            next += EVERY;
+            next = next_due(next, Instant::now());
         }
         std::thread::sleep(TICK);
     }
     out
 }
 
+/// When the reading after one due at `due` is, the reading having ended at `now`: a second
+/// after the last one due, or now where a slow reading (nvidia-smi waits up to its timeout) has
+/// passed that, so that late readings are not taken back to back to catch up.
+fn next_due(due: Instant, now: Instant) -> Instant {
+    (due + EVERY).max(now)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slow_reading_is_not_followed_by_readings_back_to_back() {
+        let t0 = Instant::now();
+        assert_eq!(next_due(t0, t0 + Duration::from_millis(40)), t0 + EVERY);
+        let late = t0 + Duration::from_secs(5);
+        assert_eq!(next_due(t0, late), late);
+    }
 
     #[test]
     fn no_source_no_sampler_and_a_throttled_simulated_card_is_read() {
