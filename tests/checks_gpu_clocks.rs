@@ -73,3 +73,31 @@ fn t27_passes_on_unthrottled_cards_and_two_capped_readings_of_eighteen_warn() {
     }
     assert_eq!(t27::check(&readings(&mutated)).status, Status::Warn);
 }
+
+/// The NVML reader's readings (the shape run writes to run.json's `during_load.gpu_clocks`).
+fn nvml(text: &str) -> Vec<ClockSample> {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("nvml-thermal.json: {e}"))
+}
+
+#[test]
+fn t27_names_a_thermal_slowdown_with_its_temperature_and_one_hot_reading_passes() {
+    let Some(text) = evidence_text("gpu-clocks/nvml-thermal.json") else {
+        return;
+    };
+    let r = t27::check(&nvml(&text));
+    assert_eq!(r.status, Status::Warn, "{}", r.message);
+    assert_eq!(
+        r.message,
+        "GPU 0 was throttled (SwThermalSlowdown, HwThermalSlowdown) on 4 of its 18 busy readings during the load (22%); its SM clock fell to 1410 MHz of 1980 MHz, drawing up to 589.2 W of its 700 W limit, at up to 91 °C: the figures are a throttled card's, not what the card does at its clocks"
+    );
+    // One hot reading of 18 (6 %) is under the tenth: the other three masks cleared.
+    let mut samples = nvml(&text);
+    for s in samples
+        .iter_mut()
+        .filter(|s| s.reasons == Some(0x60))
+        .skip(1)
+    {
+        s.reasons = Some(0);
+    }
+    assert_eq!(t27::check(&samples).status, Status::Pass);
+}

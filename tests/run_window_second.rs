@@ -254,6 +254,15 @@ fn a_power_capped_simulated_gpu_warns_t27_and_an_unthrottled_one_passes() {
     );
     let back = report_json(&out);
     assert_eq!(status_of(&back, "T27").as_deref(), Some("warn"), "{back}");
+    // The page draws the capped card's clocks, a marker at each capped reading.
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("id=\"fig-gpu-clocks\""), "no clocks chart");
+    assert!(
+        page.contains("GPU 0&#39;s clocks during the load")
+            || page.contains("GPU 0's clocks during the load"),
+        "no clocks title"
+    );
+    assert!(page.contains("Throttled readings"), "no throttle markers");
     // A new world: a simulated GPU without the throttle file.
     let w2 = World::new();
     let free = w2.sim_serve("0.2", "--tokens-per-s 50");

@@ -279,3 +279,13 @@ def test_a_power_capped_gpu_warns_t27_as_the_run_said(evidence: Path) -> None:
     free = {**seen, "gpu_clocks": [{**s, "reasons": 0} for s in seen["gpu_clocks"]]}
     assert checks.check_gpu_clocks(free).status == Status.PASS
     assert checks.check_gpu_clocks({}).status == Status.UNKNOWN
+    # Every reading failed: can't tell, and why.
+    failed = checks.check_gpu_clocks({"gpu_clocks_error": "nvidia-smi failed: exit 9"})
+    assert failed.status == Status.UNKNOWN
+    assert failed.message == "no GPU clock reading during the load: nvidia-smi failed: exit 9"
+    # The NVML reader's readings of a thermally throttled card (built from NVML's documentation).
+    hot = json.loads((evidence / "gpu-clocks" / "nvml-thermal.json").read_text())
+    r = checks.check_gpu_clocks({"gpu_clocks": hot})
+    assert r.status == Status.WARN
+    assert "(SwThermalSlowdown, HwThermalSlowdown) on 4 of its 18" in r.message
+    assert "at up to 91 °C" in r.message

@@ -20,6 +20,10 @@ pub struct LoadObserved {
     /// The run's cards read during the load (T27); None where no GPU could be read.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu_clocks: Option<Vec<crate::gpu::clocks::ClockSample>>,
+    /// Why no reading of the cards succeeded during the load, where a GPU source was there but
+    /// every reading failed (T27 then says it cannot tell, and why, instead of being left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_clocks_error: Option<String>,
 }
 
 /// The CPU the load's process tree used over the recorder's busy intervals (those in which

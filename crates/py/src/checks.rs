@@ -439,8 +439,10 @@ pub fn check_prompt_lengths(
 #[pyo3(signature = (observed))]
 pub fn check_gpu_clocks(observed: &str) -> PyResult<Checked> {
     let o = observed_arg(Some(observed))?;
-    let readings = o.and_then(|o| o.gpu_clocks).unwrap_or_default();
-    out(t27::check(&readings))
+    out(o
+        .as_ref()
+        .and_then(t27::judge)
+        .unwrap_or_else(|| t27::check(&[])))
 }
 
 #[pyfunction]

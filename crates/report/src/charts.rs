@@ -10,6 +10,7 @@ use inferlint_core::engine::Engine;
 use inferlint_core::fmt::{g, thousands_f};
 use inferlint_core::series::{Series, SeriesSample};
 
+mod gpu_clocks;
 mod per_engine;
 
 use super::svg::{Bar, BarChart, ChartError, Drawn, Event, Line, LineKind, RefLine, TimeChart};
@@ -132,6 +133,7 @@ pub fn figures(report: &Report) -> Vec<Result<Figure, ChartError>> {
     if let Some(f) = pools(report) {
         out.push(Ok(f));
     }
+    out.extend(gpu_clocks::figure(report));
     out
 }
 

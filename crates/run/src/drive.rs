@@ -472,7 +472,9 @@ impl<'a> Running<'a> {
         self.outcome.exit = self.proc.exited();
         self.outcome.seconds = self.t0.elapsed().as_secs_f64();
         self.outcome.observed.client_cpu = self.cpu.result();
-        self.outcome.observed.gpu_clocks = self.clocks.take().and_then(ClockSampler::finish);
+        if let Some(c) = self.clocks.take() {
+            c.finish(&mut self.outcome.observed);
+        }
         // Those still open are closed by the run's after snapshot, taken after this.
         self.outcome.script_points = self.points.finish(None);
         self.outcome

@@ -8,6 +8,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use inferlint_core::gpu::clocks::ClockSample;
+use inferlint_core::observed::LoadObserved;
 use inferlint_host::gpu::{read_clocks, GpuScope, GpuSource};
 
 /// One reading a second: a throttled stretch shorter than that is too short to move a
@@ -22,7 +23,14 @@ const TICK: Duration = Duration::from_millis(50);
 /// The sampler while the load runs.
 pub struct ClockSampler {
     stop: Arc<AtomicBool>,
-    thread: JoinHandle<Vec<ClockSample>>,
+    thread: JoinHandle<Sampled>,
+}
+
+/// What the thread read: the readings, and the last reading's error (a reading that failed).
+#[derive(Default)]
+struct Sampled {
+    readings: Vec<ClockSample>,
+    error: Option<String>,
 }
 
 impl ClockSampler {
@@ -41,35 +49,61 @@ impl ClockSampler {
         Some(ClockSampler { stop, thread })
     }
 
-    /// Stops the thread and returns its readings; None when no reading succeeded.
-    pub fn finish(self) -> Option<Vec<ClockSample>> {
+    /// Stops the thread and records its readings in `observed`: the readings where any
+    /// succeeded, else why the last one failed (T27 then cannot tell, and says why).
+    pub fn finish(self, observed: &mut LoadObserved) {
         self.stop.store(true, Ordering::SeqCst);
-        let readings = self.thread.join().ok()?;
-        (!readings.is_empty()).then_some(readings)
+        let s = self.thread.join().unwrap_or_else(|_| Sampled {
+            error: Some("the thread that read the cards panicked".into()),
+            ..Default::default()
+        });
+        if s.readings.is_empty() {
+            observed.gpu_clocks_error = s.error;
+        } else {
+            observed.gpu_clocks = Some(s.readings);
+        }
     }
 }
 
-fn sample(source: &GpuSource, scope: &GpuScope, stop: &AtomicBool) -> Vec<ClockSample> {
-    let mut out = Vec::new();
+fn sample(source: &GpuSource, scope: &GpuScope, stop: &AtomicBool) -> Sampled {
+    let mut out = Sampled::default();
     let mut next = Instant::now();
     while !stop.load(Ordering::SeqCst) {
         if Instant::now() >= next {
-            // A failed reading is skipped: T27 judges the readings it has, and says so when
+            // A failed reading is skipped: T27 judges the readings it has, and says why when
             // there are none.
-            if let Ok(r) = read_clocks(source, scope) {
-                out.extend(r);
-                out.truncate(MAX_READINGS);
+            match read_clocks(source, scope) {
+                Ok(r) => {
+                    out.readings.extend(r);
+                    out.readings.truncate(MAX_READINGS);
+                }
+                Err(e) => out.error = Some(e.to_string()),
             }
-            next += EVERY;
+            next = next_due(next, Instant::now());
         }
         std::thread::sleep(TICK);
     }
     out
 }
 
+/// When the reading after one due at `due` is, the reading having ended at `now`: a second
+/// after the last one due, or now where a slow reading (nvidia-smi waits up to its timeout) has
+/// passed that, so that late readings are not taken back to back to catch up.
+fn next_due(due: Instant, now: Instant) -> Instant {
+    (due + EVERY).max(now)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slow_reading_is_not_followed_by_readings_back_to_back() {
+        let t0 = Instant::now();
+        assert_eq!(next_due(t0, t0 + Duration::from_millis(40)), t0 + EVERY);
+        let late = t0 + Duration::from_secs(5);
+        assert_eq!(next_due(t0, late), late);
+    }
 
     #[test]
     fn no_source_no_sampler_and_a_throttled_simulated_card_is_read() {
@@ -83,10 +117,30 @@ mod tests {
         let s =
             ClockSampler::start(GpuSource::Sim(dir.path().to_path_buf()), GpuScope::all()).unwrap();
         std::thread::sleep(Duration::from_millis(300));
-        let r = s.finish().unwrap();
+        let mut o = LoadObserved::default();
+        s.finish(&mut o);
+        let r = o.gpu_clocks.unwrap();
         assert!(!r.is_empty());
         assert!(r
             .iter()
             .all(|x| x.reasons == Some(inferlint_core::gpu::clocks::SW_POWER_CAP)));
+    }
+
+    #[test]
+    fn a_bad_clocks_file_is_named_and_t27_cannot_tell_why() {
+        let dir = tempfile::tempdir().unwrap();
+        inferlint_core::gpu::simdir::set_cards(dir.path(), 1).unwrap();
+        std::fs::write(dir.path().join("clocks.json"), "{not json").unwrap();
+        let s =
+            ClockSampler::start(GpuSource::Sim(dir.path().to_path_buf()), GpuScope::all()).unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        let mut o = LoadObserved::default();
+        s.finish(&mut o);
+        assert!(o.gpu_clocks.is_none());
+        let why = o.gpu_clocks_error.clone().expect("the error");
+        assert!(why.contains("clocks.json"), "{why}");
+        let r = inferlint_core::checks::t27::judge(&o).expect("T27 judged");
+        assert_eq!(r.status, inferlint_core::Status::Unknown);
+        assert!(r.message.contains("clocks.json"), "{}", r.message);
     }
 }

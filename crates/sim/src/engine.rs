@@ -84,10 +84,11 @@ pub fn run_engine() -> crate::error::SimResult<i32> {
     let _holding = match (&gpu_dir, cfg.tp) {
         (Some(dir), tp) if tp == 1 || sim.engine_is_rank0() => {
             let card = gpu::my_card(dir, cfg.gpu_index(rank, 0))?;
-            if let Some(t) = cfg.gpu_throttle {
-                inferlint_core::gpu::simdir::write_sim_clocks(dir, &t.clocks())?;
-            }
-            Some(gpu::hold(dir, cfg.gpu_mib, card)?)
+            let throttle = cfg
+                .gpu_throttle
+                .map(|t| gpu::throttle(dir, &t.clocks()))
+                .transpose()?;
+            Some((gpu::hold(dir, cfg.gpu_mib, card)?, throttle))
         }
         _ => None,
     };

@@ -118,3 +118,48 @@ pub fn hold(dir: &Path, mib: u64, gpu: u32) -> std::io::Result<HoldGuard> {
     std::fs::rename(&tmp, &path)?;
     Ok(HoldGuard { path })
 }
+
+/// The throttle a throttling engine declares (`clocks.json`), removed when dropped: the card
+/// reads throttled only while the engine that throttles it runs, as a holding counts only while
+/// its holder does. A killed engine leaves the file behind; the next throttling engine writes it
+/// again and an unthrottled one's readings are its own test's concern (a fresh folder).
+#[derive(Debug)]
+pub struct ThrottleGuard {
+    path: PathBuf,
+}
+
+impl Drop for ThrottleGuard {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Declares that the simulated cards in `dir` run at `clocks` while the guard lives.
+pub fn throttle(
+    dir: &Path,
+    clocks: &inferlint_core::gpu::simdir::SimClocks,
+) -> std::io::Result<ThrottleGuard> {
+    inferlint_core::gpu::simdir::write_sim_clocks(dir, clocks)?;
+    Ok(ThrottleGuard {
+        path: dir.join(inferlint_core::gpu::simdir::CLOCKS_FILE),
+    })
+}
+
+#[cfg(test)]
+mod throttle_tests {
+    use super::*;
+    use inferlint_core::gpu::simdir::{read_sim_clocks, SimClocks};
+
+    #[test]
+    fn the_throttle_lasts_as_long_as_its_guard() {
+        let dir = tempfile::tempdir().unwrap();
+        let hot = SimClocks {
+            reasons: inferlint_core::gpu::clocks::SW_THERMAL,
+            ..Default::default()
+        };
+        let guard = throttle(dir.path(), &hot).unwrap();
+        assert_eq!(read_sim_clocks(dir.path()).unwrap(), Some(hot));
+        drop(guard);
+        assert_eq!(read_sim_clocks(dir.path()).unwrap(), None);
+    }
+}

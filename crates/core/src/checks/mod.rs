@@ -186,9 +186,7 @@ fn balance_streams_tokens(f: &Facts<'_>, load: &LoadIntent) -> Vec<CheckResult> 
         out.push(t26::check(b, a, f.boot));
     }
     // Only where run read the cards during the load: no GPU, no reading, no line.
-    if let Some(c) = f.observed.and_then(|o| o.gpu_clocks.as_deref()) {
-        out.push(t27::check(c));
-    }
+    out.extend(f.observed.and_then(t27::judge));
     out
 }
 

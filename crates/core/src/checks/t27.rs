@@ -64,6 +64,27 @@ impl Card {
     }
 }
 
+/// T27 on what run saw of the load: the readings where there are any, else a "can't tell"
+/// naming why every reading failed; None where the cards were not read at all (no GPU source),
+/// so T27 is left out as T2 is without a GPU.
+pub fn judge(o: &crate::observed::LoadObserved) -> Option<CheckResult> {
+    match (o.gpu_clocks.as_deref(), o.gpu_clocks_error.as_deref()) {
+        (Some(c), _) if !c.is_empty() => Some(check(c)),
+        (_, Some(why)) => Some(
+            CheckResult::unknown(
+                Tripwire::T27,
+                format!("no GPU clock reading during the load: {why}"),
+            )
+            .with_evidence(T27Evidence {
+                readings: Some(0),
+                ..Default::default()
+            }),
+        ),
+        (Some(c), None) => Some(check(c)),
+        (None, None) => None,
+    }
+}
+
 /// T27 on the readings taken during the load (every card in them).
 pub fn check(samples: &[ClockSample]) -> CheckResult {
     let mut cards: BTreeMap<u32, Card> = BTreeMap::new();
@@ -194,6 +215,29 @@ mod tests {
         rows.push(capped);
         let r = check(&lines(&rows));
         assert_eq!(r.status, Status::Pass, "{}", r.message);
+    }
+
+    #[test]
+    fn unread_cards_are_left_out_and_failed_readings_cannot_tell_why() {
+        use crate::observed::LoadObserved;
+        assert!(judge(&LoadObserved::default()).is_none());
+        let failed = LoadObserved {
+            gpu_clocks_error: Some("nvidia-smi failed: exit 9".into()),
+            ..Default::default()
+        };
+        let r = judge(&failed).unwrap();
+        assert_eq!(r.status, Status::Unknown);
+        assert_eq!(
+            r.message,
+            "no GPU clock reading during the load: nvidia-smi failed: exit 9"
+        );
+        let read = LoadObserved {
+            gpu_clocks: Some(lines(&[
+                "0, GPU-a, 0x0000000000000000, 1965, 1980, 700, 1000, 65",
+            ])),
+            ..failed
+        };
+        assert_eq!(judge(&read).unwrap().status, Status::Pass);
     }
 
     #[test]
