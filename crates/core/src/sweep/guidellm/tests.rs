@@ -41,9 +41,9 @@ fn each_point_is_its_own_benchmark_with_its_own_span() {
     };
     let points = guidellm_points(&report).unwrap();
     let labels: Vec<&str> = points.iter().map(|p| p.label.as_str()).collect();
-    assert_eq!(labels, ["synchronous", "throughput", "constant@15.29"]);
+    assert_eq!(labels, ["synchronous", "throughput", "constant@18.17"]);
     assert_eq!(points[0].streams, Some(1.0));
-    assert!(points[2].rate.is_some_and(|r| (r - 15.285).abs() < 0.01));
+    assert!(points[2].rate.is_some_and(|r| (r - 18.17).abs() < 0.01));
     for (k, p) in points.iter().enumerate() {
         assert!(p.start < p.end);
         assert_eq!(p.result.completed, Some(8.0), "point {k}");
@@ -144,4 +144,30 @@ fn the_whole_run_adds_up_to_the_points() {
     let first = series.samples.first().unwrap().finished_requests.unwrap();
     let last = series.samples.last().unwrap().finished_requests.unwrap();
     assert_eq!(last - first, sum);
+}
+
+#[test]
+fn the_run_wrote_one_verdict_set_per_point_as_a_tools_own_sweep() {
+    // `inferlint run`'s sweep.json for the recording: the points as GuideLLM named them, each
+    // with its own T15 on its own 8 requests, none blaming "other traffic".
+    let Some(p) = evidence(&format!("{DIR}/sweep.json")) else {
+        return;
+    };
+    let doc: Value = serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap();
+    assert_eq!(doc["option"], "(load tool)");
+    let points = doc["points"].as_array().unwrap();
+    let labels: Vec<&str> = points.iter().filter_map(|p| p["label"].as_str()).collect();
+    assert_eq!(labels, ["synchronous", "throughput", "constant@18.17"]);
+    for p in points {
+        let t15: Vec<&Value> = p["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["tripwire"] == "T15")
+            .collect();
+        assert_eq!(t15.len(), 1, "{p}");
+        let message = t15[0]["message"].as_str().unwrap();
+        assert!(message.contains("8 requests"), "{message}");
+        assert!(!message.contains("other traffic"), "{message}");
+    }
 }
