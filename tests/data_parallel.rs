@@ -75,10 +75,15 @@ fn the_recorder_keeps_each_engine_and_the_sums() {
     // Counters are summed over the engines, as before.
     let after = &series.samples[4];
     assert_eq!(after.generation_tokens, Some(545.0 + 563.0));
-    // The row form: the old keys first, in their old order, then the engines.
+    // The row form: the old keys first, in their old order, the finished-request counter, then
+    // the engines.
     let row = text.lines().nth(3).unwrap();
     assert!(
-        row.ends_with(r#""running": 8.0, "waiting": 4.0, "kv_usage": null, "preemptions": 0.0, "generation_tokens": 82.0, "prompt_tokens": 88.0, "engines": {"0": {"running": 4.0, "waiting": 2.0, "kv_usage": 0.8}, "1": {"running": 4.0, "waiting": 2.0, "kv_usage": 0.8}}}"#),
+        row.contains(r#""running": 8.0, "waiting": 4.0, "kv_usage": null, "preemptions": 0.0, "generation_tokens": 82.0, "prompt_tokens": 88.0, "finished_requests": "#),
+        "{row}"
+    );
+    assert!(
+        row.ends_with(r#", "engines": {"0": {"running": 4.0, "waiting": 2.0, "kv_usage": 0.8}, "1": {"running": 4.0, "waiting": 2.0, "kv_usage": 0.8}}}"#),
         "{row}"
     );
 }
@@ -92,6 +97,8 @@ fn old_readers_see_the_old_fields_and_old_files_load_unchanged() {
         let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
         let obj = v.as_object_mut().unwrap();
         assert!(obj.remove("engines").is_some());
+        // As is the finished-request counter, added after it (docs/design/formats.md#series).
+        assert!(obj.remove("finished_requests").is_some());
         let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
         assert_eq!(
             keys,

@@ -153,10 +153,11 @@ fn sample_row() -> impl Strategy<Value = String> {
                     "generation_tokens",
                     "prompt_tokens",
                     "paused",
+                    "finished_requests",
                 ]),
                 number_or_null(),
             ),
-            0..7,
+            0..8,
         ),
     )
         .prop_map(|(t, mono, fields)| {

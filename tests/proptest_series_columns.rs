@@ -19,7 +19,7 @@ const HEADER: &str =
     "{\"schema\": \"inferlint.series/1\", \"url\": \"http://127.0.0.1:8000\", \"interval_s\": 0.25, \"engine\": \"vllm\"}";
 
 /// The gauges after t_wall and t_mono_ns, in the recorder's order.
-const GAUGES: [&str; 7] = [
+const GAUGES: [&str; 8] = [
     "running",
     "waiting",
     "kv_usage",
@@ -27,6 +27,7 @@ const GAUGES: [&str; 7] = [
     "generation_tokens",
     "prompt_tokens",
     "paused",
+    "finished_requests",
 ];
 
 /// A recording's columns: t_wall's bits, t_mono_ns, and each gauge's bits (None when absent).
@@ -34,7 +35,7 @@ const GAUGES: [&str; 7] = [
 struct Columns {
     t_wall: Vec<u64>,
     t_mono_ns: Vec<Option<i64>>,
-    gauges: [Vec<Option<u64>>; 7],
+    gauges: [Vec<Option<u64>>; 8],
 }
 
 /// The columns as the reader gives them.
@@ -51,6 +52,7 @@ fn columns_of(series: &Series) -> Columns {
             s.generation_tokens,
             s.prompt_tokens,
             s.paused,
+            s.finished_requests,
         ];
         for (col, v) in c.gauges.iter_mut().zip(gauges) {
             col.push(v.map(f64::to_bits));

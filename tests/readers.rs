@@ -85,8 +85,11 @@ fn every_recorded_series_loads_cleanly() {
         assert_eq!(s.skipped_lines, 0, "{}", f.display());
         assert!(!s.samples.is_empty(), "{}", f.display());
         let folder = f.to_string_lossy();
-        // GuideLLM's recordings are of the simulated SGLang (guidellm-0.8/README.md).
-        let expected = if folder.contains("sglang-0.5") || folder.contains("guidellm-0.8") {
+        // GuideLLM's recordings are of the simulated SGLang, its own sweep's of the simulated
+        // vLLM (guidellm-0.8/README.md).
+        let expected = if folder.contains("guidellm-0.8/sweep-sim") {
+            Some(Engine::Vllm)
+        } else if folder.contains("sglang-0.5") || folder.contains("guidellm-0.8") {
             Some(Engine::Sglang)
         } else if folder.contains("trtllm-1.3") {
             Some(Engine::Trtllm)

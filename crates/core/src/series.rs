@@ -46,6 +46,11 @@ pub struct SeriesSample {
     pub prompt_tokens: Option<f64>,
     /// TensorRT-LLM's paused-requests gauge.
     pub paused: Option<f64>,
+    /// The engine's finished-request counter (every reason), summed over label sets: what T15
+    /// compares with the client's count, so that a window bounded by two rows (a point of a
+    /// load tool's own sweep) can be judged. None for llama.cpp, which counts none, and in
+    /// recordings made before the field existed (docs/design/formats.md#series).
+    pub finished_requests: Option<f64>,
     /// The gauges of each engine of a data-parallel server (vLLM's `engine` label), in engine
     /// order; None for a server with one engine. Boxed so that a one-engine row, which every
     /// long recording so far is, pays one pointer for it (docs/benchmarks.md, `series_check`).
@@ -97,6 +102,7 @@ impl SeriesSample {
             generation_tokens: metrics.total(names.generation_tokens),
             prompt_tokens: metrics.total(names.prompt_tokens),
             paused: names.paused.and_then(|p| metrics.total(p)),
+            finished_requests: names.finished.and_then(|f| metrics.total(f)),
             engines: None,
         };
         let ids = engine_labels(metrics, engine);
@@ -161,6 +167,7 @@ impl SeriesSample {
             generation_tokens: self.generation_tokens,
             prompt_tokens: self.prompt_tokens,
             paused: self.paused,
+            finished_requests: self.finished_requests,
             engines: None,
         }
     }

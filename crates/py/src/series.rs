@@ -132,6 +132,7 @@ pub fn series_from_rows(
             prompt_tokens: r.7,
             paused: r.8,
             engines: None,
+            ..Default::default()
         })
         .collect();
     let mut inner = Series::from_samples(

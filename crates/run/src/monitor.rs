@@ -320,6 +320,7 @@ mod tests {
             generation_tokens: Some(tok),
             prompt_tokens: Some(0.0),
             paused: None,
+            finished_requests: None,
             engines: None,
         }
     }

@@ -25,6 +25,23 @@ pub struct ScriptPoint {
     pub seen: SystemTime,
     /// Which trial of its value it is, where the load tool repeats each value itself.
     pub repeat: Option<u32>,
+    /// What the load tool's own report says of the point, where one process ran them all
+    /// (GuideLLM); None for a point that is a process of its own.
+    pub own: Option<OwnPoint>,
+}
+
+/// A point of a sweep a load tool ran in one process, as its report gives it.
+#[derive(Clone, Debug)]
+pub struct OwnPoint {
+    /// The tool's own name for it (`constant@15.29`).
+    pub label: String,
+    /// The point's own counts, and the report they come from.
+    pub bench: inferlint_core::bench::BenchResult,
+    pub bench_path: std::path::PathBuf,
+    /// The concurrency the point ran at, where its strategy fixes one.
+    pub requested: Option<u64>,
+    /// Why the recording cannot bound the point, where it cannot.
+    pub unbounded: Option<String>,
 }
 
 /// A member of the load's tree, as the tracker reads it.
@@ -137,6 +154,7 @@ impl ScriptPoints {
                     after: None,
                     seen: SystemTime::now(),
                     repeat,
+                    own: None,
                 },
             ));
         }

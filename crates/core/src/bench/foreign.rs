@@ -27,7 +27,7 @@ pub enum ForeignError {
     Shape { path: String, what: String },
 }
 
-fn read_json(path: &Path) -> Result<Value, ForeignError> {
+pub(crate) fn read_json(path: &Path) -> Result<Value, ForeignError> {
     let p = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| ForeignError::Io {
         path: p.clone(),
@@ -36,7 +36,7 @@ fn read_json(path: &Path) -> Result<Value, ForeignError> {
     serde_json::from_str(&text).map_err(|source| ForeignError::Json { path: p, source })
 }
 
-fn num(v: Option<&Value>) -> Option<f64> {
+pub(crate) fn num(v: Option<&Value>) -> Option<f64> {
     match v? {
         Value::Number(n) => n.as_f64(),
         _ => None,
@@ -147,6 +147,11 @@ pub fn load_guidellm(path: &Path) -> Result<BenchResult, ForeignError> {
             what: "not a GuideLLM report (no benchmarks list)".into(),
         });
     };
+    Ok(guidellm_result(path, benchmarks))
+}
+
+/// The counts of `benchmarks` (some or all of a GuideLLM report's), summed.
+pub(crate) fn guidellm_result(path: &Path, benchmarks: &[Value]) -> BenchResult {
     let mut r = empty_result(path, "guidellm");
     let sum = |f: &dyn Fn(&Value) -> Option<f64>| -> Option<f64> {
         let mut total = 0.0;
@@ -181,7 +186,7 @@ pub fn load_guidellm(path: &Path) -> Result<BenchResult, ForeignError> {
             r.output_throughput = Some(t / d);
         }
     }
-    Ok(r)
+    r
 }
 
 #[cfg(test)]

@@ -216,6 +216,7 @@ mod tests {
                 generation_tokens: Some(0.0),
                 prompt_tokens: Some(0.0),
                 paused: None,
+                finished_requests: None,
                 engines: None,
             })
             .collect();

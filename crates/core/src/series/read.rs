@@ -283,6 +283,7 @@ fn read_row(obj: &Map<String, Value>) -> Option<SeriesSample> {
         generation_tokens: num("generation_tokens").ok()?,
         prompt_tokens: num("prompt_tokens").ok()?,
         paused: num("paused").ok()?,
+        finished_requests: num("finished_requests").ok()?,
         engines: None,
     };
     match obj.get("engines") {
@@ -474,6 +475,9 @@ mod tests {
         let mut lines: Vec<String> = [
             r#"{"t_wall": 1790470252.238873, "t_mono_ns": 208651898175, "running": 0.0, "waiting": 0.0, "kv_usage": 0.0, "preemptions": 0.0, "generation_tokens": 144.0, "prompt_tokens": 63.0}"#,
             r#"{"t_wall": 1.5, "t_mono_ns": null, "running": 10, "kv_usage": 0.9523809523809523}"#,
+            r#"{"t_wall": 1.5, "running": 1.0, "prompt_tokens": 63.0, "finished_requests": 12.0}"#,
+            r#"{"t_wall": 1.5, "finished_requests": null, "paused": 2.0}"#,
+            r#"{"t_wall": 1.5, "finished_requests": 1.0, "finished_requests": 2.0}"#,
             r#"{"t_wall":2,"t_mono_ns":1e3,"paused":-0.0,"waiting":1E-7}"#,
             r#"  { "t_wall" : 3.0 , "running" : null }  "#,
             r#"{"t_wall": 3.0, "running": 01}"#,

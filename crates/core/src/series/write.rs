@@ -177,6 +177,17 @@ impl<W: Write> SeriesWriter<W> {
         if trt {
             m.insert("paused".into(), float(s.paused));
         }
+        // Written after the older keys, so an older reader's fast path still reads the row's
+        // start in order; absent for an engine that counts no finished requests (llama.cpp).
+        if self
+            .engine
+            .unwrap_or(Engine::Vllm)
+            .metrics()
+            .finished
+            .is_some()
+        {
+            m.insert("finished_requests".into(), float(s.finished_requests));
+        }
         if let Some(per) = s.engines.as_deref() {
             m.insert("engines".into(), engines_json(per));
         }
@@ -247,8 +258,37 @@ mod tests {
         );
         assert_eq!(
             lines[1],
-            r#"{"t_wall": 1790470252.496347, "t_mono_ns": 5, "running": 10.0, "waiting": 22.0, "kv_usage": 0.5, "preemptions": null, "generation_tokens": 145.0, "prompt_tokens": null}"#
+            r#"{"t_wall": 1790470252.496347, "t_mono_ns": 5, "running": 10.0, "waiting": 22.0, "kv_usage": 0.5, "preemptions": null, "generation_tokens": 145.0, "prompt_tokens": null, "finished_requests": null}"#
         );
+    }
+
+    #[test]
+    fn rows_carry_the_finished_request_counter_summed_over_reasons() {
+        let m = Metrics::parse(
+            "vllm:num_requests_running 1\n\
+             vllm:request_success_total{finished_reason=\"stop\"} 7\n\
+             vllm:request_success_total{finished_reason=\"length\"} 5\n",
+        )
+        .unwrap();
+        let mut w = SeriesWriter::new(Vec::new(), "u", 0.25);
+        w.write_metrics(&m, None, 2.0, Some(1)).unwrap();
+        let text = text_of(w);
+        assert!(
+            text.lines()
+                .nth(1)
+                .unwrap()
+                .ends_with(r#""finished_requests": 12.0}"#),
+            "{text}"
+        );
+        let back = Series::from_text(&text, "t").unwrap();
+        assert_eq!(back.samples[0].finished_requests, Some(12.0));
+        // llama.cpp counts no requests: the key is left out, not written as 0 or null.
+        let m = Metrics::parse("llamacpp:requests_processing 1\n").unwrap();
+        let mut w = SeriesWriter::new(Vec::new(), "u", 0.25);
+        w.write_metrics(&m, Some(Engine::Llamacpp), 2.0, Some(1))
+            .unwrap();
+        let text = text_of(w);
+        assert!(!text.contains("finished_requests"), "{text}");
     }
 
     #[test]
@@ -260,7 +300,10 @@ mod tests {
         let text = text_of(w);
         let row = text.lines().nth(1).unwrap();
         assert!(!row.contains("preemptions"));
-        assert!(row.ends_with(r#""paused": 1.0}"#), "{row}");
+        assert!(
+            row.contains(r#""paused": 1.0, "finished_requests": null}"#),
+            "{row}"
+        );
         let back = Series::from_text(&text, "t").unwrap();
         assert_eq!(back.engine(), Some(Engine::Trtllm));
         assert_eq!(back.samples[0].paused, Some(1.0));

@@ -7,6 +7,7 @@
 //! and the terminal's table.
 
 mod across;
+pub mod guidellm;
 mod plan;
 mod spread;
 mod table;

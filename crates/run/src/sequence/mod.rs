@@ -21,6 +21,7 @@ mod engine;
 mod finish;
 mod gaps;
 mod nodes;
+mod own_sweep;
 mod script_sweep;
 mod serve;
 mod sweep;

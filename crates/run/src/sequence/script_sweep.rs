@@ -37,7 +37,11 @@ impl Run {
             format!("== the load ran {n} load-tool processes: each is a point, judged on its own")
         });
         let argvs: Vec<Vec<String>> = w.script_points.iter().map(|p| p.argv.clone()).collect();
-        let labels = sweep::script_labels(&argvs);
+        let labels: Vec<String> = sweep::script_labels(&argvs)
+            .into_iter()
+            .zip(&w.script_points)
+            .map(|(l, p)| p.own.as_ref().map_or(l, |o| o.label.clone()))
+            .collect();
         let mut points = Vec::new();
         let from = if own { "the load tool" } else { "the script" };
         for (k, (p, label)) in w.script_points.iter().zip(labels).enumerate() {
@@ -47,6 +51,11 @@ impl Run {
                 None => label,
             };
             self.line(&format!("== point {index} of {n} (from {from}): {label}"));
+            if let Some(why) = p.own.as_ref().and_then(|o| o.unbounded.as_ref()) {
+                self.line(&format!(
+                    "note: the recording cannot bound this point: {why}"
+                ));
+            }
             let folder = sweep::point_folder(index, &label);
             let pw = self.script_window(w, p, self.out.join("points").join(&folder));
             let load = intent(&pw.load);
@@ -99,7 +108,10 @@ impl Run {
                 self.line(&format!("note: cannot write the point's {name}: {e}"));
             }
         }
-        let bench = result_of(p);
+        let bench = match &p.own {
+            Some(o) => Some((o.bench.clone(), o.bench_path.clone())),
+            None => result_of(p),
+        };
         Window {
             dir,
             load: p.argv.clone(),
@@ -111,7 +123,10 @@ impl Run {
                     .then(|| "a snapshot around the point is missing".to_string()),
                 ..Gaps::default()
             },
-            requested: load::requested_concurrency(&p.argv),
+            requested: p
+                .own
+                .as_ref()
+                .map_or_else(|| load::requested_concurrency(&p.argv), |o| o.requested),
             bench_path: bench.as_ref().map(|(_, path)| path.clone()),
             bench: bench.map(|(b, _)| b),
             ..Window::default()

@@ -149,6 +149,8 @@ impl Run {
             outcome.scrape_failures,
             outcome.last_scrape_error.as_deref(),
         );
+        // GuideLLM's own sweep: its points come from its report and the recording, both read now.
+        self.guidellm_own_points(w);
         w.requested = requested_live.or_else(|| {
             w.bench
                 .as_ref()

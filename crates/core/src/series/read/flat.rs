@@ -13,7 +13,7 @@ use super::super::SeriesSample;
 
 /// The keys of a flat row, in the order the recorder writes them, each at its bit in the row's
 /// set of keys seen.
-const FLAT_KEYS: [&[u8]; 9] = [
+const FLAT_KEYS: [&[u8]; 10] = [
     b"t_wall",
     b"t_mono_ns",
     b"running",
@@ -23,6 +23,7 @@ const FLAT_KEYS: [&[u8]; 9] = [
     b"generation_tokens",
     b"prompt_tokens",
     b"paused",
+    b"finished_requests",
 ];
 
 /// The sample a flat row holds, or None for the general path. `b` is one line; trailing JSON
@@ -108,6 +109,7 @@ fn expected_key(b: &[u8], i: usize, slot: usize) -> Option<usize> {
         6 => quoted(b, i, b"generation_tokens\""),
         7 => quoted(b, i, b"prompt_tokens\""),
         8 => quoted(b, i, b"paused\""),
+        9 => quoted(b, i, b"finished_requests\""),
         _ => None,
     }
 }
@@ -153,7 +155,8 @@ fn set_flat(s: &mut SeriesSample, slot: usize, value: Scalar) -> Option<()> {
         5 => s.preemptions = Some(value),
         6 => s.generation_tokens = Some(value),
         7 => s.prompt_tokens = Some(value),
-        _ => s.paused = Some(value),
+        8 => s.paused = Some(value),
+        _ => s.finished_requests = Some(value),
     }
     Some(())
 }
