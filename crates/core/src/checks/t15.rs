@@ -99,8 +99,19 @@ fn client_counts(result: &BenchResult, ev: &T15Evidence) -> Result<(f64, f64), B
     }
 }
 
+/// Whether the server's output tokens are the client's plus what its `expected` untimed requests
+/// generated: up to 1.5 times their share at the run's average length, at least 1 token each.
+fn tokens_agree(server: f64, client: f64, completed: f64, expected: f64) -> bool {
+    let per_request = if completed > 0.0 {
+        (client / completed).max(1.0)
+    } else {
+        1.0
+    };
+    (0.0..=expected * per_request * 1.5).contains(&(server - client))
+}
+
 /// T15 on an engine that counts tokens but not requests (llama.cpp): the output tokens alone,
-/// allowing for the untimed requests' share as [`Counts::judge_tokens`] does.
+/// allowing for the untimed requests' share ([`tokens_agree`]).
 fn tokens_only(
     result: &BenchResult,
     server_tokens: f64,
@@ -123,10 +134,12 @@ fn tokens_only(
     if completed <= 0.0 {
         return CheckResult::unknown(Tripwire::T15, NOTHING_COMPLETED).with_evidence(ev);
     }
-    let per_request = (client_tokens / completed).max(1.0);
-    let allowed = expected_extra as f64 * per_request * 1.5;
-    let extra_tokens = server_tokens - client_tokens;
-    if !(0.0..=allowed).contains(&extra_tokens) {
+    if !tokens_agree(
+        server_tokens,
+        client_tokens,
+        completed,
+        expected_extra as f64,
+    ) {
         return CheckResult::warn(
             Tripwire::T15,
             format!(
@@ -193,17 +206,15 @@ impl Counts {
         self.judge_tokens(completed_n, extra)
     }
 
-    /// Requests agree: the tokens must too, allowing for what untimed requests generated (up
-    /// to 1.5 times their share at the run's average length, at least 1 token each).
+    /// Requests agree: the tokens must too, allowing for what untimed requests generated
+    /// ([`tokens_agree`]).
     fn judge_tokens(&self, completed_n: i64, extra: i64) -> CheckResult {
-        let extra_tokens = self.server_tokens - self.client_tokens;
-        let per_request = if self.completed > 0.0 {
-            (self.client_tokens / self.completed).max(1.0)
-        } else {
-            1.0
-        };
-        let allowed = self.expected as f64 * per_request * 1.5;
-        if !(0.0..=allowed).contains(&extra_tokens) {
+        if !tokens_agree(
+            self.server_tokens,
+            self.client_tokens,
+            self.completed,
+            self.expected as f64,
+        ) {
             return CheckResult::warn(
                 Tripwire::T15,
                 format!(

@@ -61,7 +61,7 @@ pub fn check(
         first_error: result.and_then(|r| r.first_error.clone()),
         ..Default::default()
     };
-    // An engine that counts no failures at all (llama.cpp) leaves the client's account alone.
+    // An engine that counts no failures at all (llama.cpp).
     let mut uncounted = false;
     let failures = match server.map(|(b, a)| server_failures(b, a, engine)) {
         Some(Err(DeltaError::Restarted(r))) => {
@@ -90,23 +90,8 @@ pub fn check(
         let msg = failure_message(&ev, failures.as_ref(), failed);
         return CheckResult::fail(Tripwire::T17, msg).with_evidence(ev);
     }
-    if let (true, Some(r), Some(c)) = (uncounted, result, result.and_then(|r| r.completed)) {
-        if c > 0.0 {
-            return CheckResult::pass(
-                Tripwire::T17,
-                format!(
-                    "every request finished: {} completed, none failed, by the load tool's count ({} counts no aborted or failed requests)",
-                    thousands_f(c, 0),
-                    engine.name()
-                ),
-            )
-            .with_evidence(T17Evidence {
-                result_file: Some(r.path.clone()),
-                ..ev
-            });
-        }
-    }
-    let (Some(r), Some(_)) = (result, &failures) else {
+    // An engine that counts no failures leaves the client's count as the whole account.
+    let Some(r) = result.filter(|_| failures.is_some() || uncounted) else {
         let why = if result.is_none() {
             "the server aborted, errored and refused none, but without the load tool's result its own failures (timeouts, lost connections) are unknown"
         } else {
@@ -115,13 +100,20 @@ pub fn check(
         return CheckResult::unknown(Tripwire::T17, why).with_evidence(ev);
     };
     match r.completed {
-        Some(c) if c > 0.0 => CheckResult::pass(
-            Tripwire::T17,
-            format!(
-                "every request finished: {} completed, none failed, aborted or refused",
-                thousands_f(c, 0)
-            ),
-        ),
+        Some(c) if c > 0.0 => {
+            let none = if uncounted {
+                format!(
+                    "none failed, by the load tool's count ({} counts no aborted or failed requests)",
+                    engine.name()
+                )
+            } else {
+                "none failed, aborted or refused".to_string()
+            };
+            CheckResult::pass(
+                Tripwire::T17,
+                format!("every request finished: {} completed, {none}", thousands_f(c, 0)),
+            )
+        }
         Some(_) => CheckResult::unknown(Tripwire::T17, "the load tool completed no request and counted none failed: the window measured nothing"),
         None => CheckResult::unknown(Tripwire::T17, "the result file has no completed count"),
     }

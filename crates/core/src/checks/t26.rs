@@ -47,14 +47,23 @@ enum Connector {
     Simple,
 }
 
+/// What shows that offloading was on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Seen {
+    /// A connector's counters.
+    Counters(Connector),
+    /// Only the boot log's configuration: no counter to judge by.
+    Configured,
+}
+
 /// The offloading the server's counters or boot log show, if any.
-fn connector(after: &Snapshot, boot: Option<&BootFacts>) -> Option<Option<Connector>> {
+fn connector(after: &Snapshot, boot: Option<&BootFacts>) -> Option<Seen> {
     let m = &after.metrics;
     if m.has(TOTAL_BYTES) || m.has(STORE_BYTES) {
-        return Some(Some(Connector::Native));
+        return Some(Seen::Counters(Connector::Native));
     }
     if m.has(SIMPLE_INFO) || m.has(SIMPLE_SAVES) {
-        return Some(Some(Connector::Simple));
+        return Some(Seen::Counters(Connector::Simple));
     }
     // On in the configuration, with no counter to show for it.
     let asked = boot
@@ -64,7 +73,7 @@ fn connector(after: &Snapshot, boot: Option<&BootFacts>) -> Option<Option<Connec
                 || a.get("kv_transfer_config")
                     .is_some_and(|v| v.to_string().contains("Offload"))
         });
-    asked.then_some(None)
+    asked.then_some(Seen::Configured)
 }
 
 /// Whether KV offloading was on: its counters in the after snapshot, or the boot log's
@@ -90,7 +99,7 @@ pub fn judge(before: &Snapshot, after: &Snapshot, boot: Option<&BootFacts>) -> C
 /// T26 between the snapshots: what offloading stored and what it loaded back.
 pub fn check(before: &Snapshot, after: &Snapshot, boot: Option<&BootFacts>) -> CheckResult {
     let mut ev = T26Evidence::default();
-    let Some(Some(conn)) = connector(after, boot) else {
+    let Some(Seen::Counters(conn)) = connector(after, boot) else {
         return CheckResult::unknown(
             Tripwire::T26,
             "KV offloading is on (the boot log's configuration) but the server exposes none of its counters (vllm:kv_offload_*, vllm:simple_kv_offload_*): what it stored and loaded back cannot be told",
