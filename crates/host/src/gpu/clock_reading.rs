@@ -86,3 +86,28 @@ fn sim_clocks(dir: &Path, t: f64) -> Result<Vec<ClockSample>, GpuError> {
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_runs_own_cards_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        inferlint_core::gpu::simdir::set_cards(dir.path(), 3).unwrap();
+        let source = GpuSource::Sim(dir.path().to_path_buf());
+        let cards = |scope: &GpuScope| -> Vec<u32> {
+            read_clocks(&source, scope)
+                .unwrap()
+                .iter()
+                .map(|s| s.gpu)
+                .collect()
+        };
+        assert_eq!(cards(&GpuScope::all()), [0, 1, 2]);
+        let none = |_: &str| None;
+        let one = GpuScope::resolve(Some("1"), &none).unwrap();
+        assert_eq!(cards(&one), [1]);
+        let by_uuid = GpuScope::resolve(Some(&sim_uuid(2)), &none).unwrap();
+        assert_eq!(cards(&by_uuid), [2]);
+    }
+}
