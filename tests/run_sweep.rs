@@ -469,22 +469,31 @@ fn a_shell_loop_is_judged_point_by_point() {
 /// folder. The simulated server's timings are steady (its prefill does not shorten with cache
 /// hits), so its runs agree and no spread is named, though the second run is served from the
 /// cache the first filled; the real server's runs disagree (tests/sweep_evidence.rs).
+///
+/// The outputs' lengths vary (`--random-range-ratio`) so that the two requests in flight end at
+/// different steps: a new request then always waits for the next 40-ms step of a busy engine,
+/// and its TTFT is that step, not a draw between it and an idle engine's few milliseconds (two
+/// equal requests end together and leave the engine idle, and the median TTFT of such a run
+/// fell on either side of the draw).
 #[test]
 fn repeats_of_a_point_each_have_a_folder_and_steady_ones_agree() {
     let _t = turn();
     let w = World::new();
-    let (code, all) = sweep_run(
-        &w,
-        "--host 127.0.0.1 --max-num-seqs 4",
-        &[
-            "--sweep",
-            "max-concurrency=2",
-            "--repeat",
-            "2",
-            "--between",
-            "nothing",
-        ],
+    let serve = w.sim_serve("0.3", "--host 127.0.0.1 --max-num-seqs 4 --tokens-per-s 25");
+    let load = w.sim_bench(
+        "--num-prompts 16 --random-input-len 256 --random-output-len 16 --random-range-ratio 0.5 --seed 0",
     );
+    let args = [
+        "--sweep",
+        "max-concurrency=2",
+        "--repeat",
+        "2",
+        "--between",
+        "nothing",
+    ];
+    let out = run_with_limit(w.command(&serve, &args, &load), LIMIT);
+    let all = format!("{}{}", text(&out.stdout), text(&out.stderr));
+    let code = out.status.code().unwrap_or(-1);
     assert_eq!(code, 1, "T16 fails on the second run:\n{all}");
     assert!(
         all.contains("== sweep: --max-concurrency over 2 point(s), each value 2 times"),
