@@ -175,6 +175,81 @@ fn the_same_seeded_load_twice_gives_the_cache_finding_on_the_second_point() {
     assert_port_free(port);
 }
 
+/// `--between reset-cache` on llama.cpp: the same seeded load twice (`--repeat 2`), once on a
+/// server whose prompt cache can be reset (`--slot-save-path DIR --cache-ram 0`: each slot is
+/// erased, the second point is served fresh) and once on one started plainly (the reset is not
+/// tried, the line says which switches are missing, and the second point inherits the first's
+/// cache, as the recording in tests/fixtures/llamacpp-0.6-cpu/reset/ shows it would even after
+/// an erase).
+#[test]
+fn a_sweep_resets_llamacpps_cache_only_where_the_server_lets_it() {
+    let _t = super::turn();
+    let name = "a_sweep_resets_llamacpps_cache_only_where_the_server_lets_it";
+    let Some(inst) = Install::find(name) else {
+        return;
+    };
+    let Some((server, gguf)) = llama(name, &inst) else {
+        return;
+    };
+    let port = 8046;
+    let save = tempfile::tempdir().unwrap();
+    let sweep = [
+        "--sweep",
+        "max-concurrency=4",
+        "--repeat",
+        "2",
+        "--between",
+        "reset-cache",
+    ];
+    let sweep_on = |label: &str, serve: &str| {
+        assert_port_free(port);
+        let mut flags = vec!["--no-gpu-check"];
+        flags.extend(sweep);
+        let launch = Launch::start(
+            label,
+            &args(Path::new("run"), serve, &flags, &bench(&inst, port)),
+        );
+        launch.wait(RUN_LIMIT);
+        let out = launch.output();
+        let json = json(&launch.out().join("sweep.json"));
+        if let Err(left) = launch.wait_nothing_left(Duration::from_secs(10)) {
+            panic!("left after the run: {left:#?}");
+        }
+        (out, json)
+    };
+    let resettable = format!(
+        "{} --slot-save-path {} --cache-ram 0",
+        serve(&server, &gguf, port, 4),
+        save.path().display()
+    );
+    let (out, sweep_json) = sweep_on("llama-reset", &resettable);
+    assert!(out.contains("reset the prefix cache: done"), "{out}");
+    assert_eq!(statuses(&sweep_json, "T16"), ["pass", "pass"], "{out}");
+    let k = kinds(&sweep_json);
+    assert!(
+        !k.iter()
+            .any(|(kind, ..)| kind == "inherited_cache" || kind == "reset_failed"),
+        "{k:?}\n{out}"
+    );
+    let (out, sweep_json) = sweep_on("llama-no-reset", &serve(&server, &gguf, port, 4));
+    assert!(
+        out.contains("note: llama-server resets its prompt cache only when started with --slot-save-path DIR")
+            && out.contains("reset the prefix cache: not done (llama-server resets"),
+        "{out}"
+    );
+    assert_eq!(statuses(&sweep_json, "T16"), ["pass", "fail"], "{out}");
+    let k = kinds(&sweep_json);
+    assert!(
+        k.contains(&("reset_failed".into(), 2, None)),
+        "{k:?}\n{out}"
+    );
+    assert!(
+        k.contains(&("inherited_cache".into(), 2, Some(1))),
+        "{k:?}\n{out}"
+    );
+    assert_port_free(port);
+}
+
 /// A llama-server the test starts itself, outside any run: it must outlive them all.
 struct Bystander(Child);
 

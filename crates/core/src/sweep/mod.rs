@@ -9,12 +9,14 @@
 mod across;
 pub mod guidellm;
 mod plan;
+mod reset;
 mod spread;
 mod table;
 pub mod tool;
 
 pub use across::{across, Finding, FindingKind, INHERITED_HIT_RATE};
 pub use plan::{point_folder, script_labels, Between, Plan, Planned, SweepError};
+pub use reset::{llamacpp_reset_blocker, LLAMACPP_DEFAULT_CACHE_RAM_MIB};
 pub use spread::SPREAD_CV;
 pub use table::{table, HEAD as TABLE_HEAD};
 

@@ -33,6 +33,7 @@ impl Run {
             s.plan.flag(),
             between_words(s.between)
         ));
+        self.say_reset_blocker(s.between);
         let mut points: Vec<Point> = Vec::new();
         for (i, at) in planned.into_iter().enumerate() {
             if self.interrupted() || self.verdict.problem.is_some() {
@@ -151,8 +152,36 @@ impl Run {
         Some(PointServer::of(self.boot.number.max(1), facts))
     }
 
+    /// Why a reset of the cache between points cannot take on the server this run started, read
+    /// from its command line before any point (llama.cpp's switches; vLLM's development
+    /// endpoints are [`Run::dev_endpoints`]'s), or None.
+    fn reset_blocker(&self) -> Option<String> {
+        match (self.engine(), self.serve_argv.as_deref()) {
+            (Engine::Llamacpp, Some(argv)) => {
+                sweep::llamacpp_reset_blocker(argv, |k| std::env::var(k).ok())
+            }
+            _ => None,
+        }
+    }
+
+    /// Says, before the first point, that the cache cannot be reset between the points.
+    fn say_reset_blocker(&mut self, between: Between) {
+        if between != Between::ResetCache {
+            return;
+        }
+        if let Some(why) = self.reset_blocker() {
+            self.line(&format!(
+                "note: {why}; the cache cannot be reset between the sweep's points (--between restart starts each point on an empty one)"
+            ));
+        }
+    }
+
     /// Resets the server's prefix cache before the next point, and says what the server answered.
     async fn reset_between(&mut self) -> Reset {
+        if let Some(why) = self.reset_blocker() {
+            self.line(&format!("reset the prefix cache: not done ({why})"));
+            return Reset::Unavailable(why);
+        }
         let r = inferlint_http::reset::reset_prefix_cache(
             &self.url,
             self.engine(),
