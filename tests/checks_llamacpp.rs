@@ -141,3 +141,56 @@ fn a_model_that_does_not_load_fails_t12_and_llamacpp_evicts_nothing() {
     let v = t1::check(&r.before, &r.after, Some(&r.series), Some(&r.boot), E);
     assert_eq!(v.status, Status::NotApplicable, "{}", v.message);
 }
+
+/// T17 on the 2-slot run: `vllm bench serve` lost 3 of 16 requests, and the result file does not
+/// say why (its tracebacks are saved only with `--save-detailed`), so the first is read from
+/// what the client printed. On llama.cpp a lost connection has a known cause, which the
+/// message names with the way around it; the same error on another engine, or another error on
+/// llama.cpp, names none.
+#[test]
+fn t17_names_llamacpps_closed_connections_as_the_cause_of_lost_requests() {
+    use inferlint_core::checks::t17;
+    let Some(mut r) = run("np2-c4") else {
+        return;
+    };
+    let Some(output) = evidence_text(&format!("{DIR}/np2-c4/inferlint-run.txt")) else {
+        return;
+    };
+    assert_eq!(r.bench.first_error, None);
+    bench::name_failures(&mut r.bench, &output);
+    let v = t17::check(Some(&r.bench), Some((&r.before, &r.after)), E);
+    assert_eq!(v.status, Status::Fail, "{}", v.message);
+    assert!(
+        v.message.starts_with("3 of 16 requests failed (the load tool counted 3 failed); first error: aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected; llama-server closes the connection after each streamed response"),
+        "{}",
+        v.message
+    );
+    assert!(
+        v.message.contains("--header Connection=close"),
+        "{}",
+        v.message
+    );
+    // The same failures read as vLLM's: no llama.cpp cause.
+    let as_vllm = t17::check(Some(&r.bench), None, Engine::Vllm);
+    assert!(
+        !as_vllm.message.contains("llama-server"),
+        "{}",
+        as_vllm.message
+    );
+    // One line of the client's output changed: another error, no cause.
+    let other = output.replace(
+        "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected",
+        "asyncio.exceptions.TimeoutError: timed out",
+    );
+    let mut timed_out =
+        bench::load(&evidence(&format!("{DIR}/np2-c4/bench.json")).unwrap()).unwrap();
+    bench::name_failures(&mut timed_out, &other);
+    let v = t17::check(Some(&timed_out), Some((&r.before, &r.after)), E);
+    assert!(
+        v.message
+            .contains("first error: asyncio.exceptions.TimeoutError: timed out")
+            && !v.message.contains("llama-server"),
+        "{}",
+        v.message
+    );
+}

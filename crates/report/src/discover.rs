@@ -190,13 +190,16 @@ impl RunFiles {
             });
         }
         let snap = |p: &Option<PathBuf>| p.as_deref().map(Snapshot::load).transpose();
-        let untimed = match &self.load_log {
-            Some(p) => std::fs::read(p)
-                .map(|b| bench::untimed_requests(&String::from_utf8_lossy(&b)))
-                .unwrap_or(0),
-            None => 0,
-        };
-        let bench_result = self.bench.as_deref().map(bench::load).transpose()?;
+        let load_output = self
+            .load_log
+            .as_deref()
+            .and_then(|p| std::fs::read(p).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        let untimed = load_output.as_deref().map_or(0, bench::untimed_requests);
+        let mut bench_result = self.bench.as_deref().map(bench::load).transpose()?;
+        if let (Some(b), Some(text)) = (bench_result.as_mut(), load_output.as_deref()) {
+            bench::name_failures(b, text);
+        }
         let before = snap(&self.before)?;
         let after = snap(&self.after)?;
         let series = self.series.as_deref().map(Series::load).transpose()?;

@@ -220,6 +220,46 @@ pub fn untimed_requests(load_output: &str) -> u64 {
     n
 }
 
+/// The first exception a Python load tool printed for a failed request, read from its output
+/// where its result file names none: `vllm bench serve` saves its failed requests' tracebacks
+/// only with `--save-detailed`, but prints the first ten (`Error 0: Traceback …`), each ending
+/// in a line such as `aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected`.
+pub fn client_error(load_output: &str) -> Option<String> {
+    let mut in_traceback = false;
+    for line in load_output.lines() {
+        // A load run under `inferlint run` may be quoted with a prefix (`    | `).
+        let line = line.trim_start_matches([' ', '|']);
+        if line.ends_with("Traceback (most recent call last):") {
+            in_traceback = true;
+            continue;
+        }
+        if in_traceback && is_exception_line(line) {
+            return Some(line.trim_end().to_string());
+        }
+    }
+    None
+}
+
+/// Names the first failure of `result` from the load tool's output where the result file names
+/// none (the one rule `run` and `report` share, so both print the same T17).
+pub fn name_failures(result: &mut BenchResult, load_output: &str) {
+    if result.failed.is_some_and(|n| n > 0.0) && result.first_error.is_none() {
+        result.first_error = client_error(load_output);
+    }
+}
+
+/// A traceback's last line: a dotted exception name ending in `Error` or `Exception`, then `:`
+/// and its message (or nothing).
+fn is_exception_line(line: &str) -> bool {
+    let name = line.split(':').next().unwrap_or("");
+    !name.is_empty()
+        && !name.starts_with(char::is_whitespace)
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+        && (name.ends_with("Error") || name.ends_with("Exception"))
+}
+
 /// The integer between `before` and `after` on a line, e.g. `Warming up with 3 requests...`.
 fn number_between(line: &str, before: &str, after: &str) -> Option<u64> {
     let start = line.find(before)? + before.len();
@@ -231,6 +271,29 @@ fn number_between(line: &str, before: &str, after: &str) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_load_tools_first_exception_is_read_from_its_output() {
+        let Some(text) = crate::testkit::evidence_text("llamacpp-0.6-cpu/np2-c4/inferlint-run.txt")
+        else {
+            return;
+        };
+        assert_eq!(
+            client_error(&text).as_deref(),
+            Some("aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected")
+        );
+        // The frames inside a traceback are not its exception, and output without one has none.
+        assert_eq!(
+            client_error(
+                "Traceback (most recent call last):\n  File \"x.py\", line 1\n    raise\n"
+            ),
+            None
+        );
+        assert_eq!(
+            client_error("Maximum request concurrency: 4\nValueError: x\n"),
+            None
+        );
+    }
 
     #[test]
     fn untimed_request_lines() {

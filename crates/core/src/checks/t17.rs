@@ -87,7 +87,7 @@ pub fn check(
     let failed = client_failed.max(server_failed);
     if failed > 0.0 {
         ev.failed = Some(failed);
-        let msg = failure_message(&ev, failures.as_ref(), failed);
+        let msg = failure_message(&ev, failures.as_ref(), failed, engine);
         return CheckResult::fail(Tripwire::T17, msg).with_evidence(ev);
     }
     // An engine that counts no failures leaves the client's count as the whole account.
@@ -120,7 +120,31 @@ pub fn check(
     .with_evidence(ev)
 }
 
-fn failure_message(ev: &T17Evidence, server: Option<&ServerFailures>, failed: f64) -> String {
+/// What a client says when the server closed a connection it had sent a request on: aiohttp's,
+/// httpx's and http.client's words.
+const DISCONNECTED: [&str; 3] = [
+    "ServerDisconnectedError",
+    "Server disconnected without sending a response",
+    "RemoteDisconnected",
+];
+
+/// The known cause of failures whose first error is `error` on `engine`, said after it.
+/// llama-server ends the connection after every streamed response while its headers announce
+/// keep-alive, so a pooling client that sends the next request on it at once loses that request
+/// (docs/engines.md#where-the-tripwires-differ, recorded in tests/fixtures/llamacpp-0.6-cpu/).
+fn known_cause(engine: Engine, error: Option<&str>) -> Option<&'static str> {
+    let disconnected = error.is_some_and(|e| DISCONNECTED.iter().any(|d| e.contains(d)));
+    (engine == Engine::Llamacpp && disconnected).then_some(
+        "; llama-server closes the connection after each streamed response although its headers keep it alive, so a client that sends its next request on it at once loses that request: send `Connection: close` with each request (vllm bench serve --header Connection=close)",
+    )
+}
+
+fn failure_message(
+    ev: &T17Evidence,
+    server: Option<&ServerFailures>,
+    failed: f64,
+    engine: Engine,
+) -> String {
     let mut parts = Vec::new();
     if let Some(n) = ev.client_failed.filter(|n| *n > 0.0) {
         parts.push(format!(
@@ -173,6 +197,7 @@ fn failure_message(ev: &T17Evidence, server: Option<&ServerFailures>, failed: f6
         .as_deref()
         .map(|e| format!("; first error: {}", shorten(e.trim(), ERROR_CHARS)))
         .unwrap_or_default();
+    let cause = known_cause(engine, ev.first_error.as_deref()).unwrap_or_default();
     let survivors = match ev.client_completed {
         Some(c) if c > 0.0 => format!(
             "; latency and throughput are over the {} that succeeded",
@@ -187,7 +212,7 @@ fn failure_message(ev: &T17Evidence, server: Option<&ServerFailures>, failed: f6
         .map(|c| format!(" of {}", thousands_f(c + failed, 0)))
         .unwrap_or_default();
     format!(
-        "{}{total} request{} failed ({}){error}{survivors}",
+        "{}{total} request{} failed ({}){error}{cause}{survivors}",
         thousands_f(failed, 0),
         if failed == 1.0 && total.is_empty() {
             ""

@@ -159,12 +159,15 @@ impl Run {
                 .map(|c| c as u64)
         });
         self.record.requested = w.requested;
+        let text = std::fs::read(w.dir.join(folder::LOAD_LOG))
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
         // Untimed requests are known only for the engines' own clients.
         if rewrite.tool.and_then(LoadTool::engine).is_some() {
-            let text = std::fs::read(w.dir.join(folder::LOAD_LOG))
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default();
             w.untimed = inferlint_core::bench::untimed_requests(&text);
+        }
+        if let Some(b) = w.bench.as_mut() {
+            inferlint_core::bench::name_failures(b, &text);
         }
     }
 
