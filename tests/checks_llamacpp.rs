@@ -194,3 +194,49 @@ fn t17_names_llamacpps_closed_connections_as_the_cause_of_lost_requests() {
         v.message
     );
 }
+
+/// GuideLLM 0.8.1 against the same 2-slot server (4 streams, 16 requests of 64 + 32 tokens):
+/// it reads the `usage` llama-server sends with its last chunk, so client and server agree on
+/// 512 output tokens where `vllm bench serve` did not (T15 PASS), and it lost no request (T17
+/// PASS, by its own count). One number of its report changed flips T15.
+#[test]
+fn guidellm_and_llamacpp_agree_on_the_tokens_and_one_number_flips_it() {
+    use inferlint_core::checks::t17;
+    let p = |f: &str| evidence(&format!("{DIR}/guidellm-np2-c4/{f}"));
+    let (Some(report), Some(before), Some(after)) = (
+        p("benchmarks.json"),
+        p("before.snapshot.json"),
+        p("after.snapshot.json"),
+    ) else {
+        return;
+    };
+    let before = Snapshot::load(&before).unwrap();
+    let after = Snapshot::load(&after).unwrap();
+    let guidellm = bench::foreign::load_guidellm(&report).unwrap();
+    assert_eq!(
+        (
+            guidellm.completed,
+            guidellm.failed,
+            guidellm.total_output_tokens
+        ),
+        (Some(16.0), Some(0.0), Some(512.0))
+    );
+    let v = t15::check(&guidellm, &before, &after, 0, E);
+    assert_eq!(v.status, Status::Pass, "{}", v.message);
+    let v = t17::check(Some(&guidellm), Some((&before, &after)), E);
+    assert_eq!(v.status, Status::Pass, "{}", v.message);
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let total = json
+        .pointer_mut("/benchmarks/0/metrics/output_token_count/successful/total_sum")
+        .expect("the report's output token total");
+    assert_eq!(*total, serde_json::json!(512.0));
+    *total = serde_json::json!(480.0);
+    let dir = tempfile::tempdir().unwrap();
+    let edited = dir.path().join("benchmarks.json");
+    std::fs::write(&edited, json.to_string()).unwrap();
+    let short = bench::foreign::load_guidellm(&edited).unwrap();
+    assert_eq!(short.total_output_tokens, Some(480.0));
+    let v = t15::check(&short, &before, &after, 0, E);
+    assert_eq!(v.status, Status::Warn, "{}", v.message);
+}
