@@ -157,16 +157,16 @@ mod tests {
     use inferlint_core::series::{EngineGauges, SeriesHeader};
 
     fn series(samples: Vec<SeriesSample>) -> Series {
-        Series {
-            header: SeriesHeader {
+        let mut series = Series::from_samples(
+            SeriesHeader {
                 url: "http://127.0.0.1:8000".into(),
                 interval_s: 0.25,
                 engine: None,
             },
             samples,
-            skipped_lines: 0,
-            source: "test".into(),
-        }
+        );
+        series.source = "test".into();
+        series
     }
 
     fn row(per: &[(f64, f64)]) -> SeriesSample {
