@@ -376,10 +376,16 @@ impl Series {
     pub fn distinct_usage_readings(&self) -> Vec<f64> {
         // Inserted one by one: collecting into the set would first gather every reading (a
         // day's 345,600) into a vector and sort it, where a recording has a few hundred values.
+        // A reading repeated from the row before is not looked up again.
         let mut bits = std::collections::BTreeSet::new();
+        let mut last = None;
         for u in self.samples.iter().filter_map(|s| s.kv_usage) {
             if u != 0.0 && !u.is_nan() {
-                bits.insert((u + 0.0).to_bits());
+                let b = (u + 0.0).to_bits();
+                if last != Some(b) {
+                    bits.insert(b);
+                    last = Some(b);
+                }
             }
         }
         let mut values: Vec<f64> = bits.into_iter().map(f64::from_bits).collect();
@@ -400,6 +406,22 @@ impl Series {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn engine_ids_are_found_again_for_samples_changed_since() {
+        let text = "{\"schema\": \"inferlint.series/1\", \"interval_s\": 0.25}\n\
+            {\"t_wall\": 1.0, \"running\": 1.0}\n\
+            {\"t_wall\": 2.0, \"engines\": {\"10\": {\"running\": 1.0}, \"2\": {\"running\": 0.0}}}\n\
+            {\"t_wall\": 3.0, \"engines\": {\"0\": {\"running\": 1.0}}}\n";
+        let mut s = Series::from_text(text, "t").unwrap();
+        assert_eq!(s.engine_ids(), ["0", "2", "10"]);
+        s.samples.truncate(2);
+        assert_eq!(s.engine_ids(), ["2", "10"]);
+        let window = s.with_samples(s.samples[..1].to_vec());
+        assert!(window.engine_ids().is_empty());
+        assert_eq!(window.source, "t");
+        assert!(s.for_engine("2").engine_ids().is_empty());
+    }
 
     #[test]
     fn sglang_witness_gauge_means_zero_retractions() {

@@ -11,7 +11,10 @@ use inferlint_core::fmt::{g, thousands_f};
 use inferlint_core::series::{Series, SeriesSample};
 
 mod gpu_clocks;
+mod levels;
 mod per_engine;
+
+pub use levels::time_at_levels;
 
 use super::svg::{Bar, BarChart, ChartError, Drawn, Event, Line, LineKind, RefLine, TimeChart};
 use super::Report;
@@ -110,18 +113,21 @@ pub fn figures(report: &Report) -> Vec<Result<Figure, ChartError>> {
     if let Some(series) = series {
         // Each chart is its own passes over the samples (a day's recording is 345,600), and
         // none reads another's: the throughput and time-at-levels charts are drawn on a second
-        // thread while this one draws the others, and the figures keep their order.
+        // thread while this one draws the others, and the figures keep their order. The
+        // samples' times are found once for all of them (two passes each time).
+        let t = seconds(series);
+        let t = t.as_slice();
         let (first, second) = std::thread::scope(|scope| {
             let second = scope.spawn(|| {
                 let mut out = Vec::new();
                 if !report.engine().token_counter_at_finish() {
-                    out.push(tput(report, series));
+                    out.push(tput(report, series, t));
                 }
-                out.extend(levels(report, series).map(Ok));
+                out.extend(levels::figure(report, series, t).map(Ok));
                 out
             });
-            let mut first = vec![requests(report, series), kv(report, series)];
-            first.extend(per_engine::running(series));
+            let mut first = vec![requests(report, series, t), kv(report, series, t)];
+            first.extend(per_engine::running(series, t));
             (first, second.join())
         });
         out.extend(first);
@@ -213,12 +219,11 @@ fn bar_figure(
     }
 }
 
-fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
-    let t = seconds(series);
+fn requests(report: &Report, series: &Series, t: &[f64]) -> Result<Figure, ChartError> {
     let ceiling = fit_in_cache(series, report.usable_blocks());
     let requested = report.inputs().requested;
     let mut chart = TimeChart {
-        t: t.clone(),
+        t: t.to_vec(),
         lines: vec![
             Line {
                 name: "Running".into(),
@@ -240,7 +245,7 @@ fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
             })
             .into_iter()
             .collect(),
-        events: counter_steps(series, &t),
+        events: counter_steps(series, t),
         event_words: event_words(report.engine()),
         y_max: None,
         y_suffix: "",
@@ -365,8 +370,7 @@ fn capitalize(s: &str) -> String {
         .unwrap_or_default()
 }
 
-fn kv(report: &Report, series: &Series) -> Result<Figure, ChartError> {
-    let t = seconds(series);
+fn kv(report: &Report, series: &Series, t: &[f64]) -> Result<Figure, ChartError> {
     let engines = per_engine::engine_ids(series);
     let lines = if engines.is_empty() {
         vec![Line {
@@ -383,10 +387,10 @@ fn kv(report: &Report, series: &Series) -> Result<Figure, ChartError> {
         per_engine::usage_lines(series, &engines)
     };
     let chart = TimeChart {
-        t: t.clone(),
+        t: t.to_vec(),
         lines,
         refs: Vec::new(),
-        events: counter_steps(series, &t),
+        events: counter_steps(series, t),
         event_words: event_words(report.engine()),
         y_max: Some(100.0),
         y_suffix: "%",
@@ -449,15 +453,14 @@ pub fn tokens_per_second(series: &Series, t: &[f64]) -> Vec<Option<f64>> {
     out
 }
 
-fn tput(report: &Report, series: &Series) -> Result<Figure, ChartError> {
-    let t = seconds(series);
+fn tput(report: &Report, series: &Series, t: &[f64]) -> Result<Figure, ChartError> {
     let chart = TimeChart {
-        t: t.clone(),
+        t: t.to_vec(),
         lines: vec![Line {
             name: "Output tokens/s".into(),
             class: "s1",
             kind: LineKind::Line,
-            values: tokens_per_second(series, &t),
+            values: tokens_per_second(series, t),
         }],
         refs: Vec::new(),
         events: Vec::new(),
@@ -477,60 +480,6 @@ fn tput(report: &Report, series: &Series) -> Result<Figure, ChartError> {
         legend: vec![key("s1", "Output tokens/s")],
         body: Body::Time(drawn),
     })
-}
-
-/// Seconds spent at each running count, highest count first.
-pub fn time_at_levels(series: &Series) -> Vec<(u64, f64)> {
-    let t = seconds(series);
-    let mut levels: std::collections::BTreeMap<u64, f64> = Default::default();
-    for (i, w) in series.samples.windows(2).enumerate() {
-        let Some(r) = w[0].running.filter(|r| r.is_finite() && *r >= 0.0) else {
-            continue;
-        };
-        let dt = t[i + 1] - t[i];
-        if dt > 0.0 {
-            *levels.entry(r.round() as u64).or_default() += dt;
-        }
-    }
-    levels.into_iter().rev().collect()
-}
-
-fn levels(report: &Report, series: &Series) -> Option<Figure> {
-    let levels = time_at_levels(series);
-    if levels.is_empty() {
-        return None;
-    }
-    let bars = levels
-        .iter()
-        .map(|&(n, secs)| Bar {
-            label: if n == 0 {
-                "0 (idle)".to_string()
-            } else {
-                format!("{n} running")
-            },
-            value: secs,
-            text: inferlint_core::fmt::duration(secs),
-            class: if n == 0 { "s2" } else { "s1" },
-        })
-        .collect();
-    let mut caption = "Seconds the server spent at each number of running requests, from the \
-                       recording."
-        .to_string();
-    if let (Some(n), Some(peak)) = (report.inputs().requested, series.peak_running()) {
-        if peak < n as f64 {
-            caption.push_str(&format!(
-                " The load tool asked for {n} the whole time, but the server never ran more than {}.",
-                g(peak)
-            ));
-        }
-    }
-    Some(bar_figure(
-        "fig-levels",
-        "How many requests ran at once, and for how long",
-        caption,
-        bars,
-        "Seconds",
-    ))
 }
 
 fn pools(report: &Report) -> Option<Figure> {

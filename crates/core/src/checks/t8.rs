@@ -161,7 +161,10 @@ fn peaks(series: &Series) -> (Option<f64>, Option<f64>) {
         .samples
         .iter()
         .fold((None, None), |(running, in_flight), s| match s.running {
-            Some(r) => (most(running, r), s.waiting.map_or(in_flight, |w| most(in_flight, r + w))),
+            Some(r) => (
+                most(running, r),
+                s.waiting.map_or(in_flight, |w| most(in_flight, r + w)),
+            ),
             None => (running, in_flight),
         })
 }
