@@ -126,7 +126,11 @@ pub fn figures(report: &Report) -> Vec<Result<Figure, ChartError>> {
                 out.extend(levels::figure(report, series, t).map(Ok));
                 out
             });
-            let mut first = vec![requests(report, series, t), kv(report, series, t)];
+            let steps = counter_steps(series, t);
+            let mut first = vec![
+                requests(report, series, t, &steps),
+                kv(report, series, t, &steps),
+            ];
             first.extend(per_engine::running(series, t));
             (first, second.join())
         });
@@ -219,7 +223,13 @@ fn bar_figure(
     }
 }
 
-fn requests(report: &Report, series: &Series, t: &[f64]) -> Result<Figure, ChartError> {
+/// The requests chart; `steps` are the eviction counter's ([`counter_steps`]).
+fn requests(
+    report: &Report,
+    series: &Series,
+    t: &[f64],
+    steps: &[Event],
+) -> Result<Figure, ChartError> {
     let ceiling = fit_in_cache(series, report.usable_blocks());
     let requested = report.inputs().requested;
     let mut chart = TimeChart {
@@ -245,7 +255,7 @@ fn requests(report: &Report, series: &Series, t: &[f64]) -> Result<Figure, Chart
             })
             .into_iter()
             .collect(),
-        events: counter_steps(series, t),
+        events: steps.to_vec(),
         event_words: event_words(report.engine()),
         y_max: None,
         y_suffix: "",
@@ -370,7 +380,8 @@ fn capitalize(s: &str) -> String {
         .unwrap_or_default()
 }
 
-fn kv(report: &Report, series: &Series, t: &[f64]) -> Result<Figure, ChartError> {
+/// The KV chart; `steps` as for [`requests`].
+fn kv(report: &Report, series: &Series, t: &[f64], steps: &[Event]) -> Result<Figure, ChartError> {
     let engines = per_engine::engine_ids(series);
     let lines = if engines.is_empty() {
         vec![Line {
@@ -390,7 +401,7 @@ fn kv(report: &Report, series: &Series, t: &[f64]) -> Result<Figure, ChartError>
         t: t.to_vec(),
         lines,
         refs: Vec::new(),
-        events: counter_steps(series, t),
+        events: steps.to_vec(),
         event_words: event_words(report.engine()),
         y_max: Some(100.0),
         y_suffix: "%",
