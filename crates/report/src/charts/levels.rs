@@ -67,7 +67,8 @@ pub(super) fn figure(report: &Report, series: &Series, t: &[f64]) -> Option<Figu
     let mut caption = "Seconds the server spent at each number of running requests, from the \
                        recording."
         .to_string();
-    if let (Some(n), Some(peak)) = (report.inputs().requested, series.peak_running()) {
+    // The summary's peak is the same pass over the samples, made already.
+    if let (Some(n), Some(peak)) = (report.inputs().requested, report.summary().peak_running) {
         if peak < n as f64 {
             caption.push_str(&format!(
                 " The load tool asked for {n} the whole time, but the server never ran more than {}.",
