@@ -233,6 +233,8 @@ fn single_where(metrics: &Metrics, name: &str, labels: &[(&str, &str)]) -> Optio
 #[derive(Clone, Debug)]
 pub struct Series {
     pub header: SeriesHeader,
+    /// The rows, in recording order. Other rows make a new series ([`Series::with_samples`]):
+    /// the engine ids are found once ([`Series::engine_ids`]).
     pub samples: Vec<SeriesSample>,
     /// Rows that could not be read (garbage, truncated, malformed) and were skipped.
     pub skipped_lines: usize,
@@ -246,8 +248,9 @@ pub struct Series {
 /// The engine ids of a series' samples, found once: T8, T9, T14, T25 and the report's charts
 /// each ask, and each pass over a day's 345,600 samples costs milliseconds (docs/benchmarks.md).
 /// They are kept with the samples' address and length at that time, so a vector replaced,
-/// filtered or grown since is searched again; only a row's engines changed in place would go
-/// unseen, which no caller does (a new series is built with [`Series::from_samples`]).
+/// filtered or grown since is searched again; rows rewritten in place (a row's engines edited,
+/// or the vector emptied and refilled to the same length) would go unseen, which no caller does:
+/// other samples make a new series ([`Series::from_samples`], [`Series::with_samples`]).
 #[derive(Clone, Debug, Default)]
 struct EnginesFound {
     of: (usize, usize),
