@@ -284,15 +284,13 @@ fn aiperf_point(dir: &Path, p: &Point, after: Option<Snapshot>) -> Vec<CheckResu
     let all = Series::load(&dir.join("run.series.jsonl")).unwrap();
     // The run sliced by the monotonic clock, which saved snapshots keep as wall time.
     let (from, to) = (before.t_wall, after.t_wall);
-    let series = Series {
-        samples: all
-            .samples
+    let series = all.with_samples(
+        all.samples
             .iter()
             .filter(|s| s.t_wall >= from && s.t_wall <= to)
             .cloned()
             .collect(),
-        ..all
-    };
+    );
     decide(
         dir,
         &PointFacts {

@@ -233,11 +233,50 @@ fn single_where(metrics: &Metrics, name: &str, labels: &[(&str, &str)]) -> Optio
 #[derive(Clone, Debug)]
 pub struct Series {
     pub header: SeriesHeader,
+    /// The rows, in recording order. Other rows make a new series ([`Series::with_samples`]):
+    /// the engine ids are found once ([`Series::engine_ids`]).
     pub samples: Vec<SeriesSample>,
     /// Rows that could not be read (garbage, truncated, malformed) and were skipped.
     pub skipped_lines: usize,
     /// The file path, for messages.
     pub source: String,
+    /// The engines the samples had when the series was read or built (see
+    /// [`Series::engine_ids`]).
+    engines: EnginesFound,
+}
+
+/// The engine ids of a series' samples, found once: T8, T9, T14, T25 and the report's charts
+/// each ask, and each pass over a day's 345,600 samples costs milliseconds (docs/benchmarks.md).
+/// They are kept with the samples' address and length at that time, so a vector replaced,
+/// filtered or grown since is searched again; rows rewritten in place (a row's engines edited,
+/// or the vector emptied and refilled to the same length) would go unseen, which no caller does:
+/// other samples make a new series ([`Series::from_samples`], [`Series::with_samples`]).
+#[derive(Clone, Debug, Default)]
+struct EnginesFound {
+    of: (usize, usize),
+    ids: Vec<String>,
+}
+
+impl EnginesFound {
+    fn of(samples: &[SeriesSample], ids: Vec<String>) -> EnginesFound {
+        EnginesFound {
+            of: (samples.as_ptr() as usize, samples.len()),
+            ids,
+        }
+    }
+
+    fn search(samples: &[SeriesSample]) -> Vec<String> {
+        let mut ids: Vec<String> = Vec::new();
+        for s in samples {
+            for e in s.per_engine() {
+                if !ids.contains(&e.engine) {
+                    ids.push(e.engine.clone());
+                }
+            }
+        }
+        sort_engine_ids(&mut ids);
+        ids
+    }
 }
 
 impl Series {
@@ -259,11 +298,33 @@ impl Series {
 
     /// A series from samples (synthetic data for tests).
     pub fn from_samples(header: SeriesHeader, samples: Vec<SeriesSample>) -> Series {
+        let ids = EnginesFound::search(&samples);
+        Series::read(header, samples, ids, 0, "(samples)".to_string())
+    }
+
+    /// A series whose samples' engine ids are already known (`ids`, in engine order).
+    pub(crate) fn read(
+        header: SeriesHeader,
+        samples: Vec<SeriesSample>,
+        ids: Vec<String>,
+        skipped_lines: usize,
+        source: String,
+    ) -> Series {
         Series {
             header,
+            engines: EnginesFound::of(&samples, ids),
             samples,
-            skipped_lines: 0,
-            source: "(samples)".to_string(),
+            skipped_lines,
+            source,
+        }
+    }
+
+    /// This recording with other samples (a window of it, say), the rest as it is.
+    pub fn with_samples(&self, samples: Vec<SeriesSample>) -> Series {
+        Series {
+            source: self.source.clone(),
+            skipped_lines: self.skipped_lines,
+            ..Series::from_samples(self.header.clone(), samples)
         }
     }
 
@@ -275,31 +336,28 @@ impl Series {
     /// The engines of a data-parallel recording (every engine a row has gauges for), in engine
     /// order; empty for a one-engine server's recording.
     pub fn engine_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = Vec::new();
-        for s in &self.samples {
-            for e in s.per_engine() {
-                if !ids.contains(&e.engine) {
-                    ids.push(e.engine.clone());
-                }
-            }
+        if self.engines.of == (self.samples.as_ptr() as usize, self.samples.len()) {
+            return self.engines.ids.clone();
         }
-        sort_engine_ids(&mut ids);
-        ids
+        EnginesFound::search(&self.samples)
     }
 
     /// The recording as engine `id` alone saw it: one row for each row that has the engine,
     /// with its own running, waiting and usage (the counters stay the server's).
     pub fn for_engine(&self, id: &str) -> Series {
-        Series {
-            header: self.header.clone(),
-            samples: self
-                .samples
-                .iter()
-                .filter_map(|s| s.for_engine(id))
-                .collect(),
-            skipped_lines: self.skipped_lines,
-            source: format!("{} (engine {id})", self.source),
-        }
+        let samples = self
+            .samples
+            .iter()
+            .filter_map(|s| s.for_engine(id))
+            .collect();
+        // One engine's rows carry no per-engine gauges of their own.
+        Series::read(
+            self.header.clone(),
+            samples,
+            Vec::new(),
+            self.skipped_lines,
+            format!("{} (engine {id})", self.source),
+        )
     }
 
     /// The samples where the server was working (running > 0 and usage > 0).
@@ -319,13 +377,20 @@ impl Series {
     /// The distinct non-null, non-zero usage readings, ascending (what block inference needs,
     /// without a copy of every reading of a long recording).
     pub fn distinct_usage_readings(&self) -> Vec<f64> {
-        let bits: std::collections::BTreeSet<u64> = self
-            .samples
-            .iter()
-            .filter_map(|s| s.kv_usage)
-            .filter(|&u| u != 0.0 && !u.is_nan())
-            .map(|u| (u + 0.0).to_bits())
-            .collect();
+        // Inserted one by one: collecting into the set would first gather every reading (a
+        // day's 345,600) into a vector and sort it, where a recording has a few hundred values.
+        // A reading repeated from the row before is not looked up again.
+        let mut bits = std::collections::BTreeSet::new();
+        let mut last = None;
+        for u in self.samples.iter().filter_map(|s| s.kv_usage) {
+            if u != 0.0 && !u.is_nan() {
+                let b = (u + 0.0).to_bits();
+                if last != Some(b) {
+                    bits.insert(b);
+                    last = Some(b);
+                }
+            }
+        }
         let mut values: Vec<f64> = bits.into_iter().map(f64::from_bits).collect();
         values.sort_by(f64::total_cmp);
         values
@@ -344,6 +409,22 @@ impl Series {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn engine_ids_are_found_again_for_samples_changed_since() {
+        let text = "{\"schema\": \"inferlint.series/1\", \"interval_s\": 0.25}\n\
+            {\"t_wall\": 1.0, \"running\": 1.0}\n\
+            {\"t_wall\": 2.0, \"engines\": {\"10\": {\"running\": 1.0}, \"2\": {\"running\": 0.0}}}\n\
+            {\"t_wall\": 3.0, \"engines\": {\"0\": {\"running\": 1.0}}}\n";
+        let mut s = Series::from_text(text, "t").unwrap();
+        assert_eq!(s.engine_ids(), ["0", "2", "10"]);
+        s.samples.truncate(2);
+        assert_eq!(s.engine_ids(), ["2", "10"]);
+        let window = s.with_samples(s.samples[..1].to_vec());
+        assert!(window.engine_ids().is_empty());
+        assert_eq!(window.source, "t");
+        assert!(s.for_engine("2").engine_ids().is_empty());
+    }
 
     #[test]
     fn sglang_witness_gauge_means_zero_retractions() {

@@ -11,7 +11,10 @@ use inferlint_core::fmt::{g, thousands_f};
 use inferlint_core::series::{Series, SeriesSample};
 
 mod gpu_clocks;
+mod levels;
 mod per_engine;
+
+pub use levels::time_at_levels;
 
 use super::svg::{Bar, BarChart, ChartError, Drawn, Event, Line, LineKind, RefLine, TimeChart};
 use super::Report;
@@ -59,16 +62,21 @@ pub fn no_tput_note(engine: Engine) -> String {
 
 /// Seconds of each reading from the first one: the monotonic clock when every reading has one.
 pub fn seconds(series: &Series) -> Vec<f64> {
-    let mono = series.samples.iter().all(|s| s.t_mono_ns.is_some());
-    let t = |s: &SeriesSample| {
-        if mono {
-            s.t_mono_ns.unwrap_or(0) as f64 / 1e9
-        } else {
-            s.t_wall
-        }
-    };
-    let t0 = series.samples.first().map(t).unwrap_or(0.0);
-    series.samples.iter().map(|s| t(s) - t0).collect()
+    // One pass where every reading has its monotonic time (what the recorder writes), a second
+    // by the wall clock only where one has not.
+    let samples = &series.samples;
+    let mono_t0 = samples.first().and_then(|s| s.t_mono_ns).unwrap_or(0) as f64 / 1e9;
+    let mut out = Vec::with_capacity(samples.len());
+    for s in samples {
+        let Some(ns) = s.t_mono_ns else {
+            let t0 = samples.first().map_or(0.0, |s| s.t_wall);
+            out.clear();
+            out.extend(samples.iter().map(|s| s.t_wall - t0));
+            return out;
+        };
+        out.push(ns as f64 / 1e9 - mono_t0);
+    }
+    out
 }
 
 /// Counter increases between consecutive readings (preemptions), as events at the later one.
@@ -110,18 +118,25 @@ pub fn figures(report: &Report) -> Vec<Result<Figure, ChartError>> {
     if let Some(series) = series {
         // Each chart is its own passes over the samples (a day's recording is 345,600), and
         // none reads another's: the throughput and time-at-levels charts are drawn on a second
-        // thread while this one draws the others, and the figures keep their order.
+        // thread while this one draws the others, and the figures keep their order. The
+        // samples' times are found once for all of them (two passes each time).
+        let t = seconds(series);
+        let t = t.as_slice();
         let (first, second) = std::thread::scope(|scope| {
             let second = scope.spawn(|| {
                 let mut out = Vec::new();
                 if !report.engine().token_counter_at_finish() {
-                    out.push(tput(report, series));
+                    out.push(tput(report, series, t));
                 }
-                out.extend(levels(report, series).map(Ok));
+                out.extend(levels::figure(report, series, t).map(Ok));
                 out
             });
-            let mut first = vec![requests(report, series), kv(report, series)];
-            first.extend(per_engine::running(series));
+            let steps = counter_steps(series, t);
+            let mut first = vec![
+                requests(report, series, t, &steps),
+                kv(report, series, t, &steps),
+            ];
+            first.extend(per_engine::running(series, t));
             (first, second.join())
         });
         out.extend(first);
@@ -213,24 +228,41 @@ fn bar_figure(
     }
 }
 
-fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
-    let t = seconds(series);
-    let ceiling = fit_in_cache(series, report.usable_blocks());
+/// The requests chart; `steps` are the eviction counter's ([`counter_steps`]).
+fn requests(
+    report: &Report,
+    series: &Series,
+    t: &[f64],
+    steps: &[Event],
+) -> Result<Figure, ChartError> {
+    // The three lines in one pass over the samples (a day's recording is 345,600 of them).
+    let n = series.samples.len();
+    let blocks = report.usable_blocks();
+    let (mut running, mut waiting, mut ceiling) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for s in &series.samples {
+        running.push(s.running);
+        waiting.push(s.waiting);
+        ceiling.push(fit_in_cache(s, blocks));
+    }
     let requested = report.inputs().requested;
     let mut chart = TimeChart {
-        t: t.clone(),
+        t: t.to_vec(),
         lines: vec![
             Line {
                 name: "Running".into(),
                 class: "s1",
                 kind: LineKind::Line,
-                values: series.samples.iter().map(|s| s.running).collect(),
+                values: running,
             },
             Line {
                 name: "Waiting".into(),
                 class: "s2",
                 kind: LineKind::Line,
-                values: series.samples.iter().map(|s| s.waiting).collect(),
+                values: waiting,
             },
         ],
         refs: requested
@@ -240,7 +272,7 @@ fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
             })
             .into_iter()
             .collect(),
-        events: counter_steps(series, &t),
+        events: steps.to_vec(),
         event_words: event_words(report.engine()),
         y_max: None,
         y_suffix: "",
@@ -270,23 +302,17 @@ fn requests(report: &Report, series: &Series) -> Result<Figure, ChartError> {
     })
 }
 
-/// How many requests of the size they had fit in the cache, at each reading where it was
-/// nearly full (summed over the engines of a data-parallel server).
-fn fit_in_cache(series: &Series, blocks: Option<u64>) -> Vec<Option<f64>> {
-    series
-        .samples
-        .iter()
-        .map(|s| {
-            if !s.per_engine().is_empty() {
-                return per_engine::fit_in_cache(s, blocks);
-            }
-            let (u, r) = (s.kv_usage?, s.running?);
-            if u < inferlint_core::checks::t9::SATURATION || r <= 0.0 {
-                return None;
-            }
-            predicted_ceiling(u, r, blocks).ok().map(|c| c as f64)
-        })
-        .collect()
+/// How many requests of the size they had fit in the cache at a reading where it was nearly
+/// full (summed over the engines of a data-parallel server); None elsewhere.
+fn fit_in_cache(s: &SeriesSample, blocks: Option<u64>) -> Option<f64> {
+    if !s.per_engine().is_empty() {
+        return per_engine::fit_in_cache(s, blocks);
+    }
+    let (u, r) = (s.kv_usage?, s.running?);
+    if u < inferlint_core::checks::t9::SATURATION || r <= 0.0 {
+        return None;
+    }
+    predicted_ceiling(u, r, blocks).ok().map(|c| c as f64)
 }
 
 /// What the requests chart drew besides running and waiting, for its caption and legend.
@@ -365,8 +391,8 @@ fn capitalize(s: &str) -> String {
         .unwrap_or_default()
 }
 
-fn kv(report: &Report, series: &Series) -> Result<Figure, ChartError> {
-    let t = seconds(series);
+/// The KV chart; `steps` as for [`requests`].
+fn kv(report: &Report, series: &Series, t: &[f64], steps: &[Event]) -> Result<Figure, ChartError> {
     let engines = per_engine::engine_ids(series);
     let lines = if engines.is_empty() {
         vec![Line {
@@ -383,10 +409,10 @@ fn kv(report: &Report, series: &Series) -> Result<Figure, ChartError> {
         per_engine::usage_lines(series, &engines)
     };
     let chart = TimeChart {
-        t: t.clone(),
+        t: t.to_vec(),
         lines,
         refs: Vec::new(),
-        events: counter_steps(series, &t),
+        events: steps.to_vec(),
         event_words: event_words(report.engine()),
         y_max: Some(100.0),
         y_suffix: "%",
@@ -449,15 +475,14 @@ pub fn tokens_per_second(series: &Series, t: &[f64]) -> Vec<Option<f64>> {
     out
 }
 
-fn tput(report: &Report, series: &Series) -> Result<Figure, ChartError> {
-    let t = seconds(series);
+fn tput(report: &Report, series: &Series, t: &[f64]) -> Result<Figure, ChartError> {
     let chart = TimeChart {
-        t: t.clone(),
+        t: t.to_vec(),
         lines: vec![Line {
             name: "Output tokens/s".into(),
             class: "s1",
             kind: LineKind::Line,
-            values: tokens_per_second(series, &t),
+            values: tokens_per_second(series, t),
         }],
         refs: Vec::new(),
         events: Vec::new(),
@@ -477,60 +502,6 @@ fn tput(report: &Report, series: &Series) -> Result<Figure, ChartError> {
         legend: vec![key("s1", "Output tokens/s")],
         body: Body::Time(drawn),
     })
-}
-
-/// Seconds spent at each running count, highest count first.
-pub fn time_at_levels(series: &Series) -> Vec<(u64, f64)> {
-    let t = seconds(series);
-    let mut levels: std::collections::BTreeMap<u64, f64> = Default::default();
-    for (i, w) in series.samples.windows(2).enumerate() {
-        let Some(r) = w[0].running.filter(|r| r.is_finite() && *r >= 0.0) else {
-            continue;
-        };
-        let dt = t[i + 1] - t[i];
-        if dt > 0.0 {
-            *levels.entry(r.round() as u64).or_default() += dt;
-        }
-    }
-    levels.into_iter().rev().collect()
-}
-
-fn levels(report: &Report, series: &Series) -> Option<Figure> {
-    let levels = time_at_levels(series);
-    if levels.is_empty() {
-        return None;
-    }
-    let bars = levels
-        .iter()
-        .map(|&(n, secs)| Bar {
-            label: if n == 0 {
-                "0 (idle)".to_string()
-            } else {
-                format!("{n} running")
-            },
-            value: secs,
-            text: inferlint_core::fmt::duration(secs),
-            class: if n == 0 { "s2" } else { "s1" },
-        })
-        .collect();
-    let mut caption = "Seconds the server spent at each number of running requests, from the \
-                       recording."
-        .to_string();
-    if let (Some(n), Some(peak)) = (report.inputs().requested, series.peak_running()) {
-        if peak < n as f64 {
-            caption.push_str(&format!(
-                " The load tool asked for {n} the whole time, but the server never ran more than {}.",
-                g(peak)
-            ));
-        }
-    }
-    Some(bar_figure(
-        "fig-levels",
-        "How many requests ran at once, and for how long",
-        caption,
-        bars,
-        "Seconds",
-    ))
 }
 
 fn pools(report: &Report) -> Option<Figure> {

@@ -7,7 +7,7 @@ use crate::engine::Engine;
 use crate::evidence::{JsonF64, T9Evidence};
 use crate::fmt::pct;
 use crate::result::{CheckResult, Tripwire};
-use crate::series::{Series, SeriesSample};
+use crate::series::Series;
 
 /// Usage at or above this is "saturated": the cache is the limit there, so those samples say
 /// the most about the ceiling.
@@ -38,19 +38,16 @@ pub fn check_at(
     {
         return r;
     }
-    // One pass per question, no copies: a day's recording is 345,600 samples, and the reader
-    // has already spent most of the memory budget holding them.
-    if series.busy().next().is_none() {
+    // One pass, no copies: a day's recording is 345,600 samples, and the reader has already
+    // spent most of the memory budget holding them.
+    let Some(pass) = busy_pass(series, usable_blocks, saturation) else {
         return no_busy_sample(series, usable_blocks, engine);
-    }
-    let is_saturated = |s: &SeriesSample| s.kv_usage.is_some_and(|u| u >= saturation);
-    let any_saturated = series.busy().any(is_saturated);
-    let basis = if any_saturated { "saturated" } else { "busy" };
-    let c = ceilings(
-        series.busy().filter(|s| !any_saturated || is_saturated(s)),
-        usable_blocks,
-    );
-    let (fullest, ran) = fullest_and_ran(series);
+    };
+    let (basis, c) = match pass.saturated {
+        Some(c) => ("saturated", c),
+        None => ("busy", pass.busy),
+    };
+    let (fullest, ran) = (pass.fullest, pass.ran);
     let fullest = fullest.and_then(|(u, r)| predicted_ceiling(u, r, usable_blocks).ok());
     let msg = ceiling_message(&c, basis, engine);
     // A ceiling that moved only far above what ran limited nothing: it could bind only where
@@ -108,53 +105,77 @@ struct Ceilings {
     share_max: f64,
 }
 
-/// The ceilings of the given busy samples; every busy sample has running > 0 and usage > 0, so
-/// each has a ceiling unless the pool's size rules it out.
-fn ceilings<'a>(
-    samples: impl Iterator<Item = &'a SeriesSample>,
-    usable_blocks: Option<u64>,
-) -> Ceilings {
-    let mut c = Ceilings {
-        rows: 0,
-        lo: u64::MAX,
-        hi: 0,
-        share_min: f64::INFINITY,
-        share_max: f64::NEG_INFINITY,
-    };
-    for s in samples {
+impl Ceilings {
+    fn new() -> Ceilings {
+        Ceilings {
+            rows: 0,
+            lo: u64::MAX,
+            hi: 0,
+            share_min: f64::INFINITY,
+            share_max: f64::NEG_INFINITY,
+        }
+    }
+
+    /// Counts a sample's ceiling and its share, usage ÷ running.
+    fn add(&mut self, ceiling: u64, share: f64) {
+        self.rows += 1;
+        self.lo = self.lo.min(ceiling);
+        self.hi = self.hi.max(ceiling);
+        self.share_min = self.share_min.min(share);
+        self.share_max = self.share_max.max(share);
+    }
+
+    fn done(mut self) -> Ceilings {
+        if self.rows == 0 {
+            self.lo = 0;
+        }
+        self
+    }
+}
+
+/// What T9 reads of the busy samples (running > 0 and usage > 0).
+struct BusyPass {
+    /// The ceilings of every busy sample; each has one unless the pool's size rules it out.
+    busy: Ceilings,
+    /// The ceilings of the saturated ones (usage at or above the threshold), when any is.
+    saturated: Option<Ceilings>,
+    /// The fullest busy sample's (usage, running).
+    fullest: Option<(f64, f64)>,
+    /// The most requests that ran.
+    ran: f64,
+}
+
+/// T9's questions of the busy samples answered in one pass; None when no sample is busy.
+fn busy_pass(series: &Series, usable_blocks: Option<u64>, saturation: f64) -> Option<BusyPass> {
+    let (mut busy, mut saturated) = (Ceilings::new(), Ceilings::new());
+    let (mut any, mut any_saturated) = (false, false);
+    let mut fullest: Option<(f64, f64)> = None;
+    let mut ran = 0.0_f64;
+    for s in series.busy() {
+        any = true;
         let (Some(u), Some(r)) = (s.kv_usage, s.running) else {
             continue;
         };
+        let is_saturated = u >= saturation;
+        any_saturated |= is_saturated;
+        if !fullest.is_some_and(|b| b.0 >= u) {
+            fullest = Some((u, r));
+        }
+        ran = ran.max(r);
         let Ok(ceiling) = predicted_ceiling(u, r, usable_blocks) else {
             continue;
         };
-        c.rows += 1;
-        c.lo = c.lo.min(ceiling);
-        c.hi = c.hi.max(ceiling);
-        c.share_min = c.share_min.min(u / r);
-        c.share_max = c.share_max.max(u / r);
+        busy.add(ceiling, u / r);
+        if is_saturated {
+            saturated.add(ceiling, u / r);
+        }
     }
-    if c.rows == 0 {
-        c.lo = 0;
-    }
-    c
-}
-
-/// The fullest busy sample's (usage, running) and the most requests that ran, in one pass.
-fn fullest_and_ran(series: &Series) -> (Option<(f64, f64)>, f64) {
-    series
-        .busy()
-        .filter_map(|s| Some((s.kv_usage?, s.running?)))
-        .fold(
-            (None, 0.0_f64),
-            |(best, ran): (Option<(f64, f64)>, f64), cur| {
-                let best = match best {
-                    Some(b) if b.0 >= cur.0 => Some(b),
-                    _ => Some(cur),
-                };
-                (best, ran.max(cur.1))
-            },
-        )
+    any.then(|| BusyPass {
+        busy: busy.done(),
+        saturated: any_saturated.then(|| saturated.done()),
+        fullest,
+        ran,
+    })
 }
 
 /// What the ceilings say: one steady ceiling with its share, or the range it moved in.
@@ -200,7 +221,7 @@ fn above_message(lo: u64, hi: u64, ran: f64, requested: Option<u64>) -> String {
 mod tests {
     use super::*;
     use crate::result::Status;
-    use crate::series::SeriesHeader;
+    use crate::series::{SeriesHeader, SeriesSample};
 
     fn series(engine: Option<Engine>, rows: &[(Option<f64>, Option<f64>)]) -> Series {
         let samples = rows

@@ -66,6 +66,9 @@ pub(super) struct Tally {
     header: Option<(usize, Map<String, Value>)>,
     /// The file's size, to size the sample vector once at the first sample.
     size_hint: Option<u64>,
+    /// The engines the stretch's rows have gauges for, in the order first seen (only rows of
+    /// the general path can have any).
+    engine_ids: Vec<String>,
 }
 
 impl Tally {
@@ -125,7 +128,14 @@ impl Tally {
             return;
         }
         match read_row(&obj) {
-            Some(s) => self.push(samples, s, line.len()),
+            Some(s) => {
+                for e in s.per_engine() {
+                    if !self.engine_ids.contains(&e.engine) {
+                        self.engine_ids.push(e.engine.clone());
+                    }
+                }
+                self.push(samples, s, line.len());
+            }
             None => self.skipped_lines += 1,
         }
     }
@@ -154,6 +164,11 @@ impl Tally {
             self.header = later.header.map(|(line, obj)| (self.lines + line, obj));
         }
         self.binary_at = self.binary_at.or(later.binary_at);
+        for id in later.engine_ids {
+            if !self.engine_ids.contains(&id) {
+                self.engine_ids.push(id);
+            }
+        }
         self.lines += later.lines;
         self.rows += later.rows;
         self.skipped_lines += later.skipped_lines;
@@ -204,12 +219,15 @@ pub(super) fn finish(
         ));
     };
     samples.shrink_to_fit();
-    Ok(Series {
+    let mut ids = tally.engine_ids;
+    super::sort_engine_ids(&mut ids);
+    Ok(Series::read(
         header,
         samples,
-        skipped_lines: tally.skipped_lines,
+        ids,
+        tally.skipped_lines,
         source,
-    })
+    ))
 }
 
 fn nanoseconds(n: &serde_json::Number) -> Option<i64> {

@@ -151,16 +151,15 @@ mod tests {
     /// A report of a run with a recording (a window with nothing in it has no verdicts, T27's
     /// included) and these clock readings.
     fn report(clocks: Option<Vec<ClockSample>>) -> Report {
-        let series = Series {
-            header: SeriesHeader {
+        let mut series = Series::from_samples(
+            SeriesHeader {
                 url: "http://127.0.0.1:8000".into(),
                 interval_s: 0.25,
                 engine: None,
             },
-            samples: vec![SeriesSample::default(), SeriesSample::default()],
-            skipped_lines: 0,
-            source: "test".into(),
-        };
+            vec![SeriesSample::default(), SeriesSample::default()],
+        );
+        series.source = "test".into();
         Report::build(Inputs {
             series: Some(series),
             observed: Some(LoadObserved {

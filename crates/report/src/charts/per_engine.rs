@@ -8,7 +8,7 @@ use inferlint_core::checks::blocks::predicted_ceiling;
 use inferlint_core::checks::t9::SATURATION;
 use inferlint_core::series::{Series, SeriesSample};
 
-use super::{key, seconds, Body, Figure};
+use super::{key, Body, Figure};
 use crate::svg::{ChartError, Line, LineKind, TimeChart};
 
 /// The most engines drawn one line each; the page has three series colours.
@@ -90,13 +90,13 @@ fn engine_lines(
 
 /// Each engine's running requests over time, for a data-parallel recording; None for a
 /// one-engine server.
-pub fn running(series: &Series) -> Option<Result<Figure, ChartError>> {
+pub fn running(series: &Series, t: &[f64]) -> Option<Result<Figure, ChartError>> {
     let ids = engine_ids(series);
     if ids.is_empty() {
         return None;
     }
     let chart = TimeChart {
-        t: seconds(series),
+        t: t.to_vec(),
         lines: engine_lines(
             series,
             &ids,
@@ -157,16 +157,16 @@ mod tests {
     use inferlint_core::series::{EngineGauges, SeriesHeader};
 
     fn series(samples: Vec<SeriesSample>) -> Series {
-        Series {
-            header: SeriesHeader {
+        let mut series = Series::from_samples(
+            SeriesHeader {
                 url: "http://127.0.0.1:8000".into(),
                 interval_s: 0.25,
                 engine: None,
             },
             samples,
-            skipped_lines: 0,
-            source: "test".into(),
-        }
+        );
+        series.source = "test".into();
+        series
     }
 
     fn row(per: &[(f64, f64)]) -> SeriesSample {

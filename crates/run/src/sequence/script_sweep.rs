@@ -145,12 +145,9 @@ fn slice(series: Option<&Series>, p: &ScriptPoint) -> Option<Series> {
         .filter(|x| x.t_mono_ns.is_some_and(|t| t >= from && t <= to))
         .cloned()
         .collect();
-    Some(Series {
-        header: s.header.clone(),
-        samples,
-        skipped_lines: 0,
-        source: s.source.clone(),
-    })
+    let mut window = s.with_samples(samples);
+    window.skipped_lines = 0;
+    Some(window)
 }
 
 /// The result file a point's command named and wrote while it ran (modified between its start
