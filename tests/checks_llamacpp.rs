@@ -177,6 +177,19 @@ fn t17_names_llamacpps_closed_connections_as_the_cause_of_lost_requests() {
         "{}",
         as_vllm.message
     );
+    // aiohttp's other word for the same race (seen in the real lane): the cause is named.
+    let closing = output.replace(
+        "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected",
+        "aiohttp.client_exceptions.ClientConnectionResetError: Cannot write to closing transport",
+    );
+    let mut reset = bench::load(&evidence(&format!("{DIR}/np2-c4/bench.json")).unwrap()).unwrap();
+    bench::name_failures(&mut reset, &closing);
+    let v = t17::check(Some(&reset), Some((&r.before, &r.after)), E);
+    assert!(
+        v.message.contains("llama-server closes the connection"),
+        "{}",
+        v.message
+    );
     // One line of the client's output changed: another error, no cause.
     let other = output.replace(
         "aiohttp.client_exceptions.ServerDisconnectedError: Server disconnected",
@@ -239,4 +252,42 @@ fn guidellm_and_llamacpp_agree_on_the_tokens_and_one_number_flips_it() {
     assert_eq!(short.total_output_tokens, Some(480.0));
     let v = t15::check(&short, &before, &after, 0, E);
     assert_eq!(v.status, Status::Warn, "{}", v.message);
+}
+
+/// T19 on llama-server with n-gram speculation (`--spec-type ngram-simple`, no draft model) under
+/// `vllm bench serve`'s random prompts: its `spec_decode_*` counters show speculation active (54
+/// draft tokens, 18 accepted) and the acceptance measured on random tokens warns. The same
+/// counters under a load of real text pass; a draft counter that did not move leaves T19 out.
+#[test]
+fn t19_reads_llamacpps_speculative_counters_on_random_prompts() {
+    use inferlint_core::checks::t19;
+    let p = |f: &str| evidence(&format!("{DIR}/spec-ngram/{f}"));
+    let (Some(before), Some(after)) = (p("before.snapshot.json"), p("after.snapshot.json")) else {
+        return;
+    };
+    let before = Snapshot::load(&before).unwrap();
+    let after = Snapshot::load(&after).unwrap();
+    assert_eq!(t19::active(&before, &after, None, E), Some(true));
+    let random = intent_of_command(
+        "vllm bench serve --backend openai --dataset-name random --random-input-len 64 --random-output-len 96 --seed 0",
+    );
+    let v = t19::check(&before, &after, &random, None, E);
+    assert_eq!(v.status, Status::Warn, "{}", v.message);
+    assert!(
+        v.message.starts_with("speculative decoding accepted 18 of 54 draft tokens (33.3%) on the random dataset's random tokens"),
+        "{}",
+        v.message
+    );
+    let real_text = intent_of_command(
+        "vllm bench serve --backend openai --dataset-name sharegpt --dataset-path sharegpt.json",
+    );
+    let v = t19::check(&before, &after, &real_text, None, E);
+    assert_eq!(v.status, Status::Pass, "{}", v.message);
+    // One number changed: no draft token proposed in the window, so speculation was not part of it.
+    let idle = edited(
+        &after,
+        "llamacpp:spec_decode_num_draft_tokens_total 54",
+        "llamacpp:spec_decode_num_draft_tokens_total 0",
+    );
+    assert_eq!(t19::active(&before, &idle, None, E), Some(false));
 }

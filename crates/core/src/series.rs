@@ -337,6 +337,14 @@ impl Series {
     /// order; empty for a one-engine server's recording.
     pub fn engine_ids(&self) -> Vec<String> {
         if self.engines.of == (self.samples.as_ptr() as usize, self.samples.len()) {
+            // Rows rewritten in place would go unseen here: every test build checks that none
+            // were, so a caller that starts doing so fails its tests rather than its verdicts.
+            debug_assert_eq!(
+                self.engines.ids,
+                EnginesFound::search(&self.samples),
+                "the samples of {} were changed in place; other rows make a new series",
+                self.source
+            );
             return self.engines.ids.clone();
         }
         EnginesFound::search(&self.samples)

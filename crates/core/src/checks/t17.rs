@@ -120,10 +120,12 @@ pub fn check(
     .with_evidence(ev)
 }
 
-/// What a client says when the server closed a connection it had sent a request on: aiohttp's,
-/// httpx's and http.client's words.
-const DISCONNECTED: [&str; 3] = [
+/// What a client says when the server closed a connection it had sent a request on, or was
+/// sending one on: aiohttp's (both, seen against llama-server in the real lane), httpx's and
+/// http.client's words.
+const DISCONNECTED: [&str; 4] = [
     "ServerDisconnectedError",
+    "Cannot write to closing transport",
     "Server disconnected without sending a response",
     "RemoteDisconnected",
 ];
