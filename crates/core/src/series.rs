@@ -268,14 +268,19 @@ impl EnginesFound {
     fn search(samples: &[SeriesSample]) -> Vec<String> {
         let mut ids: Vec<String> = Vec::new();
         for s in samples {
-            for e in s.per_engine() {
-                if !ids.contains(&e.engine) {
-                    ids.push(e.engine.clone());
-                }
-            }
+            add_engine_ids(&mut ids, s.per_engine().iter().map(|e| e.engine.as_str()));
         }
         sort_engine_ids(&mut ids);
         ids
+    }
+}
+
+/// Adds to `ids` those of `more` it does not hold yet, in the order first seen.
+fn add_engine_ids<'a>(ids: &mut Vec<String>, more: impl IntoIterator<Item = &'a str>) {
+    for id in more {
+        if !ids.iter().any(|known| known == id) {
+            ids.push(id.to_string());
+        }
     }
 }
 

@@ -129,11 +129,8 @@ impl Tally {
         }
         match read_row(&obj) {
             Some(s) => {
-                for e in s.per_engine() {
-                    if !self.engine_ids.contains(&e.engine) {
-                        self.engine_ids.push(e.engine.clone());
-                    }
-                }
+                let ids = s.per_engine().iter().map(|e| e.engine.as_str());
+                super::add_engine_ids(&mut self.engine_ids, ids);
                 self.push(samples, s, line.len());
             }
             None => self.skipped_lines += 1,
@@ -164,11 +161,10 @@ impl Tally {
             self.header = later.header.map(|(line, obj)| (self.lines + line, obj));
         }
         self.binary_at = self.binary_at.or(later.binary_at);
-        for id in later.engine_ids {
-            if !self.engine_ids.contains(&id) {
-                self.engine_ids.push(id);
-            }
-        }
+        super::add_engine_ids(
+            &mut self.engine_ids,
+            later.engine_ids.iter().map(String::as_str),
+        );
         self.lines += later.lines;
         self.rows += later.rows;
         self.skipped_lines += later.skipped_lines;
