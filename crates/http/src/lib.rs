@@ -172,6 +172,18 @@ pub fn builder() -> reqwest::ClientBuilder {
     b
 }
 
+/// `req` with the user's API key as its bearer token, where there is one: the one way every
+/// request to the server under test carries it.
+pub(crate) fn keyed(
+    req: reqwest::RequestBuilder,
+    api_key: Option<&str>,
+) -> reqwest::RequestBuilder {
+    match api_key {
+        Some(k) => req.bearer_auth(k),
+        None => req,
+    }
+}
+
 /// The version a live server reports, asked where core's [`endpoints`] says each engine answers
 /// it (`/version`, then SGLang's `/get_server_info`).
 ///
@@ -179,12 +191,12 @@ pub fn builder() -> reqwest::ClientBuilder {
 pub async fn server_version(url: &str, api_key: Option<&str>) -> Option<String> {
     let client = client(|b| b);
     for path in inferlint_core::endpoints::SERVER_VERSION_PATHS {
-        let mut req = client
-            .get(format!("{}{path}", url.trim_end_matches('/')))
-            .timeout(Duration::from_secs(10));
-        if let Some(k) = api_key {
-            req = req.bearer_auth(k);
-        }
+        let req = keyed(
+            client
+                .get(format!("{}{path}", url.trim_end_matches('/')))
+                .timeout(Duration::from_secs(10)),
+            api_key,
+        );
         let Ok(resp) = req.send().await else { continue };
         if !resp.status().is_success() {
             continue;

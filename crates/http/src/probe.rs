@@ -89,12 +89,12 @@ pub async fn first_model(
     api_key: Option<&str>,
     timeout: Duration,
 ) -> Result<String, String> {
-    let mut req = client()
-        .get(format!("{}/v1/models", base(url)))
-        .timeout(timeout);
-    if let Some(k) = api_key {
-        req = req.bearer_auth(k);
-    }
+    let req = crate::keyed(
+        client()
+            .get(format!("{}/v1/models", base(url)))
+            .timeout(timeout),
+        api_key,
+    );
     let resp = req.send().await.map_err(|e| error_text(&e))?;
     if !resp.status().is_success() {
         return Err(http_reason(resp.status()));
@@ -124,18 +124,18 @@ pub async fn healthy(url: &str, timeout: Duration) -> bool {
 
 async fn complete(client: &reqwest::Client, url: &str, model: &str, opts: &ProbeOptions) -> Reply {
     let start = Instant::now();
-    let mut req = client
-        .post(format!("{}/v1/completions", base(url)))
-        .timeout(opts.request_timeout)
-        .json(&json!({
-            "model": model,
-            "prompt": PROMPT,
-            "max_tokens": opts.max_tokens,
-            "temperature": 0.0,
-        }));
-    if let Some(k) = &opts.api_key {
-        req = req.bearer_auth(k);
-    }
+    let req = crate::keyed(
+        client
+            .post(format!("{}/v1/completions", base(url)))
+            .timeout(opts.request_timeout)
+            .json(&json!({
+                "model": model,
+                "prompt": PROMPT,
+                "max_tokens": opts.max_tokens,
+                "temperature": 0.0,
+            })),
+        opts.api_key.as_deref(),
+    );
     let outcome: Result<(), String> = async {
         let resp = req.send().await.map_err(|e| error_text(&e))?;
         if !resp.status().is_success() {

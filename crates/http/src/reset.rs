@@ -29,12 +29,12 @@ pub async fn reset_prefix_cache(url: &str, engine: Engine, api_key: Option<&str>
         Engine::Llamacpp => return erase_slots(url, api_key).await,
     };
     let client = crate::client(|b| b);
-    let mut req = client
-        .post(format!("{}{path}", url.trim_end_matches('/')))
-        .timeout(RESET_TIMEOUT);
-    if let Some(k) = api_key {
-        req = req.bearer_auth(k);
-    }
+    let req = crate::keyed(
+        client
+            .post(format!("{}{path}", url.trim_end_matches('/')))
+            .timeout(RESET_TIMEOUT),
+        api_key,
+    );
     let resp = match req.send().await {
         Ok(r) => r,
         Err(e) => return Reset::Unavailable(format!("POST {path} failed: {e}")),
@@ -49,13 +49,12 @@ pub async fn reset_prefix_cache(url: &str, engine: Engine, api_key: Option<&str>
 async fn erase_slots(url: &str, api_key: Option<&str>) -> Reset {
     let base = url.trim_end_matches('/');
     let client = crate::client(|b| b);
-    let keyed = |r: reqwest::RequestBuilder| match api_key {
-        Some(k) => r.bearer_auth(k),
-        None => r,
-    };
-    let listed = keyed(client.get(format!("{base}/slots")).timeout(RESET_TIMEOUT))
-        .send()
-        .await;
+    let listed = crate::keyed(
+        client.get(format!("{base}/slots")).timeout(RESET_TIMEOUT),
+        api_key,
+    )
+    .send()
+    .await;
     let ids = match listed {
         Ok(r) => {
             let status = r.status().as_u16();
@@ -69,9 +68,12 @@ async fn erase_slots(url: &str, api_key: Option<&str>) -> Reset {
     };
     for id in ids {
         let path = format!("/slots/{id}?action=erase");
-        let erased = keyed(client.post(format!("{base}{path}")).timeout(RESET_TIMEOUT))
-            .send()
-            .await;
+        let erased = crate::keyed(
+            client.post(format!("{base}{path}")).timeout(RESET_TIMEOUT),
+            api_key,
+        )
+        .send()
+        .await;
         let r = match erased {
             Ok(r) => r,
             Err(e) => return Reset::Unavailable(format!("POST {path} failed: {e}")),
