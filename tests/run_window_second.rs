@@ -113,12 +113,22 @@ fn a_stream_interval_warns_t23_with_its_cause_and_one_token_a_chunk_passes() {
         Some("warn"),
         "{stdout}"
     );
-    // 33 tokens: the first alone, then 8 chunks of 4: 9 chunks a request.
+    // 33 tokens: the first alone, then 8 chunks of 4: 9 chunks a request, 72 in all. On a busy
+    // machine the server sends what it fell behind on together, as vLLM's API server does, so
+    // a few chunks may merge (never split).
     let msg = message_of(&results, "T23").unwrap_or_default();
+    let t23 = results
+        .as_array()
+        .and_then(|a| a.iter().find(|r| r["tripwire"] == "T23"))
+        .map(|r| r["evidence"].clone())
+        .unwrap_or_default();
+    let chunks = t23["chunks"].as_f64().unwrap_or(f64::NAN);
+    assert!((60.0..=72.0).contains(&chunks), "{msg}");
     assert!(
-        msg.starts_with(
-            "3.67 tokens per streamed chunk (264 tokens in 72 chunks over 8 requests, from a stream interval of 4 tokens)"
-        ),
+        msg.starts_with(&format!(
+            "{:.2} tokens per streamed chunk (264 tokens in {chunks} chunks over 8 requests, from a stream interval of 4 tokens)",
+            264.0 / chunks
+        )),
         "{msg}"
     );
     assert!(stdout.contains("ITL is per chunk"), "{stdout}");

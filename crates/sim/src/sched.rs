@@ -341,7 +341,11 @@ impl Scheduler {
                 self.waiting.push_front(r);
                 break;
             }
-            r.scheduled_ts.get_or_insert(now);
+            // Steps run on the engine's own clock, which falls behind the wall clock when the
+            // process waits for a core and then catches up in a burst; a request that arrived
+            // meanwhile carries the wall clock, so its stamps are kept in order (a latency
+            // histogram's `_sum` never goes down on a real server).
+            r.scheduled_ts.get_or_insert(now.max(r.queued_ts));
             scheduled.push((r.id, want));
             *budget -= want;
             self.running.push(r);
@@ -361,8 +365,9 @@ impl Scheduler {
             step_tokens += want;
             if r.computed == r.num_tokens() {
                 r.output += 1;
-                r.first_token_ts.get_or_insert(now);
-                r.last_token_ts = Some(now);
+                let at = now.max(r.scheduled_ts.unwrap_or(r.queued_ts));
+                r.first_token_ts.get_or_insert(at);
+                r.last_token_ts = Some(at);
                 out.token(id);
                 if let Some(reason) = r.finish_reason() {
                     done.push((pos, reason));
@@ -588,5 +593,31 @@ mod tests {
         s.step(0.2, &mut out);
         assert_eq!(out.tokens, vec![(1, 1)]);
         assert_eq!(out.iteration_tokens, vec![64, 64, 22]);
+    }
+
+    #[test]
+    fn a_request_that_arrives_while_the_steps_lag_keeps_its_stamps_in_order() {
+        let mut s = sched(11, 16, 8);
+        s.add(
+            NewRequest {
+                id: 1,
+                prompt_tokens: 4,
+                max_tokens: 2,
+                eos_after: None,
+                cached: 0,
+            },
+            10.0,
+        );
+        let mut out = Outputs::default();
+        // The engine's clock is behind the arrival's wall-clock stamp.
+        s.step(9.9, &mut out);
+        s.step(9.95, &mut out);
+        let f = &out.finished[0];
+        let (sched, first, last) = (
+            f.scheduled_ts.unwrap(),
+            f.first_token_ts.unwrap(),
+            f.last_token_ts.unwrap(),
+        );
+        assert!(f.queued_ts <= sched && sched <= first && first <= last, "{f:?}");
     }
 }
