@@ -129,12 +129,12 @@ fn write_day(recorded: &Series, path: &std::path::Path) -> usize {
         f(last).unwrap_or(0.0) - f(first).unwrap_or(0.0)
     };
     let gains = [
-        gain(|s| s.preemptions),
-        gain(|s| s.generation_tokens),
-        gain(|s| s.prompt_tokens),
+        gain(|s| s.preemptions()),
+        gain(|s| s.generation_tokens()),
+        gain(|s| s.prompt_tokens()),
     ];
     let t0 = first.t_wall;
-    let m0 = first.t_mono_ns.unwrap_or(0);
+    let m0 = first.t_mono_ns().unwrap_or(0);
     let mut text = String::with_capacity(SAMPLES * 200);
     text.push_str(
         "{\"schema\": \"inferlint.series/1\", \"url\": \"http://127.0.0.1:8000\", \"interval_s\": 0.25, \"engine\": \"vllm\"}\n",
@@ -149,12 +149,12 @@ fn write_day(recorded: &Series, path: &std::path::Path) -> usize {
             "{{\"t_wall\": {:.6}, \"t_mono_ns\": {}, \"running\": {}, \"waiting\": {}, \"kv_usage\": {}, \"preemptions\": {}, \"generation_tokens\": {}, \"prompt_tokens\": {}}}",
             t0 + i as f64 * INTERVAL_S,
             m0 + i as i64 * 250_000_000,
-            num(s.running),
-            num(s.waiting),
-            num(s.kv_usage),
-            counter(s.preemptions, 0),
-            counter(s.generation_tokens, 1),
-            counter(s.prompt_tokens, 2),
+            num(s.running()),
+            num(s.waiting()),
+            num(s.kv_usage()),
+            counter(s.preemptions(), 0),
+            counter(s.generation_tokens(), 1),
+            counter(s.prompt_tokens(), 2),
         );
     }
     let mut f = std::fs::File::create(path).expect("the temporary file");

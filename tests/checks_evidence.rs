@@ -110,7 +110,7 @@ fn live_028_series_preemptions_match_the_snapshot_delta() {
     let before = some_or_skip!(snap("vllm-0.28/live/before.snapshot.json"));
     let after = some_or_skip!(snap("vllm-0.28/live/after.snapshot.json"));
     let s = some_or_skip!(rec("vllm-0.28/live/run.series.jsonl"));
-    let p: Vec<f64> = s.samples.iter().filter_map(|x| x.preemptions).collect();
+    let p: Vec<f64> = s.samples.iter().filter_map(|x| x.preemptions()).collect();
     let delta = snapshot_delta(&before, &after, &CounterQuery::new(t1::VLLM_PREEMPTIONS)).unwrap();
     assert_eq!(p.last().unwrap() - p.first().unwrap(), delta);
 }
@@ -150,7 +150,7 @@ fn live_028_t14_t9_t8() {
     assert_eq!(t9r.evidence_json()["ceiling_max"], 10);
     // Every busy sample ran no more than fit, in whole blocks.
     for x in s.busy() {
-        let (u, r) = (x.kv_usage.unwrap(), x.running.unwrap());
+        let (u, r) = (x.kv_usage().unwrap(), x.running().unwrap());
         assert!(
             r as u64 <= predicted_ceiling(u, r, Some(42)).unwrap(),
             "{x:?}"
@@ -510,7 +510,7 @@ fn t14_is_unknown_when_the_readings_cannot_be_trusted() {
     let snapshot = some_or_skip!(snap("vllm-0.28/series/blocks_snapshot.prom"));
     // Keep the samples of only two distinct readings.
     let mut seen = Vec::new();
-    s.samples.retain(|x| match x.kv_usage {
+    s.samples.retain(|x| match x.kv_usage() {
         Some(u) if u > 0.0 && (seen.contains(&u.to_bits()) || seen.len() < 2) => {
             if !seen.contains(&u.to_bits()) {
                 seen.push(u.to_bits());
@@ -775,7 +775,7 @@ fn trtllm_t1_from_the_log_the_gauge_or_the_policy() {
     assert_eq!((cut.pauses, cut.served_in_log.unwrap_or(0)), (None, 0));
     let r = t1::check(&before, &after, Some(&s), Some(&cut), Engine::Trtllm);
     assert_eq!(r.status, Status::Pass);
-    let n = s.samples.iter().filter(|x| x.paused.is_some()).count();
+    let n = s.samples.iter().filter(|x| x.paused().is_some()).count();
     assert_eq!(
         r.message,
         format!("no paused request in {n} readings, and the scheduler policy (GUARANTEED_NO_EVICT) admits a request only when its whole output fits")
@@ -798,7 +798,7 @@ fn trtllm_t1_from_the_log_the_gauge_or_the_policy() {
     );
     // A paused reading in the recording.
     let mut s2 = s.clone();
-    s2.samples[5].paused = Some(2.0);
+    s2.samples[5].set_paused(Some(2.0));
     let r = t1::check(&before, &after, Some(&s2), Some(&cut), Engine::Trtllm);
     assert_eq!(r.status, Status::Fail);
     assert_eq!(

@@ -396,8 +396,8 @@ fn watch_records_for_the_duration() {
     assert_eq!(s.engine(), Some(Engine::Vllm));
     assert_eq!(s.header.interval_s, 0.1);
     assert_eq!(s.header.url, mock.url);
-    assert_eq!(s.samples[0].preemptions, Some(22.0));
-    assert_eq!(s.samples[0].running, Some(0.0));
+    assert_eq!(s.samples[0].preemptions(), Some(22.0));
+    assert_eq!(s.samples[0].running(), Some(0.0));
     assert_eq!(s.skipped_lines, 0);
 }
 
@@ -617,8 +617,8 @@ fn recorder_writes_sglang_rows_with_the_witness_gauge() {
     let s = Series::load(&out).unwrap();
     assert_eq!(s.engine(), Some(Engine::Sglang));
     // The retraction counter is absent from this text; its witness gauge is present.
-    assert_eq!(s.samples[0].preemptions, Some(0.0));
-    assert!(s.samples[0].running.is_some());
+    assert_eq!(s.samples[0].preemptions(), Some(0.0));
+    assert!(s.samples[0].running().is_some());
 }
 
 #[test]

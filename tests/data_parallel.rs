@@ -8,7 +8,7 @@ mod multinode;
 
 use inferlint_core::bootlog::BootFacts;
 use inferlint_core::checks::{t1, t14, t8, t9};
-use inferlint_core::series::{Series, SeriesHeader, SeriesSample, SeriesWriter};
+use inferlint_core::series::{Readings, Series, SeriesHeader, SeriesSample, SeriesWriter};
 use inferlint_core::snapshot::Snapshot;
 use inferlint_core::{Engine, Status};
 
@@ -54,16 +54,17 @@ fn the_recorder_keeps_each_engine_and_the_sums() {
     // Idle: the gauges have no sample at all (absent, not zero), on either engine.
     let idle = &series.samples[0];
     assert_eq!(
-        (idle.running, idle.waiting, idle.kv_usage),
+        (idle.running(), idle.waiting(), idle.kv_usage()),
         (None, None, None)
     );
     assert_eq!(idle.per_engine().len(), 2);
     assert!(idle.per_engine().iter().all(|e| e.running.is_none()));
     // Under load: 4 running and 2 waiting on each engine, 0.8 of each pool.
     let busy = &series.samples[2];
-    assert_eq!((busy.running, busy.waiting), (Some(8.0), Some(4.0)));
+    assert_eq!((busy.running(), busy.waiting()), (Some(8.0), Some(4.0)));
     assert_eq!(
-        busy.kv_usage, None,
+        busy.kv_usage(),
+        None,
         "two pools have no single usage reading"
     );
     for e in busy.per_engine() {
@@ -74,7 +75,7 @@ fn the_recorder_keeps_each_engine_and_the_sums() {
     }
     // Counters are summed over the engines, as before.
     let after = &series.samples[4];
-    assert_eq!(after.generation_tokens, Some(545.0 + 563.0));
+    assert_eq!(after.generation_tokens(), Some(545.0 + 563.0));
     // The row form: the old keys first, in their old order, the finished-request counter, then
     // the engines.
     let row = text.lines().nth(3).unwrap();
@@ -334,10 +335,12 @@ fn one_engine_recordings_keep_their_verdicts() {
     let rows = [(10.0, 40.0 / 42.0), (7.0, 42.0 / 42.0)];
     let samples = rows
         .iter()
-        .map(|&(r, u)| SeriesSample {
-            running: Some(r),
-            kv_usage: Some(u),
-            ..SeriesSample::default()
+        .map(|&(r, u)| {
+            SeriesSample::from(Readings {
+                running: Some(r),
+                kv_usage: Some(u),
+                ..Readings::default()
+            })
         })
         .collect();
     let s = Series::from_samples(header, samples);
@@ -352,6 +355,6 @@ fn one_engine_recordings_keep_their_verdicts() {
     )
     .unwrap();
     let row = SeriesSample::from_metrics(&m, Engine::Vllm, 1.0, None);
-    assert_eq!((row.running, row.kv_usage), (Some(3.0), Some(0.5)));
+    assert_eq!((row.running(), row.kv_usage()), (Some(3.0), Some(0.5)));
     assert!(row.engines.is_none());
 }

@@ -17,7 +17,7 @@ use inferlint_core::checks::blocks::{
 };
 use inferlint_core::checks::{t14, t9};
 use inferlint_core::prom::Metrics;
-use inferlint_core::series::{Series, SeriesHeader, SeriesSample};
+use inferlint_core::series::{Readings, Series, SeriesHeader, SeriesSample};
 use inferlint_core::snapshot::Snapshot;
 use inferlint_core::{Engine, Status};
 use proptest::prelude::*;
@@ -74,12 +74,14 @@ fn series_of(rows: &[(f64, f64)]) -> Series {
     let samples = rows
         .iter()
         .enumerate()
-        .map(|(i, &(usage, running))| SeriesSample {
-            t_wall: 1000.0 + i as f64 * 0.25,
-            running: Some(running),
-            waiting: Some(0.0),
-            kv_usage: Some(usage),
-            ..SeriesSample::default()
+        .map(|(i, &(usage, running))| {
+            SeriesSample::from(Readings {
+                t_wall: 1000.0 + i as f64 * 0.25,
+                running: Some(running),
+                waiting: Some(0.0),
+                kv_usage: Some(usage),
+                ..Readings::default()
+            })
         })
         .collect();
     Series::from_samples(

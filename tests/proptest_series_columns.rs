@@ -43,16 +43,16 @@ fn columns_of(series: &Series) -> Columns {
     let mut c = Columns::default();
     for s in &series.samples {
         c.t_wall.push(s.t_wall.to_bits());
-        c.t_mono_ns.push(s.t_mono_ns);
+        c.t_mono_ns.push(s.t_mono_ns());
         let gauges = [
-            s.running,
-            s.waiting,
-            s.kv_usage,
-            s.preemptions,
-            s.generation_tokens,
-            s.prompt_tokens,
-            s.paused,
-            s.finished_requests,
+            s.running(),
+            s.waiting(),
+            s.kv_usage(),
+            s.preemptions(),
+            s.generation_tokens(),
+            s.prompt_tokens(),
+            s.paused(),
+            s.finished_requests(),
         ];
         for (col, v) in c.gauges.iter_mut().zip(gauges) {
             col.push(v.map(f64::to_bits));

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use inferlint_core::bench::{self, untimed_requests};
 use inferlint_core::prom::{Metrics, PromError};
-use inferlint_core::series::{Series, SeriesHeader, SeriesSample};
+use inferlint_core::series::{Readings, Series, SeriesHeader, SeriesSample};
 use inferlint_core::snapshot::Snapshot;
 use inferlint_core::testkit::{evidence, evidence_dir, evidence_text};
 use inferlint_core::{evidence_or_skip, Engine};
@@ -103,9 +103,9 @@ fn every_recorded_series_loads_cleanly() {
         };
         assert_eq!(s.engine(), expected, "{}", f.display());
         if expected == Some(Engine::Trtllm) {
-            assert!(s.samples.iter().all(|x| x.preemptions.is_none()));
+            assert!(s.samples.iter().all(|x| x.preemptions().is_none()));
             let with_gauges = !folder.contains("no-iter-stats");
-            assert_eq!(s.samples.iter().all(|x| x.paused.is_some()), with_gauges);
+            assert_eq!(s.samples.iter().all(|x| x.paused().is_some()), with_gauges);
         }
     }
 }
@@ -250,8 +250,8 @@ fn live_series_pins() {
     assert_eq!(s.header.url, "http://127.0.0.1:8000");
     assert_eq!(s.engine(), None);
     assert_eq!(s.peak_running(), Some(10.0));
-    let first = s.samples.first().unwrap().preemptions.unwrap();
-    let last = s.samples.last().unwrap().preemptions.unwrap();
+    let first = s.samples.first().unwrap().preemptions().unwrap();
+    let last = s.samples.last().unwrap().preemptions().unwrap();
     assert_eq!(last - first, 22.0);
     assert!(s.busy().count() > 0);
     assert!(s.usage_readings().iter().all(|&u| u > 0.0));
@@ -261,7 +261,7 @@ fn live_series_pins() {
 fn older_series_with_a_note_and_null_clock() {
     let s = Series::load(&evidence_or_skip!("vllm-0.28/series/ladder.series.jsonl")).unwrap();
     assert_eq!(s.header.interval_s, 0.5);
-    assert_eq!(s.samples[0].t_mono_ns, None);
+    assert_eq!(s.samples[0].t_mono_ns(), None);
     assert_eq!(s.peak_running(), Some(4.0));
 }
 
@@ -543,11 +543,13 @@ fn synthetic_series_queries() {
         interval_s: 0.25,
         engine: Some(Engine::Vllm),
     };
-    let row = |running: Option<f64>, kv: Option<f64>| SeriesSample {
-        t_wall: 1.0,
-        running,
-        kv_usage: kv,
-        ..SeriesSample::default()
+    let row = |running: Option<f64>, kv: Option<f64>| {
+        SeriesSample::from(Readings {
+            t_wall: 1.0,
+            running,
+            kv_usage: kv,
+            ..Readings::default()
+        })
     };
     let s = Series::from_samples(
         header,

@@ -127,7 +127,7 @@ fn a_day_long_recording_stays_small_and_exact_where_it_matters() {
     let base = inputs.series.take().unwrap();
     let day = long::stretch(&base, 345_600);
     let total =
-        day.samples.last().unwrap().preemptions.unwrap() - day.samples[0].preemptions.unwrap();
+        day.samples.last().unwrap().preemptions().unwrap() - day.samples[0].preemptions().unwrap();
     inputs.series = Some(day);
     let r = Report::build(inputs);
     let html = r.render_page();

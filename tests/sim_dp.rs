@@ -212,7 +212,7 @@ fn data_parallel_metrics_are_labelled_per_engine_like_the_real_scrapes() {
         None,
     );
     assert_eq!(
-        (row.running, row.waiting, row.kv_usage),
+        (row.running(), row.waiting(), row.kv_usage()),
         (Some(8.0), Some(4.0), None)
     );
     assert_eq!(row.per_engine().len(), 2);

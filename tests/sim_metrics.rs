@@ -420,7 +420,7 @@ fn t9s_ceiling_is_the_configured_block_arithmetic() {
     let busy: Vec<&SeriesSample> = series.busy().collect();
     assert!(busy.len() >= 10, "too few busy samples: {}", busy.len());
     for s in &busy {
-        let (u, r) = (s.kv_usage.unwrap(), s.running.unwrap());
+        let (u, r) = (s.kv_usage().unwrap(), s.running().unwrap());
         assert_eq!(
             (u * 42.0).round(),
             r * 4.0,
@@ -491,7 +491,7 @@ fn the_ceiling_falls_as_outputs_grow_with_784_token_blocks() {
     assert_eq!(t9.status, Status::Warn, "{}", t9.message);
     assert_eq!(t9.evidence_json()["ceiling_max"], 10, "42 // 4");
     assert_eq!(t9.evidence_json()["ceiling_min"], 8, "42 // 5");
-    assert!(series.samples.last().unwrap().preemptions.unwrap() > 0.0);
+    assert!(series.samples.last().unwrap().preemptions().unwrap() > 0.0);
     assert_eq!(series.peak_running(), Some(10.0));
 }
 

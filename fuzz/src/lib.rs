@@ -188,7 +188,7 @@ pub fn series_read(data: &[u8]) {
         assert!(series
             .samples
             .iter()
-            .filter_map(|s| s.running)
+            .filter_map(|s| s.running())
             .all(|r| r.is_nan() || r <= p));
     }
     let readings = series.usage_readings();
@@ -198,7 +198,7 @@ pub fn series_read(data: &[u8]) {
         assert!((1..=blocks::MAX_DENOMINATOR).contains(&n));
     }
     for s in series.busy() {
-        if let (Some(u), Some(r)) = (s.kv_usage, s.running) {
+        if let (Some(u), Some(r)) = (s.kv_usage(), s.running()) {
             let _ = blocks::predicted_ceiling(u, r, None);
             let _ = blocks::predicted_ceiling(u, r, inference.blocks);
         }

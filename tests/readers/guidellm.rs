@@ -66,7 +66,7 @@ fn guidellm_refusing_its_arguments_leaves_t8_unable_to_tell() {
         r.message
     );
     let mut seen = s.clone();
-    seen.samples[3].running = Some(2.0);
+    seen.samples[3].set_running(Some(2.0));
     let r = t8::check(&seen, 4, None, Engine::Sglang);
     assert_eq!(r.status, Status::Fail, "{}", r.message);
     assert_eq!(

@@ -11,7 +11,7 @@ pub fn stretch(base: &Series, samples: usize) -> Series {
     let (first, last) = (&rows[0], &rows[rows.len() - 1]);
     let gap = base.header.interval_s;
     let wall_span = last.t_wall - first.t_wall + gap;
-    let mono_span = match (first.t_mono_ns, last.t_mono_ns) {
+    let mono_span = match (first.t_mono_ns(), last.t_mono_ns()) {
         (Some(a), Some(b)) => Some(b - a + (gap * 1e9) as i64),
         _ => None,
     };
@@ -19,9 +19,9 @@ pub fn stretch(base: &Series, samples: usize) -> Series {
         (Some(a), Some(b)) => b - a,
         _ => 0.0,
     };
-    let d_pre = moved(|s| s.preemptions);
-    let d_gen = moved(|s| s.generation_tokens);
-    let d_prompt = moved(|s| s.prompt_tokens);
+    let d_pre = moved(|s| s.preemptions());
+    let d_gen = moved(|s| s.generation_tokens());
+    let d_prompt = moved(|s| s.prompt_tokens());
     let mut out = Vec::with_capacity(samples);
     let mut k = 0.0;
     'outer: loop {
@@ -31,13 +31,14 @@ pub fn stretch(base: &Series, samples: usize) -> Series {
             }
             let mut s = s.clone();
             s.t_wall += k * wall_span;
-            s.t_mono_ns = s
-                .t_mono_ns
-                .zip(mono_span)
-                .map(|(t, span)| t + (k as i64) * span);
-            s.preemptions = s.preemptions.map(|v| v + k * d_pre);
-            s.generation_tokens = s.generation_tokens.map(|v| v + k * d_gen);
-            s.prompt_tokens = s.prompt_tokens.map(|v| v + k * d_prompt);
+            s.set_t_mono_ns(
+                s.t_mono_ns()
+                    .zip(mono_span)
+                    .map(|(t, span)| t + (k as i64) * span),
+            );
+            s.set_preemptions(s.preemptions().map(|v| v + k * d_pre));
+            s.set_generation_tokens(s.generation_tokens().map(|v| v + k * d_gen));
+            s.set_prompt_tokens(s.prompt_tokens().map(|v| v + k * d_prompt));
             out.push(s);
         }
         k += 1.0;

@@ -13,7 +13,9 @@ use crate::prom::Metrics;
 pub use crate::snapshot::ReadError;
 
 mod read;
+mod sample;
 mod write;
+pub use sample::{EngineGauges, Readings, SeriesSample};
 pub use write::{python_json, SeriesWriter};
 
 /// The schema name in a series header.
@@ -32,151 +34,8 @@ pub struct SeriesHeader {
     pub engine: Option<Engine>,
 }
 
-/// One row of a recording. Every field is None when the series was absent from that scrape.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SeriesSample {
-    pub t_wall: f64,
-    pub t_mono_ns: Option<i64>,
-    pub running: Option<f64>,
-    pub waiting: Option<f64>,
-    pub kv_usage: Option<f64>,
-    /// The eviction counter (vLLM preemptions, SGLang retractions); None for TensorRT-LLM.
-    pub preemptions: Option<f64>,
-    pub generation_tokens: Option<f64>,
-    pub prompt_tokens: Option<f64>,
-    /// TensorRT-LLM's paused-requests gauge.
-    pub paused: Option<f64>,
-    /// The engine's finished-request counter (every reason), summed over label sets: what T15
-    /// compares with the client's count, so that a window bounded by two rows (a point of a
-    /// load tool's own sweep) can be judged. None for llama.cpp, which counts none, and in
-    /// recordings made before the field existed (docs/design/formats.md#series).
-    pub finished_requests: Option<f64>,
-    /// The gauges of each engine of a data-parallel server (vLLM's `engine` label), in engine
-    /// order; None for a server with one engine. Boxed so that a one-engine row, which every
-    /// long recording so far is, pays one pointer for it (docs/benchmarks.md, `series_check`).
-    #[allow(clippy::box_collection)]
-    pub engines: Option<Box<Vec<EngineGauges>>>,
-}
-
-/// One engine's gauges in one row of a data-parallel server's recording.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct EngineGauges {
-    /// The `engine` label's value (`"0"`, `"1"`, …).
-    pub engine: String,
-    pub running: Option<f64>,
-    pub waiting: Option<f64>,
-    pub kv_usage: Option<f64>,
-}
-
 /// The label vLLM puts on every per-engine series (docs/tripwires.md, "Data-parallel servers").
 pub const ENGINE_LABEL: &str = "engine";
-
-impl SeriesSample {
-    /// The row for one scrape of an `engine` server: counters summed over label sets, the usage
-    /// gauge as its single series, absent series as None. SGLang's retraction counter only
-    /// appears after the first retraction: while its witness gauge is present it counts as 0.
-    pub fn from_metrics(
-        metrics: &Metrics,
-        engine: Engine,
-        t_wall: f64,
-        t_mono_ns: Option<i64>,
-    ) -> SeriesSample {
-        let names = engine.metrics();
-        let preemptions = names.preemptions.and_then(|counter| {
-            metrics.total(counter).or_else(|| {
-                names
-                    .preemption_witness
-                    .filter(|w| metrics.has(w))
-                    .map(|_| 0.0)
-            })
-        });
-        let mut s = SeriesSample {
-            t_wall,
-            t_mono_ns,
-            running: metrics.total(names.running),
-            waiting: metrics.total(names.waiting),
-            kv_usage: names
-                .kv_usage
-                .and_then(|k| metrics.single(k).ok().flatten()),
-            preemptions,
-            generation_tokens: metrics.total(names.generation_tokens),
-            prompt_tokens: metrics.total(names.prompt_tokens),
-            paused: names.paused.and_then(|p| metrics.total(p)),
-            finished_requests: names.finished.and_then(|f| metrics.total(f)),
-            engines: None,
-        };
-        let ids = engine_labels(metrics, engine);
-        if ids.len() > 1 {
-            let per: Vec<EngineGauges> = ids
-                .into_iter()
-                .map(|id| {
-                    let only = [(ENGINE_LABEL, id.as_str())];
-                    EngineGauges {
-                        running: metrics.total_where(names.running, &only),
-                        waiting: metrics.total_where(names.waiting, &only),
-                        kv_usage: names.kv_usage.and_then(|k| single_where(metrics, k, &only)),
-                        engine: id,
-                    }
-                })
-                .collect();
-            s.set_engines(per);
-        }
-        s
-    }
-
-    /// Sets the per-engine gauges and the aggregate ones they imply: running and waiting are
-    /// the sums over the engines, known only when every engine reports its gauge (an engine
-    /// whose gauge is absent is not an engine running nothing); `kv_usage` stays what it has
-    /// always been, the single usage series, so it is None: several pools have no one reading.
-    pub fn set_engines(&mut self, per: Vec<EngineGauges>) {
-        let sum = |f: fn(&EngineGauges) -> Option<f64>| -> Option<f64> {
-            per.iter().map(f).sum::<Option<f64>>()
-        };
-        self.running = sum(|e| e.running);
-        self.waiting = sum(|e| e.waiting);
-        self.kv_usage = None;
-        self.engines = Some(Box::new(per));
-    }
-
-    /// The per-engine gauges (empty for a one-engine server).
-    pub fn per_engine(&self) -> &[EngineGauges] {
-        self.engines.as_deref().map_or(&[], Vec::as_slice)
-    }
-
-    /// This row as engine `id` alone saw it: its own gauges, the server's counters; None when
-    /// the row has no entry for that engine.
-    pub fn for_engine(&self, id: &str) -> Option<SeriesSample> {
-        let e = self.per_engine().iter().find(|e| e.engine == id)?;
-        Some(SeriesSample {
-            running: e.running,
-            waiting: e.waiting,
-            kv_usage: e.kv_usage,
-            engines: None,
-            ..self.clone_without_engines()
-        })
-    }
-
-    fn clone_without_engines(&self) -> SeriesSample {
-        SeriesSample {
-            t_wall: self.t_wall,
-            t_mono_ns: self.t_mono_ns,
-            running: self.running,
-            waiting: self.waiting,
-            kv_usage: self.kv_usage,
-            preemptions: self.preemptions,
-            generation_tokens: self.generation_tokens,
-            prompt_tokens: self.prompt_tokens,
-            paused: self.paused,
-            finished_requests: self.finished_requests,
-            engines: None,
-        }
-    }
-
-    /// Whether the server was working: running > 0 and the usage gauge > 0.
-    pub fn is_busy(&self) -> bool {
-        self.running.is_some_and(|r| r > 0.0) && self.kv_usage.is_some_and(|u| u > 0.0)
-    }
-}
 
 /// The values of the `engine` label on the engine's own series (its gauges and counters), in
 /// engine order (numeric where they are numbers). A one-engine vLLM labels everything
@@ -242,27 +101,37 @@ pub struct Series {
     pub source: String,
     /// The engines the samples had when the series was read or built (see
     /// [`Series::engine_ids`]).
-    engines: EnginesFound,
+    found: Found,
 }
 
-/// The engine ids of a series' samples, found once: T8, T9, T14, T25 and the report's charts
-/// each ask, and each pass over a day's 345,600 samples costs milliseconds (docs/benchmarks.md).
-/// They are kept with the samples' address and length at that time, so a vector replaced,
-/// filtered or grown since is searched again; rows rewritten in place (a row's engines edited,
-/// or the vector emptied and refilled to the same length) would go unseen, which no caller does:
-/// other samples make a new series ([`Series::from_samples`], [`Series::with_samples`]).
+/// What the checks ask of every sample, found once: the engine ids (T8, T9, T14, T25 and the
+/// report's charts each ask) and the distinct usage readings (T14, before T9 can start), where
+/// each pass over a day's 345,600 samples costs milliseconds (docs/benchmarks.md). The reader
+/// gathers both as it reads; a series built from samples searches for the ids at once and for the
+/// readings when asked. They are kept with the samples' address and length at that time, so a
+/// vector replaced, filtered or grown since is searched again; rows rewritten in place (a row's
+/// engines edited, or the vector emptied and refilled to the same length) would go unseen, which
+/// no caller does: other samples make a new series ([`Series::from_samples`],
+/// [`Series::with_samples`]).
 #[derive(Clone, Debug, Default)]
-struct EnginesFound {
+struct Found {
     of: (usize, usize),
     ids: Vec<String>,
+    usage: Option<Vec<f64>>,
 }
 
-impl EnginesFound {
-    fn of(samples: &[SeriesSample], ids: Vec<String>) -> EnginesFound {
-        EnginesFound {
+impl Found {
+    fn of(samples: &[SeriesSample], ids: Vec<String>, usage: Option<Vec<f64>>) -> Found {
+        Found {
             of: (samples.as_ptr() as usize, samples.len()),
             ids,
+            usage,
         }
+    }
+
+    /// Whether this was found in `samples` as they are now.
+    fn is_of(&self, samples: &[SeriesSample]) -> bool {
+        self.of == (samples.as_ptr() as usize, samples.len())
     }
 
     fn search(samples: &[SeriesSample]) -> Vec<String> {
@@ -272,6 +141,51 @@ impl EnginesFound {
         }
         sort_engine_ids(&mut ids);
         ids
+    }
+}
+
+/// The distinct non-null, non-zero usage readings of a run of samples, gathered one by one:
+/// collecting every reading (a day's 345,600) into a vector to sort would cost more than the
+/// few hundred values a recording has. A reading repeated from the row before is not looked up
+/// again.
+#[derive(Debug, Default)]
+pub(crate) struct DistinctUsage {
+    bits: std::collections::BTreeSet<u64>,
+    last: Option<u64>,
+}
+
+impl DistinctUsage {
+    #[inline]
+    pub(crate) fn see(&mut self, usage: Option<f64>) {
+        if let Some(u) = usage.filter(|&u| u != 0.0 && !u.is_nan()) {
+            // -0.0 and 0.0 are one reading (and zero is left out above in any case).
+            let b = (u + 0.0).to_bits();
+            if self.last != Some(b) {
+                self.bits.insert(b);
+                self.last = Some(b);
+            }
+        }
+    }
+
+    /// Adds the readings of the run of samples that follows.
+    pub(crate) fn merge(&mut self, later: DistinctUsage) {
+        self.bits.extend(later.bits);
+        self.last = later.last.or(self.last);
+    }
+
+    /// The readings, ascending.
+    pub(crate) fn values(&self) -> Vec<f64> {
+        let mut values: Vec<f64> = self.bits.iter().map(|&b| f64::from_bits(b)).collect();
+        values.sort_by(f64::total_cmp);
+        values
+    }
+
+    fn of(samples: &[SeriesSample]) -> Vec<f64> {
+        let mut seen = DistinctUsage::default();
+        for s in samples {
+            seen.see(s.kv_usage());
+        }
+        seen.values()
     }
 }
 
@@ -303,21 +217,23 @@ impl Series {
 
     /// A series from samples (synthetic data for tests).
     pub fn from_samples(header: SeriesHeader, samples: Vec<SeriesSample>) -> Series {
-        let ids = EnginesFound::search(&samples);
-        Series::read(header, samples, ids, 0, "(samples)".to_string())
+        let ids = Found::search(&samples);
+        Series::read(header, samples, ids, None, 0, "(samples)".to_string())
     }
 
-    /// A series whose samples' engine ids are already known (`ids`, in engine order).
+    /// A series whose samples' engine ids are already known (`ids`, in engine order), and their
+    /// distinct usage readings where `usage` has them.
     pub(crate) fn read(
         header: SeriesHeader,
         samples: Vec<SeriesSample>,
         ids: Vec<String>,
+        usage: Option<Vec<f64>>,
         skipped_lines: usize,
         source: String,
     ) -> Series {
         Series {
             header,
-            engines: EnginesFound::of(&samples, ids),
+            found: Found::of(&samples, ids, usage),
             samples,
             skipped_lines,
             source,
@@ -341,18 +257,18 @@ impl Series {
     /// The engines of a data-parallel recording (every engine a row has gauges for), in engine
     /// order; empty for a one-engine server's recording.
     pub fn engine_ids(&self) -> Vec<String> {
-        if self.engines.of == (self.samples.as_ptr() as usize, self.samples.len()) {
+        if self.found.is_of(&self.samples) {
             // Rows rewritten in place would go unseen here: every test build checks that none
             // were, so a caller that starts doing so fails its tests rather than its verdicts.
             debug_assert_eq!(
-                self.engines.ids,
-                EnginesFound::search(&self.samples),
+                self.found.ids,
+                Found::search(&self.samples),
                 "the samples of {} were changed in place; other rows make a new series",
                 self.source
             );
-            return self.engines.ids.clone();
+            return self.found.ids.clone();
         }
-        EnginesFound::search(&self.samples)
+        Found::search(&self.samples)
     }
 
     /// The recording as engine `id` alone saw it: one row for each row that has the engine,
@@ -368,6 +284,7 @@ impl Series {
             self.header.clone(),
             samples,
             Vec::new(),
+            None,
             self.skipped_lines,
             format!("{} (engine {id})", self.source),
         )
@@ -382,7 +299,7 @@ impl Series {
     pub fn peak_running(&self) -> Option<f64> {
         self.samples
             .iter()
-            .filter_map(|s| s.running)
+            .filter_map(|s| s.running())
             .filter(|r| !r.is_nan())
             .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))))
     }
@@ -390,30 +307,28 @@ impl Series {
     /// The distinct non-null, non-zero usage readings, ascending (what block inference needs,
     /// without a copy of every reading of a long recording).
     pub fn distinct_usage_readings(&self) -> Vec<f64> {
-        // Inserted one by one: collecting into the set would first gather every reading (a
-        // day's 345,600) into a vector and sort it, where a recording has a few hundred values.
-        // A reading repeated from the row before is not looked up again.
-        let mut bits = std::collections::BTreeSet::new();
-        let mut last = None;
-        for u in self.samples.iter().filter_map(|s| s.kv_usage) {
-            if u != 0.0 && !u.is_nan() {
-                let b = (u + 0.0).to_bits();
-                if last != Some(b) {
-                    bits.insert(b);
-                    last = Some(b);
-                }
-            }
+        if let Some(usage) = self
+            .found
+            .usage
+            .as_ref()
+            .filter(|_| self.found.is_of(&self.samples))
+        {
+            debug_assert_eq!(
+                usage,
+                &DistinctUsage::of(&self.samples),
+                "the samples of {} were changed in place; other rows make a new series",
+                self.source
+            );
+            return usage.clone();
         }
-        let mut values: Vec<f64> = bits.into_iter().map(f64::from_bits).collect();
-        values.sort_by(f64::total_cmp);
-        values
+        DistinctUsage::of(&self.samples)
     }
 
     /// The non-null, non-zero usage readings, in recording order.
     pub fn usage_readings(&self) -> Vec<f64> {
         self.samples
             .iter()
-            .filter_map(|s| s.kv_usage)
+            .filter_map(|s| s.kv_usage())
             .filter(|&u| u != 0.0 && !u.is_nan())
             .collect()
     }
@@ -444,14 +359,14 @@ mod tests {
         let with_witness =
             Metrics::parse("sglang:num_running_reqs 1\nsglang:num_retracted_reqs 0\n").unwrap();
         let s = SeriesSample::from_metrics(&with_witness, Engine::Sglang, 1.0, None);
-        assert_eq!(s.preemptions, Some(0.0));
+        assert_eq!(s.preemptions(), Some(0.0));
         let without = Metrics::parse("sglang:num_running_reqs 1\n").unwrap();
         let s = SeriesSample::from_metrics(&without, Engine::Sglang, 1.0, None);
-        assert_eq!(s.preemptions, None);
+        assert_eq!(s.preemptions(), None);
         let counted =
             Metrics::parse("sglang:num_retracted_reqs 0\nsglang:num_retracted_requests_total 3\n")
                 .unwrap();
         let s = SeriesSample::from_metrics(&counted, Engine::Sglang, 1.0, None);
-        assert_eq!(s.preemptions, Some(3.0));
+        assert_eq!(s.preemptions(), Some(3.0));
     }
 }

@@ -14,7 +14,7 @@ pub use inferlint_core::load::{self, LoadIntent};
 pub use inferlint_core::observed::LoadObserved;
 pub use inferlint_core::prom::Metrics;
 pub use inferlint_core::result::CheckResult;
-pub use inferlint_core::series::{Series, SeriesHeader, SeriesSample};
+pub use inferlint_core::series::{Readings, Series, SeriesHeader, SeriesSample};
 pub use inferlint_core::snapshot::{ReadError, Snapshot};
 pub use inferlint_core::VERSION;
 pub use inferlint_core::{argv, catalogue};

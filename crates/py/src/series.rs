@@ -4,7 +4,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use crate::core::{Engine, Series, SeriesHeader, SeriesSample};
+use crate::core::{Engine, Readings, Series, SeriesHeader, SeriesSample};
 use crate::errors::read_error;
 use crate::prom::PyMetrics;
 use crate::snapshot::PySnapshot;
@@ -31,14 +31,14 @@ pub type Row = (
 fn row(s: &SeriesSample) -> Row {
     (
         s.t_wall,
-        s.t_mono_ns,
-        s.running,
-        s.waiting,
-        s.kv_usage,
-        s.preemptions,
-        s.generation_tokens,
-        s.prompt_tokens,
-        s.paused,
+        s.t_mono_ns(),
+        s.running(),
+        s.waiting(),
+        s.kv_usage(),
+        s.preemptions(),
+        s.generation_tokens(),
+        s.prompt_tokens(),
+        s.paused(),
     )
 }
 
@@ -88,7 +88,7 @@ impl PySeries {
         self.inner
             .samples
             .iter()
-            .filter_map(|s| s.kv_usage.filter(|u| *u != 0.0))
+            .filter_map(|s| s.kv_usage().filter(|u| *u != 0.0))
             .collect()
     }
 }
@@ -121,18 +121,19 @@ pub fn series_from_rows(
     };
     let samples = rows
         .into_iter()
-        .map(|r| SeriesSample {
-            t_wall: r.0,
-            t_mono_ns: r.1,
-            running: r.2,
-            waiting: r.3,
-            kv_usage: r.4,
-            preemptions: r.5,
-            generation_tokens: r.6,
-            prompt_tokens: r.7,
-            paused: r.8,
-            engines: None,
-            ..Default::default()
+        .map(|r| {
+            SeriesSample::from(Readings {
+                t_wall: r.0,
+                t_mono_ns: r.1,
+                running: r.2,
+                waiting: r.3,
+                kv_usage: r.4,
+                preemptions: r.5,
+                generation_tokens: r.6,
+                prompt_tokens: r.7,
+                paused: r.8,
+                ..Readings::default()
+            })
         })
         .collect();
     let mut inner = Series::from_samples(

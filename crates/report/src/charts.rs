@@ -65,10 +65,10 @@ pub fn seconds(series: &Series) -> Vec<f64> {
     // One pass where every reading has its monotonic time (what the recorder writes), a second
     // by the wall clock only where one has not.
     let samples = &series.samples;
-    let mono_t0 = samples.first().and_then(|s| s.t_mono_ns).unwrap_or(0) as f64 / 1e9;
+    let mono_t0 = samples.first().and_then(|s| s.t_mono_ns()).unwrap_or(0) as f64 / 1e9;
     let mut out = Vec::with_capacity(samples.len());
     for s in samples {
-        let Some(ns) = s.t_mono_ns else {
+        let Some(ns) = s.t_mono_ns() else {
             let t0 = samples.first().map_or(0.0, |s| s.t_wall);
             out.clear();
             out.extend(samples.iter().map(|s| s.t_wall - t0));
@@ -84,7 +84,7 @@ pub fn counter_steps(series: &Series, t: &[f64]) -> Vec<Event> {
     let mut out = Vec::new();
     let mut last: Option<f64> = None;
     for (s, &ti) in series.samples.iter().zip(t) {
-        if let Some(v) = s.preemptions {
+        if let Some(v) = s.preemptions() {
             if let Some(prev) = last {
                 if v > prev {
                     out.push(Event {
@@ -244,8 +244,8 @@ fn requests(
         Vec::with_capacity(n),
     );
     for s in &series.samples {
-        running.push(s.running);
-        waiting.push(s.waiting);
+        running.push(s.running());
+        waiting.push(s.waiting());
         ceiling.push(fit_in_cache(s, blocks));
     }
     let requested = report.inputs().requested;
@@ -308,7 +308,7 @@ fn fit_in_cache(s: &SeriesSample, blocks: Option<u64>) -> Option<f64> {
     if !s.per_engine().is_empty() {
         return per_engine::fit_in_cache(s, blocks);
     }
-    let (u, r) = (s.kv_usage?, s.running?);
+    let (u, r) = (s.kv_usage()?, s.running()?);
     if u < inferlint_core::checks::t9::SATURATION || r <= 0.0 {
         return None;
     }
@@ -402,7 +402,7 @@ fn kv(report: &Report, series: &Series, t: &[f64], steps: &[Event]) -> Result<Fi
             values: series
                 .samples
                 .iter()
-                .map(|s| s.kv_usage.map(|u| u * 100.0))
+                .map(|s| s.kv_usage().map(|u| u * 100.0))
                 .collect(),
         }]
     } else {
@@ -464,8 +464,8 @@ pub fn tokens_per_second(series: &Series, t: &[f64]) -> Vec<Option<f64>> {
         let value = (t[j] <= t[i] - 1.0 + 1e-9 && j < i)
             .then(|| {
                 let (a, b) = (
-                    series.samples[j].generation_tokens?,
-                    series.samples[i].generation_tokens?,
+                    series.samples[j].generation_tokens()?,
+                    series.samples[i].generation_tokens()?,
                 );
                 (b >= a).then(|| (b - a) / (t[i] - t[j]))
             })

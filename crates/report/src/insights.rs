@@ -209,14 +209,14 @@ impl<'a> Context<'a> {
 /// Busy-time averages of the running gauge: each pair of consecutive readings that starts with
 /// requests running counts for the time between them.
 pub fn busy_averages(series: &Series) -> Option<BusyAverages> {
-    let t = |s: &inferlint_core::series::SeriesSample| match s.t_mono_ns {
+    let t = |s: &inferlint_core::series::SeriesSample| match s.t_mono_ns() {
         Some(ns) => ns as f64 / 1e9,
         None => s.t_wall,
     };
     let (mut weighted, mut busy, mut tokens, mut token_time) = (0.0, 0.0, 0.0, 0.0);
     for w in series.samples.windows(2) {
         let (a, b) = (&w[0], &w[1]);
-        let Some(r) = a.running.filter(|r| *r > 0.0) else {
+        let Some(r) = a.running().filter(|r| *r > 0.0) else {
             continue;
         };
         let dt = t(b) - t(a);
@@ -225,7 +225,7 @@ pub fn busy_averages(series: &Series) -> Option<BusyAverages> {
         }
         weighted += r * dt;
         busy += dt;
-        if let (Some(g0), Some(g1)) = (a.generation_tokens, b.generation_tokens) {
+        if let (Some(g0), Some(g1)) = (a.generation_tokens(), b.generation_tokens()) {
             tokens += g1 - g0;
             token_time += dt;
         }
@@ -598,7 +598,7 @@ pub fn lede(ctx: &Context<'_>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use inferlint_core::series::{SeriesHeader, SeriesSample};
+    use inferlint_core::series::{Readings, SeriesHeader, SeriesSample};
 
     fn series(rows: &[(f64, f64, f64)]) -> Series {
         Series::from_samples(
@@ -608,11 +608,13 @@ mod tests {
                 engine: None,
             },
             rows.iter()
-                .map(|&(t, running, tokens)| SeriesSample {
-                    t_wall: t,
-                    running: Some(running),
-                    generation_tokens: Some(tokens),
-                    ..Default::default()
+                .map(|&(t, running, tokens)| {
+                    SeriesSample::from(Readings {
+                        t_wall: t,
+                        running: Some(running),
+                        generation_tokens: Some(tokens),
+                        ..Readings::default()
+                    })
                 })
                 .collect(),
         )

@@ -107,7 +107,7 @@ impl Monitor {
         self.dead_alerted = false;
         let mut alerts = Vec::new();
         let t = elapsed(at);
-        if let Some(r) = s.running {
+        if let Some(r) = s.running() {
             self.peak_running = Some(self.peak_running.map_or(r, |p| p.max(r)));
         }
         self.note_restart(s, &t, &mut alerts);
@@ -122,7 +122,7 @@ impl Monitor {
 
     /// A counter that goes down: the server restarted, and every delta across it is void.
     fn note_restart(&mut self, s: &SeriesSample, t: &str, alerts: &mut Vec<String>) {
-        if let Some(tok) = s.generation_tokens {
+        if let Some(tok) = s.generation_tokens() {
             if let Some(last) = self.last_generated.filter(|&last| tok < last) {
                 self.window.clear();
                 self.first_preemptions = None;
@@ -149,7 +149,7 @@ impl Monitor {
         t: &str,
         alerts: &mut Vec<String>,
     ) {
-        if let Some(p) = s.preemptions {
+        if let Some(p) = s.preemptions() {
             if self.first_preemptions.is_none() {
                 self.first_preemptions = Some(p);
             }
@@ -178,7 +178,7 @@ impl Monitor {
             }
             self.last_preemptions = Some(p);
         }
-        if let Some(paused) = s.paused.filter(|p| *p > 0.0) {
+        if let Some(paused) = s.paused().filter(|p| *p > 0.0) {
             if !self.paused_seen {
                 self.paused_seen = true;
                 alerts.push(format!(
@@ -192,11 +192,11 @@ impl Monitor {
     /// The ceiling: how many requests of the current size fit, at saturated samples; for a
     /// data-parallel server, in each engine's own pool.
     fn note_ceiling(&mut self, s: &SeriesSample, t: &str, alerts: &mut Vec<String>) {
-        if let Some(c) = saturated_ceiling(s.kv_usage, s.running) {
+        if let Some(c) = saturated_ceiling(s.kv_usage(), s.running()) {
             if let Some(low) = self.lowest_ceiling.filter(|&low| c < low) {
                 alerts.push(format!(
                     "{t} into the load: the concurrency ceiling fell from {low} to {c} (one request now holds {:.1}% of the cache)",
-                    100.0 * s.kv_usage.unwrap_or(0.0) / s.running.unwrap_or(1.0)
+                    100.0 * s.kv_usage().unwrap_or(0.0) / s.running().unwrap_or(1.0)
                 ));
             }
             self.lowest_ceiling = Some(self.lowest_ceiling.map_or(c, |low| low.min(c)));
@@ -220,7 +220,7 @@ impl Monitor {
 
     /// Generated tokens/s over the last few seconds.
     fn token_rate(&mut self, s: &SeriesSample) -> Option<f64> {
-        match (s.generation_tokens, s.t_mono_ns) {
+        match (s.generation_tokens(), s.t_mono_ns()) {
             (Some(tok), Some(ns)) => {
                 let secs = ns as f64 / 1e9;
                 self.window.push_back((secs, tok));
@@ -245,7 +245,7 @@ impl Monitor {
     fn status_line(&self, s: &SeriesSample, t: &str, rate: Option<f64>) -> String {
         let mut parts = vec![format!("load {t}")];
         let per = s.per_engine();
-        let running = s.running.map_or("?".to_string(), g);
+        let running = s.running().map_or("?".to_string(), g);
         // A data-parallel server: the server's total, then each engine's share in engine order.
         let each = |f: fn(&EngineGauges) -> Option<f64>, sep: &str| -> String {
             let v: Vec<String> = per
@@ -263,12 +263,12 @@ impl Monitor {
             Some(n) => parts.push(format!("running {running}/{n}{run_each}")),
             None => parts.push(format!("running {running}{run_each}")),
         }
-        match s.waiting {
+        match s.waiting() {
             Some(w) => parts.push(format!("waiting {}{wait_each}", g(w))),
             None if !per.is_empty() => parts.push(format!("waiting ?{wait_each}")),
             None => {}
         }
-        if let Some(u) = s.kv_usage {
+        if let Some(u) = s.kv_usage() {
             parts.push(format!("KV {:.0}%", 100.0 * u));
         } else if per.iter().any(|e| e.kv_usage.is_some()) {
             let v: Vec<String> = per
@@ -308,9 +308,10 @@ impl Monitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use inferlint_core::series::Readings;
 
     fn s(running: f64, waiting: f64, usage: f64, pre: f64, tok: f64, t: f64) -> SeriesSample {
-        SeriesSample {
+        SeriesSample::from(Readings {
             t_wall: 1000.0 + t,
             t_mono_ns: Some((t * 1e9) as i64),
             running: Some(running),
@@ -321,8 +322,7 @@ mod tests {
             prompt_tokens: Some(0.0),
             paused: None,
             finished_requests: None,
-            engines: None,
-        }
+        })
     }
 
     #[test]

@@ -618,6 +618,9 @@ mod tests {
             f.first_token_ts.unwrap(),
             f.last_token_ts.unwrap(),
         );
-        assert!(f.queued_ts <= sched && sched <= first && first <= last, "{f:?}");
+        assert!(
+            f.queued_ts <= sched && sched <= first && first <= last,
+            "{f:?}"
+        );
     }
 }

@@ -115,7 +115,7 @@ fn check_without_counter(
         });
     }
     let paused: Vec<f64> = series
-        .map(|s| s.samples.iter().filter_map(|x| x.paused).collect())
+        .map(|s| s.samples.iter().filter_map(|x| x.paused()).collect())
         .unwrap_or_default();
     if paused.is_empty() {
         return CheckResult::unknown(

@@ -171,7 +171,7 @@ fn room(
     let mut busy = 0u64;
     let mut with_room = 0u64;
     for s in series?.busy() {
-        let (Some(running), Some(waiting)) = (s.running, s.waiting) else {
+        let (Some(running), Some(waiting)) = (s.running(), s.waiting()) else {
             continue;
         };
         busy += 1;

@@ -63,7 +63,7 @@ pub fn check(series: &Series, graphs: u64, engine: Engine) -> CheckResult {
     for s in &series.samples {
         let per = s.per_engine();
         let most = if per.is_empty() {
-            s.running
+            s.running()
         } else {
             per.iter().filter_map(|e| e.running).reduce(f64::max)
         };
@@ -123,14 +123,16 @@ pub fn check(series: &Series, graphs: u64, engine: Engine) -> CheckResult {
 mod tests {
     use super::*;
     use crate::result::Status;
-    use crate::series::{SeriesHeader, SeriesSample};
+    use crate::series::{Readings, SeriesHeader, SeriesSample};
 
     fn series_from_running(running: &[f64]) -> Series {
         let samples = running
             .iter()
-            .map(|&r| SeriesSample {
-                running: Some(r),
-                ..Default::default()
+            .map(|&r| {
+                SeriesSample::from(Readings {
+                    running: Some(r),
+                    ..Readings::default()
+                })
             })
             .collect();
         let header = SeriesHeader {

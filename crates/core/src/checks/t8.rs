@@ -160,10 +160,10 @@ fn peaks(series: &Series) -> (Option<f64>, Option<f64>) {
     series
         .samples
         .iter()
-        .fold((None, None), |(running, in_flight), s| match s.running {
+        .fold((None, None), |(running, in_flight), s| match s.running() {
             Some(r) => (
                 most(running, r),
-                s.waiting.map_or(in_flight, |w| most(in_flight, r + w)),
+                s.waiting().map_or(in_flight, |w| most(in_flight, r + w)),
             ),
             None => (running, in_flight),
         })
@@ -284,15 +284,17 @@ fn with_evidence(
 mod tests {
     use super::*;
     use crate::result::Status;
-    use crate::series::{SeriesHeader, SeriesSample};
+    use crate::series::{Readings, SeriesHeader, SeriesSample};
 
     fn series(rows: &[(Option<f64>, Option<f64>)]) -> Series {
         let samples = rows
             .iter()
-            .map(|&(running, waiting)| SeriesSample {
-                running,
-                waiting,
-                ..Default::default()
+            .map(|&(running, waiting)| {
+                SeriesSample::from(Readings {
+                    running,
+                    waiting,
+                    ..Readings::default()
+                })
             })
             .collect();
         Series::from_samples(

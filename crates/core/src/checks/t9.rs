@@ -81,7 +81,7 @@ pub fn check_at(
 /// for engines whose gauges must be switched on.
 fn no_busy_sample(series: &Series, usable_blocks: Option<u64>, engine: Engine) -> CheckResult {
     let mut msg = "no sample with requests running and KV in use".to_string();
-    let no_running = series.samples.iter().all(|s| s.running.is_none());
+    let no_running = series.samples.iter().all(|s| s.running().is_none());
     let hint = gauges_hint(engine);
     if no_running && !hint.is_empty() {
         msg.push_str("; ");
@@ -153,7 +153,7 @@ fn busy_pass(series: &Series, usable_blocks: Option<u64>, saturation: f64) -> Op
     let mut ran = 0.0_f64;
     for s in series.busy() {
         any = true;
-        let (Some(u), Some(r)) = (s.kv_usage, s.running) else {
+        let (Some(u), Some(r)) = (s.kv_usage(), s.running()) else {
             continue;
         };
         let is_saturated = u >= saturation;
@@ -221,24 +221,25 @@ fn above_message(lo: u64, hi: u64, ran: f64, requested: Option<u64>) -> String {
 mod tests {
     use super::*;
     use crate::result::Status;
-    use crate::series::{SeriesHeader, SeriesSample};
+    use crate::series::{Readings, SeriesHeader, SeriesSample};
 
     fn series(engine: Option<Engine>, rows: &[(Option<f64>, Option<f64>)]) -> Series {
         let samples = rows
             .iter()
             .enumerate()
-            .map(|(i, &(running, kv_usage))| SeriesSample {
-                t_wall: 1000.0 + i as f64 * 0.25,
-                t_mono_ns: Some(i as i64 * 250_000_000),
-                running,
-                waiting: Some(0.0),
-                kv_usage,
-                preemptions: Some(0.0),
-                generation_tokens: Some(0.0),
-                prompt_tokens: Some(0.0),
-                paused: None,
-                finished_requests: None,
-                engines: None,
+            .map(|(i, &(running, kv_usage))| {
+                SeriesSample::from(Readings {
+                    t_wall: 1000.0 + i as f64 * 0.25,
+                    t_mono_ns: Some(i as i64 * 250_000_000),
+                    running,
+                    waiting: Some(0.0),
+                    kv_usage,
+                    preemptions: Some(0.0),
+                    generation_tokens: Some(0.0),
+                    prompt_tokens: Some(0.0),
+                    paused: None,
+                    finished_requests: None,
+                })
             })
             .collect();
         Series::from_samples(

@@ -9,7 +9,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{EngineGauges, Series, SeriesHeader, SeriesSample, SERIES_SCHEMA};
+use super::{EngineGauges, Readings, Series, SeriesHeader, SeriesSample, SERIES_SCHEMA};
 use crate::engine::Engine;
 use crate::snapshot::{parse_python_json, repr, ReadError};
 
@@ -69,6 +69,9 @@ pub(super) struct Tally {
     /// The engines the stretch's rows have gauges for, in the order first seen (only rows of
     /// the general path can have any).
     engine_ids: Vec<String>,
+    /// The stretch's distinct usage readings (T14's question, answered while the rows are at
+    /// hand rather than in a pass of its own).
+    usage: super::DistinctUsage,
 }
 
 impl Tally {
@@ -78,10 +81,11 @@ impl Tally {
         self.lines += 1;
         if raw.first() == Some(&b'{') {
             samples.push(SeriesSample::default());
-            if samples
+            let usage = samples
                 .last_mut()
-                .is_some_and(|s| flat::read_flat_row(raw, s))
-            {
+                .and_then(|s| flat::read_flat_row(raw, s).then(|| s.kv_usage()));
+            if let Some(usage) = usage {
+                self.usage.see(usage);
                 self.rows += 1;
                 // Sized by a sample's line, not the header's (which also starts with `{`).
                 self.reserve_once(samples, raw.len());
@@ -141,6 +145,7 @@ impl Tally {
     /// a long recording is not copied while its vector grows (the unused rest is never touched,
     /// so it costs no memory).
     fn push(&mut self, samples: &mut Vec<SeriesSample>, sample: SeriesSample, line_len: usize) {
+        self.usage.see(sample.kv_usage());
         self.reserve_once(samples, line_len);
         samples.push(sample);
     }
@@ -165,6 +170,7 @@ impl Tally {
             &mut self.engine_ids,
             later.engine_ids.iter().map(String::as_str),
         );
+        self.usage.merge(later.usage);
         self.lines += later.lines;
         self.rows += later.rows;
         self.skipped_lines += later.skipped_lines;
@@ -221,6 +227,7 @@ pub(super) fn finish(
         header,
         samples,
         ids,
+        Some(tally.usage.values()),
         tally.skipped_lines,
         source,
     ))
@@ -287,7 +294,7 @@ fn read_row(obj: &Map<String, Value>) -> Option<SeriesSample> {
             Some(_) => Err(()),
         }
     };
-    let mut s = SeriesSample {
+    let mut s = SeriesSample::from(Readings {
         t_wall,
         t_mono_ns,
         running: num("running").ok()?,
@@ -298,8 +305,7 @@ fn read_row(obj: &Map<String, Value>) -> Option<SeriesSample> {
         prompt_tokens: num("prompt_tokens").ok()?,
         paused: num("paused").ok()?,
         finished_requests: num("finished_requests").ok()?,
-        engines: None,
-    };
+    });
     match obj.get("engines") {
         None | Some(Value::Null) => {}
         Some(Value::Object(per)) => s.engines = Some(Box::new(read_engines(per)?)),
@@ -379,9 +385,9 @@ mod tests {
             {\"t_wall\": 2.0, \"running\": 1.0, \"running\": 3.0}\n";
         let s = Series::from_text(text, "t").unwrap();
         assert_eq!(s.skipped_lines, 0);
-        assert_eq!(s.samples[0].running, None);
-        assert_eq!(s.samples[0].kv_usage, Some(0.5));
-        assert_eq!(s.samples[1].running, Some(3.0));
+        assert_eq!(s.samples[0].running(), None);
+        assert_eq!(s.samples[0].kv_usage(), Some(0.5));
+        assert_eq!(s.samples[1].running(), Some(3.0));
         assert_eq!(s.header.url, "");
     }
 

@@ -164,18 +164,18 @@ impl<W: Write> SeriesWriter<W> {
         m.insert("t_wall".into(), float(Some(round6(s.t_wall))));
         m.insert(
             "t_mono_ns".into(),
-            s.t_mono_ns.map_or(Value::Null, Value::from),
+            s.t_mono_ns().map_or(Value::Null, Value::from),
         );
-        m.insert("running".into(), float(s.running));
-        m.insert("waiting".into(), float(s.waiting));
-        m.insert("kv_usage".into(), float(s.kv_usage));
+        m.insert("running".into(), float(s.running()));
+        m.insert("waiting".into(), float(s.waiting()));
+        m.insert("kv_usage".into(), float(s.kv_usage()));
         if !trt {
-            m.insert("preemptions".into(), float(s.preemptions));
+            m.insert("preemptions".into(), float(s.preemptions()));
         }
-        m.insert("generation_tokens".into(), float(s.generation_tokens));
-        m.insert("prompt_tokens".into(), float(s.prompt_tokens));
+        m.insert("generation_tokens".into(), float(s.generation_tokens()));
+        m.insert("prompt_tokens".into(), float(s.prompt_tokens()));
         if trt {
-            m.insert("paused".into(), float(s.paused));
+            m.insert("paused".into(), float(s.paused()));
         }
         // Written after the older keys, so an older reader's fast path still reads the row's
         // start in order; absent for an engine that counts no finished requests (llama.cpp).
@@ -186,7 +186,7 @@ impl<W: Write> SeriesWriter<W> {
             .finished
             .is_some()
         {
-            m.insert("finished_requests".into(), float(s.finished_requests));
+            m.insert("finished_requests".into(), float(s.finished_requests()));
         }
         if let Some(per) = s.engines.as_deref() {
             m.insert("engines".into(), engines_json(per));
@@ -281,7 +281,7 @@ mod tests {
             "{text}"
         );
         let back = Series::from_text(&text, "t").unwrap();
-        assert_eq!(back.samples[0].finished_requests, Some(12.0));
+        assert_eq!(back.samples[0].finished_requests(), Some(12.0));
         // llama.cpp counts no requests: the key is left out, not written as 0 or null.
         let m = Metrics::parse("llamacpp:requests_processing 1\n").unwrap();
         let mut w = SeriesWriter::new(Vec::new(), "u", 0.25);
@@ -306,8 +306,8 @@ mod tests {
         );
         let back = Series::from_text(&text, "t").unwrap();
         assert_eq!(back.engine(), Some(Engine::Trtllm));
-        assert_eq!(back.samples[0].paused, Some(1.0));
-        assert_eq!(back.samples[0].preemptions, None);
+        assert_eq!(back.samples[0].paused(), Some(1.0));
+        assert_eq!(back.samples[0].preemptions(), None);
     }
 
     #[test]

@@ -111,7 +111,7 @@ pub fn bounds<'a>(
         .find(|s| s.t_wall >= p.end)
         .filter(|s| s.t_wall <= before_next)
         .ok_or("the recording has no row between this benchmark's end and the next one's start")?;
-    if first.finished_requests.is_none() || last.finished_requests.is_none() {
+    if first.finished_requests().is_none() || last.finished_requests().is_none() {
         return Err(
             "the recording's rows around it carry no finished-request counter \
                     (recorded before inferlint wrote one, or an engine that counts none)"
@@ -127,12 +127,12 @@ pub fn bounds<'a>(
 pub fn row_snapshot(row: &SeriesSample, engine: Engine, source: &str) -> Snapshot {
     let names = engine.metrics();
     let values = [
-        (Some(names.running), row.running),
-        (Some(names.waiting), row.waiting),
-        (names.preemptions, row.preemptions),
-        (Some(names.generation_tokens), row.generation_tokens),
-        (Some(names.prompt_tokens), row.prompt_tokens),
-        (names.finished, row.finished_requests),
+        (Some(names.running), row.running()),
+        (Some(names.waiting), row.waiting()),
+        (names.preemptions, row.preemptions()),
+        (Some(names.generation_tokens), row.generation_tokens()),
+        (Some(names.prompt_tokens), row.prompt_tokens()),
+        (names.finished, row.finished_requests()),
     ];
     let text: String = values
         .iter()
@@ -142,7 +142,7 @@ pub fn row_snapshot(row: &SeriesSample, engine: Engine, source: &str) -> Snapsho
     Snapshot {
         url: source.to_string(),
         t_wall: row.t_wall,
-        t_mono_ns: row.t_mono_ns,
+        t_mono_ns: row.t_mono_ns(),
         latency_s: None,
         text,
         metrics,

@@ -21,7 +21,7 @@ fn levels_over(series: &Series, t: &[f64]) -> Vec<(u64, f64)> {
     let mut small: Vec<Option<f64>> = Vec::new();
     let mut levels: std::collections::BTreeMap<u64, f64> = Default::default();
     for (i, w) in series.samples.windows(2).enumerate() {
-        let Some(r) = w[0].running.filter(|r| r.is_finite() && *r >= 0.0) else {
+        let Some(r) = w[0].running().filter(|r| r.is_finite() && *r >= 0.0) else {
             continue;
         };
         let dt = t[i + 1] - t[i];
@@ -87,7 +87,7 @@ pub(super) fn figure(report: &Report, series: &Series, t: &[f64]) -> Option<Figu
 
 #[cfg(test)]
 mod tests {
-    use inferlint_core::series::{SeriesHeader, SeriesSample};
+    use inferlint_core::series::{Readings, SeriesHeader, SeriesSample};
 
     use super::*;
 
@@ -104,10 +104,12 @@ mod tests {
         let samples = running
             .iter()
             .enumerate()
-            .map(|(i, &running)| SeriesSample {
-                t_wall: i as f64,
-                running,
-                ..Default::default()
+            .map(|(i, &running)| {
+                SeriesSample::from(Readings {
+                    t_wall: i as f64,
+                    running,
+                    ..Readings::default()
+                })
             })
             .collect();
         let header = SeriesHeader {

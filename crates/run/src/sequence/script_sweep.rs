@@ -142,7 +142,7 @@ fn slice(series: Option<&Series>, p: &ScriptPoint) -> Option<Series> {
     let samples = s
         .samples
         .iter()
-        .filter(|x| x.t_mono_ns.is_some_and(|t| t >= from && t <= to))
+        .filter(|x| x.t_mono_ns().is_some_and(|t| t >= from && t <= to))
         .cloned()
         .collect();
     let mut window = s.with_samples(samples);

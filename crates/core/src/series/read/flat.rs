@@ -141,6 +141,7 @@ pub(super) enum Scalar {
 
 /// Stores `value` at the key at `slot` of [`FLAT_KEYS`]; None for a null t_wall (a row has a
 /// time).
+#[inline(always)]
 fn set_flat(s: &mut SeriesSample, slot: usize, value: Scalar) -> Option<()> {
     let Scalar::Number { value, integer } = value else {
         return (slot != 0).then_some(());
@@ -148,15 +149,15 @@ fn set_flat(s: &mut SeriesSample, slot: usize, value: Scalar) -> Option<()> {
     match slot {
         0 => s.t_wall = value,
         // As serde_json reads it: an integer as written, anything else truncated.
-        1 => s.t_mono_ns = Some(integer.unwrap_or(value as i64)),
-        2 => s.running = Some(value),
-        3 => s.waiting = Some(value),
-        4 => s.kv_usage = Some(value),
-        5 => s.preemptions = Some(value),
-        6 => s.generation_tokens = Some(value),
-        7 => s.prompt_tokens = Some(value),
-        8 => s.paused = Some(value),
-        _ => s.finished_requests = Some(value),
+        1 => s.set_t_mono_ns(Some(integer.unwrap_or(value as i64))),
+        2 => s.set_running(Some(value)),
+        3 => s.set_waiting(Some(value)),
+        4 => s.set_kv_usage(Some(value)),
+        5 => s.set_preemptions(Some(value)),
+        6 => s.set_generation_tokens(Some(value)),
+        7 => s.set_prompt_tokens(Some(value)),
+        8 => s.set_paused(Some(value)),
+        _ => s.set_finished_requests(Some(value)),
     }
     Some(())
 }
@@ -175,6 +176,7 @@ const EXACT_POWERS_OF_TEN: [f64; 23] = [
 /// ten is correctly rounded, so it equals what the full parser gives. Longer ones (a KV usage's
 /// 17 digits) go to the standard library's correctly rounded parser; exponents and integers
 /// beyond 18 digits to the general number path.
+#[inline(always)]
 pub(super) fn scalar_at(b: &[u8], i: usize) -> Option<(Scalar, usize)> {
     if b.get(i..i + 4) == Some(b"null") {
         return ends_value(b, i + 4).then_some((Scalar::Null, i + 4));
@@ -224,6 +226,7 @@ pub(super) fn scalar_at(b: &[u8], i: usize) -> Option<(Scalar, usize)> {
 
 /// The index after the decimal digits at `i`, each taken into `mantissa` (which wraps past 19
 /// digits: the caller counts them). Eight at a time where there are eight: a timestamp has 16.
+#[inline(always)]
 fn digits(b: &[u8], mut i: usize, mantissa: &mut u64) -> usize {
     while let Some(eight) = eight_digits(b, i) {
         *mantissa = mantissa.wrapping_mul(100_000_000).wrapping_add(eight);
@@ -238,6 +241,7 @@ fn digits(b: &[u8], mut i: usize, mantissa: &mut u64) -> usize {
 
 /// The value of the eight bytes at `i` when all are decimal digits, combined in a word by three
 /// multiplications (the method of Lemire's fast_float and simdjson).
+#[inline(always)]
 fn eight_digits(b: &[u8], i: usize) -> Option<u64> {
     let bytes: [u8; 8] = b.get(i..i + 8)?.try_into().ok()?;
     let v = u64::from_le_bytes(bytes);

@@ -71,7 +71,7 @@ fn every_point_is_judged_against_its_own_window() {
         let (first, last) = bounds(&series, &points, k).unwrap();
         assert!(first.t_wall <= points[k].start && last.t_wall >= points[k].end);
         assert_eq!(
-            last.finished_requests.unwrap() - first.finished_requests.unwrap(),
+            last.finished_requests().unwrap() - first.finished_requests().unwrap(),
             8.0
         );
     }
@@ -118,7 +118,7 @@ fn a_recording_without_the_counter_is_cant_tell_never_zero() {
         return;
     };
     for s in &mut series.samples {
-        s.finished_requests = None;
+        s.set_finished_requests(None);
     }
     let points = guidellm_points(&report).unwrap();
     for r in t15_per_point(&series, &points, Engine::Vllm) {
@@ -141,8 +141,8 @@ fn the_whole_run_adds_up_to_the_points() {
     let whole = crate::bench::foreign::load_guidellm(&report).unwrap();
     let sum: f64 = points.iter().filter_map(|p| p.result.completed).sum();
     assert_eq!(whole.completed, Some(sum));
-    let first = series.samples.first().unwrap().finished_requests.unwrap();
-    let last = series.samples.last().unwrap().finished_requests.unwrap();
+    let first = series.samples.first().unwrap().finished_requests().unwrap();
+    let last = series.samples.last().unwrap().finished_requests().unwrap();
     assert_eq!(last - first, sum);
 }
 
