@@ -58,12 +58,23 @@ fn flat_fields(b: &[u8], s: &mut SeriesSample) -> Option<()> {
         }
         seen |= 1 << slot;
         guess = slot + 1;
-        i = skip_ws(b, after_key);
-        if b.get(i) != Some(&b':') {
-            return None;
-        }
-        let (value, end) = scalar_at(b, skip_ws(b, i + 1))?;
+        // The recorder writes `": "` after a key and `, "` between fields: each checked in one
+        // comparison before the general whitespace rules.
+        let value_at = if b.get(after_key..after_key + 2) == Some(b": ") {
+            after_key + 2
+        } else {
+            i = skip_ws(b, after_key);
+            if b.get(i) != Some(&b':') {
+                return None;
+            }
+            skip_ws(b, i + 1)
+        };
+        let (value, end) = scalar_at(b, value_at)?;
         set_flat(s, slot, value)?;
+        if b.get(end..end + 3) == Some(b", \"") {
+            i = end + 2;
+            continue;
+        }
         i = skip_ws(b, end);
         match b.get(i) {
             Some(b',') => i += 1,
