@@ -254,6 +254,64 @@ fn guidellm_and_llamacpp_agree_on_the_tokens_and_one_number_flips_it() {
     assert_eq!(v.status, Status::Warn, "{}", v.message);
 }
 
+/// T18 on the same GuideLLM run: llama.cpp counts no finished reasons, so the client's lengths
+/// are the only account, and GuideLLM 0.8.1 lists every request's output tokens: all 16 ran to
+/// the 32 asked (PASS). One request's count changed to 20 is an early stop (WARN); a report
+/// that lists fewer requests than it counts (an earlier GuideLLM's sample) gives no lengths, so
+/// T18 cannot tell.
+#[test]
+fn t18_reads_guidellms_per_request_lengths_against_llamacpp() {
+    use inferlint_core::checks::t18;
+    let p = |f: &str| evidence(&format!("{DIR}/guidellm-np2-c4/{f}"));
+    let (Some(report), Some(before), Some(after), Some(run)) = (
+        p("benchmarks.json"),
+        p("before.snapshot.json"),
+        p("after.snapshot.json"),
+        p("run.json"),
+    ) else {
+        return;
+    };
+    let before = Snapshot::load(&before).unwrap();
+    let after = Snapshot::load(&after).unwrap();
+    let run: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
+    let load = intent_of_command(run["load_command"].as_str().expect("the load command"));
+    assert_eq!(load.output_len, Some(32));
+    let guidellm = bench::foreign::load_guidellm(&report).unwrap();
+    assert_eq!(guidellm.output_lens, vec![32.0; 16]);
+    let v = t18::check(&load, Some(&guidellm), Some((&before, &after)), E);
+    assert_eq!(v.status, Status::Pass, "{}", v.message);
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let rewrite = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
+        let mut doc = json.clone();
+        edit(&mut doc);
+        let path = dir.path().join(name);
+        std::fs::write(&path, doc.to_string()).unwrap();
+        bench::foreign::load_guidellm(&path).unwrap()
+    };
+    let short = rewrite("short.json", &|doc| {
+        let n = doc
+            .pointer_mut("/benchmarks/0/requests/successful/3/output_tokens")
+            .expect("a request's output tokens");
+        assert_eq!(*n, serde_json::json!(32));
+        *n = serde_json::json!(20);
+    });
+    let v = t18::check(&load, Some(&short), Some((&before, &after)), E);
+    assert_eq!(v.status, Status::Warn, "{}", v.message);
+    let sampled = rewrite("sampled.json", &|doc| {
+        let list = doc
+            .pointer_mut("/benchmarks/0/requests/successful")
+            .and_then(serde_json::Value::as_array_mut)
+            .expect("the successful requests");
+        list.truncate(10);
+    });
+    assert!(sampled.output_lens.is_empty());
+    let v = t18::check(&load, Some(&sampled), Some((&before, &after)), E);
+    assert_eq!(v.status, Status::Unknown, "{}", v.message);
+}
+
 /// T19 on llama-server with n-gram speculation (`--spec-type ngram-simple`, no draft model) under
 /// `vllm bench serve`'s random prompts: its `spec_decode_*` counters show speculation active (54
 /// draft tokens, 18 accepted) and the acceptance measured on random tokens warns. The same

@@ -369,8 +369,20 @@ fn a_client_that_burns_a_core_is_named_by_t21() {
         "-c".to_string(),
         format!("timeout 60 sh -c 'while :; do :; done' & {bench}"),
     ];
-    let out = w.out();
-    let r = run_in(&w, &out, &["--serve", &serve], &load);
+    // Where the machine's cores are taken by others (a build beside the tests), the spinner
+    // waits for a core and T21 rightly says the node was oversubscribed and cannot tell: that
+    // run shows nothing of the client, so it is run again, at most twice more.
+    let mut attempt = 0;
+    let (out, r) = loop {
+        attempt += 1;
+        let out = w.dir.path().join(format!("run-{attempt}"));
+        let r = run_in(&w, &out, &["--serve", &serve], &load);
+        let crowded = status_of(&r.results, "T21").as_deref() == Some("unknown")
+            && message_of(&r.results, "T21").is_some_and(|m| m.contains("oversubscribed"));
+        if !crowded || attempt == 3 {
+            break (out, r);
+        }
+    };
     let t21 = message_of(&r.results, "T21").unwrap_or_default();
     assert_eq!(
         status_of(&r.results, "T21").as_deref(),

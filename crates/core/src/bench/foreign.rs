@@ -186,7 +186,22 @@ pub(crate) fn guidellm_result(path: &Path, benchmarks: &[Value]) -> BenchResult 
             r.output_throughput = Some(t / d);
         }
     }
+    r.output_lens = guidellm_output_lens(benchmarks, r.completed).unwrap_or_default();
     r
+}
+
+/// Each successful request's output tokens, in the report's order: what T18 reads where the
+/// server counts no finished reasons (llama.cpp). Only when the report lists every successful
+/// request (GuideLLM 0.8 keeps every request's token counts; earlier releases kept a sample,
+/// whose lengths would be judged as if they were all).
+fn guidellm_output_lens(benchmarks: &[Value], completed: Option<f64>) -> Option<Vec<f64>> {
+    let mut lens = Vec::new();
+    for b in benchmarks {
+        for request in b.pointer("/requests/successful")?.as_array()? {
+            lens.push(num(request.get("output_tokens"))?);
+        }
+    }
+    (!lens.is_empty() && Some(lens.len() as f64) == completed).then_some(lens)
 }
 
 #[cfg(test)]
