@@ -208,6 +208,36 @@ fn t17_names_llamacpps_closed_connections_as_the_cause_of_lost_requests() {
     );
 }
 
+/// The recorded GuideLLM run against llama-server: its report's path and the server's
+/// snapshots before and after.
+fn guidellm_run() -> Option<(std::path::PathBuf, Snapshot, Snapshot)> {
+    let p = |f: &str| evidence(&format!("{DIR}/guidellm-np2-c4/{f}"));
+    let (report, before, after) = (
+        p("benchmarks.json")?,
+        p("before.snapshot.json")?,
+        p("after.snapshot.json")?,
+    );
+    Some((
+        report,
+        Snapshot::load(&before).unwrap(),
+        Snapshot::load(&after).unwrap(),
+    ))
+}
+
+/// GuideLLM's report at `report` with `edit` made to it, read as the reader reads a report.
+fn edited_guidellm(
+    report: &std::path::Path,
+    edit: impl FnOnce(&mut serde_json::Value),
+) -> BenchResult {
+    let mut doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    edit(&mut doc);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("benchmarks.json");
+    std::fs::write(&path, doc.to_string()).unwrap();
+    bench::foreign::load_guidellm(&path).unwrap()
+}
+
 /// GuideLLM 0.8.1 against the same 2-slot server (4 streams, 16 requests of 64 + 32 tokens):
 /// it reads the `usage` llama-server sends with its last chunk, so client and server agree on
 /// 512 output tokens where `vllm bench serve` did not (T15 PASS), and it lost no request (T17
@@ -215,16 +245,9 @@ fn t17_names_llamacpps_closed_connections_as_the_cause_of_lost_requests() {
 #[test]
 fn guidellm_and_llamacpp_agree_on_the_tokens_and_one_number_flips_it() {
     use inferlint_core::checks::t17;
-    let p = |f: &str| evidence(&format!("{DIR}/guidellm-np2-c4/{f}"));
-    let (Some(report), Some(before), Some(after)) = (
-        p("benchmarks.json"),
-        p("before.snapshot.json"),
-        p("after.snapshot.json"),
-    ) else {
+    let Some((report, before, after)) = guidellm_run() else {
         return;
     };
-    let before = Snapshot::load(&before).unwrap();
-    let after = Snapshot::load(&after).unwrap();
     let guidellm = bench::foreign::load_guidellm(&report).unwrap();
     assert_eq!(
         (
@@ -238,17 +261,13 @@ fn guidellm_and_llamacpp_agree_on_the_tokens_and_one_number_flips_it() {
     assert_eq!(v.status, Status::Pass, "{}", v.message);
     let v = t17::check(Some(&guidellm), Some((&before, &after)), E);
     assert_eq!(v.status, Status::Pass, "{}", v.message);
-    let mut json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    let total = json
-        .pointer_mut("/benchmarks/0/metrics/output_token_count/successful/total_sum")
-        .expect("the report's output token total");
-    assert_eq!(*total, serde_json::json!(512.0));
-    *total = serde_json::json!(480.0);
-    let dir = tempfile::tempdir().unwrap();
-    let edited = dir.path().join("benchmarks.json");
-    std::fs::write(&edited, json.to_string()).unwrap();
-    let short = bench::foreign::load_guidellm(&edited).unwrap();
+    let short = edited_guidellm(&report, |doc| {
+        let total = doc
+            .pointer_mut("/benchmarks/0/metrics/output_token_count/successful/total_sum")
+            .expect("the report's output token total");
+        assert_eq!(*total, serde_json::json!(512.0));
+        *total = serde_json::json!(480.0);
+    });
     assert_eq!(short.total_output_tokens, Some(480.0));
     let v = t15::check(&short, &before, &after, 0, E);
     assert_eq!(v.status, Status::Warn, "{}", v.message);
@@ -262,17 +281,12 @@ fn guidellm_and_llamacpp_agree_on_the_tokens_and_one_number_flips_it() {
 #[test]
 fn t18_reads_guidellms_per_request_lengths_against_llamacpp() {
     use inferlint_core::checks::t18;
-    let p = |f: &str| evidence(&format!("{DIR}/guidellm-np2-c4/{f}"));
-    let (Some(report), Some(before), Some(after), Some(run)) = (
-        p("benchmarks.json"),
-        p("before.snapshot.json"),
-        p("after.snapshot.json"),
-        p("run.json"),
+    let (Some((report, before, after)), Some(run)) = (
+        guidellm_run(),
+        evidence(&format!("{DIR}/guidellm-np2-c4/run.json")),
     ) else {
         return;
     };
-    let before = Snapshot::load(&before).unwrap();
-    let after = Snapshot::load(&after).unwrap();
     let run: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&run).unwrap()).unwrap();
     let load = intent_of_command(run["load_command"].as_str().expect("the load command"));
@@ -281,17 +295,7 @@ fn t18_reads_guidellms_per_request_lengths_against_llamacpp() {
     assert_eq!(guidellm.output_lens, vec![32.0; 16]);
     let v = t18::check(&load, Some(&guidellm), Some((&before, &after)), E);
     assert_eq!(v.status, Status::Pass, "{}", v.message);
-    let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let rewrite = |name: &str, edit: &dyn Fn(&mut serde_json::Value)| {
-        let mut doc = json.clone();
-        edit(&mut doc);
-        let path = dir.path().join(name);
-        std::fs::write(&path, doc.to_string()).unwrap();
-        bench::foreign::load_guidellm(&path).unwrap()
-    };
-    let short = rewrite("short.json", &|doc| {
+    let short = edited_guidellm(&report, |doc| {
         let n = doc
             .pointer_mut("/benchmarks/0/requests/successful/3/output_tokens")
             .expect("a request's output tokens");
@@ -300,7 +304,7 @@ fn t18_reads_guidellms_per_request_lengths_against_llamacpp() {
     });
     let v = t18::check(&load, Some(&short), Some((&before, &after)), E);
     assert_eq!(v.status, Status::Warn, "{}", v.message);
-    let sampled = rewrite("sampled.json", &|doc| {
+    let sampled = edited_guidellm(&report, |doc| {
         let list = doc
             .pointer_mut("/benchmarks/0/requests/successful")
             .and_then(serde_json::Value::as_array_mut)
