@@ -58,8 +58,8 @@ impl fmt::Debug for Reading {
 }
 
 /// One row of a recording. Every reading is None when its series was absent from that scrape.
-/// Built from [`Readings`] (or [`SeriesSample::at`] and the setters), read through the methods
-/// named after each reading.
+/// Built from [`Readings`] (or changed by the setters), read through the methods named after
+/// each reading.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct SeriesSample {
     pub t_wall: f64,
@@ -160,14 +160,6 @@ pub struct EngineGauges {
 }
 
 impl SeriesSample {
-    /// A row at `t_wall` with no reading.
-    pub fn at(t_wall: f64) -> SeriesSample {
-        SeriesSample {
-            t_wall,
-            ..SeriesSample::default()
-        }
-    }
-
     /// The monotonic clock of the scrape, in nanoseconds.
     #[inline]
     pub fn t_mono_ns(&self) -> Option<i64> {
@@ -303,17 +295,30 @@ mod tests {
             Some(f64::INFINITY),
             Some(f64::MIN_POSITIVE),
         ] {
-            let mut s = SeriesSample::at(1.0);
+            let mut s = SeriesSample::from(Readings {
+                t_wall: 1.0,
+                ..Readings::default()
+            });
             s.set_kv_usage(v);
             assert_eq!(s.kv_usage().map(f64::to_bits), v.map(f64::to_bits));
         }
-        let mut s = SeriesSample::at(1.0);
+        let mut s = SeriesSample::from(Readings {
+            t_wall: 1.0,
+            ..Readings::default()
+        });
         // Even the absent pattern itself, given as a reading, is a NaN, not absent.
         s.set_running(Some(f64::from_bits(Reading::ABSENT)));
         assert!(s.running().is_some_and(f64::is_nan));
         s.set_t_mono_ns(Some(i64::MIN));
         assert_eq!(s.t_mono_ns(), Some(i64::MIN));
-        assert_eq!(SeriesSample::at(1.0).t_mono_ns(), None);
+        assert_eq!(
+            SeriesSample::from(Readings {
+                t_wall: 1.0,
+                ..Readings::default()
+            })
+            .t_mono_ns(),
+            None
+        );
     }
 
     #[test]
