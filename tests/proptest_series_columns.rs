@@ -1,6 +1,7 @@
 //! The series reader against a plain one: random valid recordings are read both by
-//! `Series::load` / `Series::from_text` (the flat-row parser, the chunks, the second thread) and
-//! by serde_json a line at a time, and must give the same columns, bit for bit.
+//! `Series::load`, `Series::read_held` and `Series::from_text` (the flat-row parser, the chunks,
+//! the second thread) and by serde_json a line at a time, and must give the same columns, bit
+//! for bit.
 //!
 //! The rows vary in what the fast path has to get right: numbers as Rust and Python print them
 //! (shortest form, exponents, 17-digit fractions, integers up to i64's edge), nulls, missing and
@@ -195,6 +196,8 @@ proptest! {
         prop_assert_eq!(&columns_of(&from_text), &want);
         prop_assert_eq!(from_text.skipped_lines, 0);
         prop_assert_eq!(&columns_of(&load(&text)), &want);
+        let held = Series::read_held(text.as_bytes(), "r.series.jsonl").unwrap();
+        prop_assert_eq!(&columns_of(&held), &want);
     }
 }
 
@@ -207,10 +210,14 @@ fn large_recordings_read_on_two_threads_give_the_same_columns() {
         assert!(text.len() > 5 << 20, "{} bytes", text.len());
         let from_file = load(&text);
         let from_text = Series::from_text(&text, "r.series.jsonl").unwrap();
+        // Where the caller holds the bytes (`inferlint series` maps the file).
+        let held = Series::read_held(text.as_bytes(), "r.series.jsonl").unwrap();
         let want = plain_columns(&text);
         assert_eq!(columns_of(&from_file), want);
         assert_eq!(columns_of(&from_text), want);
+        assert_eq!(columns_of(&held), want);
         assert_eq!(from_file.skipped_lines, from_text.skipped_lines);
+        assert_eq!(held.skipped_lines, from_text.skipped_lines);
         assert!(from_file.skipped_lines > 0);
     }
 }
@@ -225,6 +232,8 @@ fn a_large_recordings_header_errors_name_the_line() {
     let path = dir.path().join("bad.series.jsonl");
     std::fs::write(&path, &bad).unwrap();
     let e = Series::load(&path).unwrap_err().to_string();
+    let held = Series::read_held(bad.as_bytes(), &path.display().to_string());
+    assert_eq!(e, held.unwrap_err().to_string());
     let line = bad.lines().count();
     assert!(
         e.contains(&format!("line {line}: not an inferlint.series/1 recording")),

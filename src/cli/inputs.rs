@@ -63,7 +63,7 @@ pub(crate) fn load_snapshot(path: &Path) -> anyhow::Result<Snapshot> {
 /// writers shared it, so the verdicts would rest on a recording nobody can vouch for: an error
 /// naming the line.
 pub(crate) fn load_series(path: &Path) -> anyhow::Result<Series> {
-    let series = Series::load(path)?;
+    let series = super::mapped::read_recording(path)?;
     if series.skipped_lines > 0 {
         if let Some((lineno, line)) = damaged_middle_line(path) {
             anyhow::bail!(

@@ -14,6 +14,7 @@ pub mod gpu_inspect;
 mod inputs;
 pub mod install;
 pub mod lint_script;
+mod mapped;
 pub mod node;
 pub mod preemption;
 pub mod probe;

@@ -12,9 +12,12 @@ use crate::engine::Engine;
 use crate::prom::Metrics;
 pub use crate::snapshot::ReadError;
 
+mod found;
 mod read;
 mod sample;
 mod write;
+pub use found::{BusyReadings, Peaks};
+use found::{Found, RowFacts};
 pub use sample::{EngineGauges, Readings, SeriesSample};
 pub use write::{python_json, SeriesWriter};
 
@@ -104,88 +107,22 @@ pub struct Series {
     found: Found,
 }
 
-/// What the checks ask of every sample, found once: the engine ids (T8, T9, T14, T25 and the
-/// report's charts each ask) and the distinct usage readings (T14, before T9 can start), where
-/// each pass over a day's 345,600 samples costs milliseconds (docs/benchmarks.md). The reader
-/// gathers both as it reads; a series built from samples searches for the ids at once and for the
-/// readings when asked. They are kept with the samples' address and length at that time, so a
-/// vector replaced, filtered or grown since is searched again; rows rewritten in place (a row's
-/// engines edited, or the vector emptied and refilled to the same length) would go unseen, which
-/// no caller does: other samples make a new series ([`Series::from_samples`],
-/// [`Series::with_samples`]).
-#[derive(Clone, Debug, Default)]
-struct Found {
-    of: (usize, usize),
-    ids: Vec<String>,
-    usage: Option<Vec<f64>>,
-}
+/// A recording's bytes that the caller holds in memory, a mapped file say, for
+/// [`Series::read_held`]: read where they lie rather than copied into buffers first.
+pub trait Held: Sync {
+    /// The recording's bytes.
+    fn bytes(&self) -> &[u8];
 
-impl Found {
-    fn of(samples: &[SeriesSample], ids: Vec<String>, usage: Option<Vec<f64>>) -> Found {
-        Found {
-            of: (samples.as_ptr() as usize, samples.len()),
-            ids,
-            usage,
-        }
-    }
-
-    /// Whether this was found in `samples` as they are now.
-    fn is_of(&self, samples: &[SeriesSample]) -> bool {
-        self.of == (samples.as_ptr() as usize, samples.len())
-    }
-
-    fn search(samples: &[SeriesSample]) -> Vec<String> {
-        let mut ids: Vec<String> = Vec::new();
-        for s in samples {
-            add_engine_ids(&mut ids, s.per_engine().iter().map(|e| e.engine.as_str()));
-        }
-        sort_engine_ids(&mut ids);
-        ids
+    /// Told as the reading passes: no byte before `offset` is read again, so whatever holds
+    /// them may be let go of (a mapped file's pages, say).
+    fn read_before(&self, offset: usize) {
+        let _ = offset;
     }
 }
 
-/// The distinct non-null, non-zero usage readings of a run of samples, gathered one by one:
-/// collecting every reading (a day's 345,600) into a vector to sort would cost more than the
-/// few hundred values a recording has. A reading repeated from the row before is not looked up
-/// again.
-#[derive(Debug, Default)]
-pub(crate) struct DistinctUsage {
-    bits: std::collections::BTreeSet<u64>,
-    last: Option<u64>,
-}
-
-impl DistinctUsage {
-    #[inline]
-    pub(crate) fn see(&mut self, usage: Option<f64>) {
-        if let Some(u) = usage.filter(|&u| u != 0.0 && !u.is_nan()) {
-            // -0.0 and 0.0 are one reading (and zero is left out above in any case).
-            let b = (u + 0.0).to_bits();
-            if self.last != Some(b) {
-                self.bits.insert(b);
-                self.last = Some(b);
-            }
-        }
-    }
-
-    /// Adds the readings of the run of samples that follows.
-    pub(crate) fn merge(&mut self, later: DistinctUsage) {
-        self.bits.extend(later.bits);
-        self.last = later.last.or(self.last);
-    }
-
-    /// The readings, ascending.
-    pub(crate) fn values(&self) -> Vec<f64> {
-        let mut values: Vec<f64> = self.bits.iter().map(|&b| f64::from_bits(b)).collect();
-        values.sort_by(f64::total_cmp);
-        values
-    }
-
-    fn of(samples: &[SeriesSample]) -> Vec<f64> {
-        let mut seen = DistinctUsage::default();
-        for s in samples {
-            seen.see(s.kv_usage());
-        }
-        seen.values()
+impl Held for [u8] {
+    fn bytes(&self) -> &[u8] {
+        self
     }
 }
 
@@ -206,6 +143,12 @@ impl Series {
         read::load(path)
     }
 
+    /// Reads a recording whose bytes the caller holds in memory (a mapped file), as
+    /// [`Series::load`] reads a file; `source` names it in messages.
+    pub fn read_held<H: Held + ?Sized>(held: &H, source: &str) -> Result<Series, ReadError> {
+        read::read_held(held, source)
+    }
+
     /// Reads a recording from its text; `source` names it in messages.
     pub fn from_text(text: &str, source: &str) -> Result<Series, ReadError> {
         let mut reader = read::Reader::new(source);
@@ -221,19 +164,19 @@ impl Series {
         Series::read(header, samples, ids, None, 0, "(samples)".to_string())
     }
 
-    /// A series whose samples' engine ids are already known (`ids`, in engine order), and their
-    /// distinct usage readings where `usage` has them.
-    pub(crate) fn read(
+    /// A series whose samples' engine ids are already known (`ids`, in engine order), and what
+    /// the checks ask of every row where a reader gathered it (`rows`).
+    fn read(
         header: SeriesHeader,
         samples: Vec<SeriesSample>,
         ids: Vec<String>,
-        usage: Option<Vec<f64>>,
+        rows: Option<RowFacts>,
         skipped_lines: usize,
         source: String,
     ) -> Series {
         Series {
             header,
-            found: Found::of(&samples, ids, usage),
+            found: Found::of(&samples, ids, rows),
             samples,
             skipped_lines,
             source,
@@ -297,31 +240,42 @@ impl Series {
 
     /// The largest non-null running value.
     pub fn peak_running(&self) -> Option<f64> {
-        self.samples
-            .iter()
-            .filter_map(|s| s.running())
-            .filter(|r| !r.is_nan())
-            .fold(None, |m: Option<f64>, r| Some(m.map_or(r, |m| m.max(r))))
+        self.peaks().running
+    }
+
+    /// The most requests the rows saw running, and running or waiting (NaN readings left out).
+    pub fn peaks(&self) -> Peaks {
+        self.row_facts(|f| f.peaks)
     }
 
     /// The distinct non-null, non-zero usage readings, ascending (what block inference needs,
     /// without a copy of every reading of a long recording).
     pub fn distinct_usage_readings(&self) -> Vec<f64> {
-        if let Some(usage) = self
-            .found
-            .usage
-            .as_ref()
-            .filter(|_| self.found.is_of(&self.samples))
-        {
-            debug_assert_eq!(
-                usage,
-                &DistinctUsage::of(&self.samples),
-                "the samples of {} were changed in place; other rows make a new series",
-                self.source
-            );
-            return usage.clone();
+        self.row_facts(|f| f.usage.clone())
+    }
+
+    /// The readings of the busy rows ([`Series::busy`]), each distinct pair once with its count
+    /// of rows, in the order of the first row of each.
+    pub fn busy_readings(&self) -> Vec<BusyReadings> {
+        self.row_facts(|f| f.busy.clone())
+    }
+
+    /// `answer` of what the reader gathered, or of a pass over the rows (kept for the next
+    /// question, unless the rows changed since the series was made).
+    fn row_facts<T>(&self, answer: impl Fn(&RowFacts) -> T) -> T {
+        if !self.found.is_of(&self.samples) {
+            return answer(&RowFacts::of(&self.samples));
         }
-        DistinctUsage::of(&self.samples)
+        let facts = self.found.rows.get_or_init(|| RowFacts::of(&self.samples));
+        // As for the engine ids: every test build checks that the rows were not rewritten in
+        // place since.
+        debug_assert_eq!(
+            facts,
+            &RowFacts::of(&self.samples),
+            "the samples of {} were changed in place; other rows make a new series",
+            self.source
+        );
+        answer(facts)
     }
 
     /// The non-null, non-zero usage readings, in recording order.

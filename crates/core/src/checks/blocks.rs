@@ -202,8 +202,13 @@ pub fn predicted_ceiling(
             // A request in the cache holds at least one block, even when the reading rounds to 0.
             let used = ((usage * b as f64).round_ties_even() as u64).max(1);
             // Python's integers do not overflow; a garbage `running` of 1e30 must not either.
-            let ceiling = u128::from(b) * u128::from(running) / u128::from(used);
-            Ok(u64::try_from(ceiling).unwrap_or(u64::MAX))
+            // The 64-bit division where the product fits (a real one always does): 128-bit
+            // division is a call, and T9 makes one for each busy sample of a day.
+            Ok(match b.checked_mul(running) {
+                Some(product) => product / used,
+                None => u64::try_from(u128::from(b) * u128::from(running) / u128::from(used))
+                    .unwrap_or(u64::MAX),
+            })
         }
         _ => Ok((running / usage + 1e-9).floor() as u64),
     }

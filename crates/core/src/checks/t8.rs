@@ -112,11 +112,11 @@ pub fn check(
     // A data-parallel server runs its requests on several engines, each with its own running
     // limit: the server's is their sum (docs/tripwires.md, "Data-parallel servers").
     let ids = series.engine_ids();
-    let (peak, peak_in_flight) = peaks(series);
+    let peaks = series.peaks();
     let seen = Seen {
         requested,
-        peak,
-        peak_in_flight,
+        peak: peaks.running,
+        peak_in_flight: peaks.in_flight,
         queued_reqs: arg_u64(vllm_args, "max_num_queued_reqs"),
         queued_tokens: arg_u64(vllm_args, "max_num_queued_tokens"),
         limit: facts.and_then(|f| running_limit(f, engine)),
@@ -145,28 +145,6 @@ struct Seen {
 fn max_of(xs: impl Iterator<Item = f64>) -> Option<f64> {
     xs.filter(|x| !x.is_nan())
         .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
-}
-
-/// The most requests any sample saw running ([`Series::peak_running`]), and running or
-/// waiting, in one pass over the samples (a day's recording is 345,600 of them).
-fn peaks(series: &Series) -> (Option<f64>, Option<f64>) {
-    let most = |m: Option<f64>, x: f64| {
-        if x.is_nan() {
-            m
-        } else {
-            Some(m.map_or(x, |m| m.max(x)))
-        }
-    };
-    series
-        .samples
-        .iter()
-        .fold((None, None), |(running, in_flight), s| match s.running() {
-            Some(r) => (
-                most(running, r),
-                s.waiting().map_or(in_flight, |w| most(in_flight, r + w)),
-            ),
-            None => (running, in_flight),
-        })
 }
 
 /// The verdict and message, before the evidence.

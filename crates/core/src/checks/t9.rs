@@ -116,9 +116,9 @@ impl Ceilings {
         }
     }
 
-    /// Counts a sample's ceiling and its share, usage ÷ running.
-    fn add(&mut self, ceiling: u64, share: f64) {
-        self.rows += 1;
+    /// Counts the ceiling and share (usage ÷ running) of `rows` samples with the same readings.
+    fn add(&mut self, ceiling: u64, share: f64, rows: usize) {
+        self.rows += rows;
         self.lo = self.lo.min(ceiling);
         self.hi = self.hi.max(ceiling);
         self.share_min = self.share_min.min(share);
@@ -145,32 +145,32 @@ struct BusyPass {
     ran: f64,
 }
 
-/// T9's questions of the busy samples answered in one pass; None when no sample is busy.
+/// T9's questions of the busy samples, answered from their distinct readings (each pair's
+/// ceiling and share are the same on every row that has it); None when no sample is busy.
 fn busy_pass(series: &Series, usable_blocks: Option<u64>, saturation: f64) -> Option<BusyPass> {
     let (mut busy, mut saturated) = (Ceilings::new(), Ceilings::new());
-    let (mut any, mut any_saturated) = (false, false);
+    let mut any_saturated = false;
     let mut fullest: Option<(f64, f64)> = None;
     let mut ran = 0.0_f64;
-    for s in series.busy() {
-        any = true;
-        let (Some(u), Some(r)) = (s.kv_usage(), s.running()) else {
-            continue;
-        };
+    let readings = series.busy_readings();
+    // In the order of each pair's first row, so the fullest is the first row at the most usage.
+    for b in &readings {
+        let (u, r) = (b.usage, b.running);
         let is_saturated = u >= saturation;
         any_saturated |= is_saturated;
-        if !fullest.is_some_and(|b| b.0 >= u) {
+        if !fullest.is_some_and(|f| f.0 >= u) {
             fullest = Some((u, r));
         }
         ran = ran.max(r);
         let Ok(ceiling) = predicted_ceiling(u, r, usable_blocks) else {
             continue;
         };
-        busy.add(ceiling, u / r);
+        busy.add(ceiling, u / r, b.rows);
         if is_saturated {
-            saturated.add(ceiling, u / r);
+            saturated.add(ceiling, u / r, b.rows);
         }
     }
-    any.then(|| BusyPass {
+    (!readings.is_empty()).then(|| BusyPass {
         busy: busy.done(),
         saturated: any_saturated.then(|| saturated.done()),
         fullest,

@@ -4,19 +4,22 @@
 //! Rows of the recorder's own form are read by a flat-row parser ([`flat`]); anything unusual
 //! (the header, Python's `NaN`, strings, repeated keys) takes the general path through a JSON
 //! value, which decides. A test checks that both paths agree wherever the fast one answers. A
-//! file is read in chunks split at line ends, on two threads when it is large ([`chunks`]); a
-//! chunk's lines are counted in a [`Tally`], and the tallies are merged in the file's order.
+//! file is read in chunks split at line ends ([`chunk`]), on two threads when it is large
+//! ([`chunks`]); a chunk's lines are counted in a [`Tally`], and the tallies are merged in the
+//! file's order.
 
 use serde_json::{Map, Value};
 
+use super::found::RowsSeen;
 use super::{EngineGauges, Readings, Series, SeriesHeader, SeriesSample, SERIES_SCHEMA};
 use crate::engine::Engine;
 use crate::snapshot::{parse_python_json, repr, ReadError};
 
+mod chunk;
 mod chunks;
 mod flat;
 
-pub(super) use chunks::load;
+pub(super) use chunks::{load, read_held};
 
 /// A recording read from text, line by line (the file reader reads chunks into [`Tally`]s).
 pub(super) struct Reader {
@@ -69,31 +72,53 @@ pub(super) struct Tally {
     /// The engines the stretch's rows have gauges for, in the order first seen (only rows of
     /// the general path can have any).
     engine_ids: Vec<String>,
-    /// The stretch's distinct usage readings (T14's question, answered while the rows are at
-    /// hand rather than in a pass of its own).
-    usage: super::DistinctUsage,
+    /// What the checks ask of every row, answered while the rows are at hand rather than in
+    /// passes of their own.
+    seen: RowsSeen,
 }
 
 impl Tally {
     /// Reads one line that starts at byte `at` of the file, with or without its newline;
     /// a sample goes to `samples`.
     pub(super) fn line(&mut self, raw: &[u8], at: usize, samples: &mut Vec<SeriesSample>) {
-        self.lines += 1;
-        if raw.first() == Some(&b'{') {
-            samples.push(SeriesSample::default());
-            let usage = samples
-                .last_mut()
-                .and_then(|s| flat::read_flat_row(raw, s).then(|| s.kv_usage()));
-            if let Some(usage) = usage {
-                self.usage.see(usage);
-                self.rows += 1;
-                // Sized by a sample's line, not the header's (which also starts with `{`).
-                self.reserve_once(samples, raw.len());
-                return;
-            }
-            samples.pop();
+        let flat = |s: &mut SeriesSample| flat::read_flat_row(raw, s).then_some(raw.len());
+        if raw.first() == Some(&b'{') && self.read_in_place(samples, flat).is_some() {
+            return;
         }
+        self.lines += 1;
         self.general_line(raw, at, samples);
+    }
+
+    /// Reads the flat row at the start of `b` (a stretch of the file from a line's start), when
+    /// it is one that ends at its newline: the line's length, newline included. None leaves the
+    /// line to [`Tally::line`].
+    pub(super) fn flat_line(&mut self, b: &[u8], samples: &mut Vec<SeriesSample>) -> Option<usize> {
+        if b.first() != Some(&b'{') {
+            return None;
+        }
+        self.read_in_place(samples, |s| flat::read_flat_line(b, s))
+    }
+
+    /// Reads a flat row with `read` into a sample pushed first (a row filled where it lies is not
+    /// copied); the line's length that `read` gives, or None, the sample taken back.
+    #[inline(always)]
+    fn read_in_place(
+        &mut self,
+        samples: &mut Vec<SeriesSample>,
+        read: impl FnOnce(&mut SeriesSample) -> Option<usize>,
+    ) -> Option<usize> {
+        samples.push(SeriesSample::default());
+        let s = samples.last_mut()?;
+        let Some(len) = read(s) else {
+            samples.pop();
+            return None;
+        };
+        self.seen.see(s);
+        self.lines += 1;
+        self.rows += 1;
+        // Sized by a sample's line, not the header's (which also starts with `{`).
+        self.reserve_once(samples, len);
+        Some(len)
     }
 
     /// A line that is not a flat row as written: it may be one after trimming, or the header,
@@ -145,7 +170,7 @@ impl Tally {
     /// a long recording is not copied while its vector grows (the unused rest is never touched,
     /// so it costs no memory).
     fn push(&mut self, samples: &mut Vec<SeriesSample>, sample: SeriesSample, line_len: usize) {
-        self.usage.see(sample.kv_usage());
+        self.seen.see(&sample);
         self.reserve_once(samples, line_len);
         samples.push(sample);
     }
@@ -170,7 +195,7 @@ impl Tally {
             &mut self.engine_ids,
             later.engine_ids.iter().map(String::as_str),
         );
-        self.usage.merge(later.usage);
+        self.seen.merge(later.seen);
         self.lines += later.lines;
         self.rows += later.rows;
         self.skipped_lines += later.skipped_lines;
@@ -227,7 +252,7 @@ pub(super) fn finish(
         header,
         samples,
         ids,
-        Some(tally.usage.values()),
+        Some(tally.seen.done()),
         tally.skipped_lines,
         source,
     ))

@@ -36,11 +36,23 @@ pub(super) fn flat_row(b: &[u8]) -> Option<SeriesSample> {
 /// Reads the flat row `b` into `s`, a default sample (filled in place: a row pushed and then
 /// filled is not copied); false for the general path, with `s` to be discarded.
 pub(super) fn read_flat_row(b: &[u8], s: &mut SeriesSample) -> bool {
-    flat_fields(b, s).is_some()
+    flat_fields(b, s).is_some_and(|end| skip_ws(b, end) == b.len())
 }
 
-/// [`read_flat_row`], with `?` for each way a line is not a flat row.
-fn flat_fields(b: &[u8], s: &mut SeriesSample) -> Option<()> {
+/// Reads the flat row at the start of `b`, a stretch of the file that may run on past its line,
+/// into `s` as [`read_flat_row`] does; the length of its line, newline included, when the row's
+/// `}` is followed by the newline. So the line's end need not be searched for first: the search
+/// is what first brings a line's bytes from memory, and the parser does that as it goes.
+pub(super) fn read_flat_line(b: &[u8], s: &mut SeriesSample) -> Option<usize> {
+    let end = flat_fields(b, s)?;
+    // A row read across a newline (JSON whitespace between its fields) is two lines, each of
+    // which the general path judges.
+    (b.get(end) == Some(&b'\n') && memchr::memchr(b'\n', &b[..end]).is_none()).then_some(end + 1)
+}
+
+/// [`read_flat_row`] up to the row's `}`, with `?` for each way a line is not a flat row: the
+/// index after the `}`.
+fn flat_fields(b: &[u8], s: &mut SeriesSample) -> Option<usize> {
     if b.first() != Some(&b'{') {
         return None;
     }
@@ -80,7 +92,7 @@ fn flat_fields(b: &[u8], s: &mut SeriesSample) -> Option<()> {
             Some(b',') => i += 1,
             Some(b'}') => {
                 // A null t_wall has already sent the line away, so a seen one has a value.
-                return (skip_ws(b, i + 1) == b.len() && seen & 1 != 0).then_some(());
+                return (seen & 1 != 0).then_some(i + 1);
             }
             _ => return None,
         }
@@ -173,6 +185,17 @@ fn set_flat(s: &mut SeriesSample, slot: usize, value: Scalar) -> Option<()> {
     Some(())
 }
 
+/// Powers of ten that a u64 holds.
+const POWERS_OF_TEN: [u64; 20] = {
+    let mut p = [1u64; 20];
+    let mut k = 1;
+    while k < 20 {
+        p[k] = p[k - 1] * 10;
+        k += 1;
+    }
+    p
+};
+
 /// Powers of ten that an f64 holds exactly.
 const EXACT_POWERS_OF_TEN: [f64; 23] = [
     1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
@@ -198,6 +221,7 @@ pub(super) fn scalar_at(b: &[u8], i: usize) -> Option<(Scalar, usize)> {
     let mut j = digits(b, whole_start, &mut mantissa);
     let whole = j - whole_start;
     let point = b.get(j) == Some(&b'.');
+    let whole_value = mantissa;
     let mut fraction = 0;
     if point {
         let end = digits(b, j + 1, &mut mantissa);
@@ -218,7 +242,12 @@ pub(super) fn scalar_at(b: &[u8], i: usize) -> Option<(Scalar, usize)> {
         return None;
     }
     let magnitude = if mantissa <= 1 << 53 {
-        mantissa as f64 / EXACT_POWERS_OF_TEN[fraction]
+        // A fraction of zeros (`255.0`) leaves the whole part, which is the quotient exactly.
+        if mantissa == whole_value * POWERS_OF_TEN[fraction] {
+            whole_value as f64
+        } else {
+            mantissa as f64 / EXACT_POWERS_OF_TEN[fraction]
+        }
     } else {
         // Plain digits and at most one point: what `f64::from_str` reads as JSON does.
         std::str::from_utf8(&b[whole_start..j]).ok()?.parse().ok()?
