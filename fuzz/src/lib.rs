@@ -164,10 +164,23 @@ pub fn snapshot_read(data: &[u8]) {
     }
 }
 
-/// The series reader through a file (raw bytes, line by line) and through text; both decide
-/// alike on plain text; then the checks that read a series.
+/// The series reader through a file (raw bytes, line by line), through the bytes held in memory
+/// (as `inferlint series` reads a mapped file) and through text; the first two decide alike on
+/// every input, all three on plain text; then the checks that read a series.
 pub fn series_read(data: &[u8]) {
-    let from_file = Series::load(&scratch_file("series.jsonl", data).0);
+    let scratch = scratch_file("series.jsonl", data);
+    let from_file = Series::load(&scratch.0);
+    let held = Series::read_held(data, &scratch.0.display().to_string());
+    agree(&from_file, &held);
+    match (&from_file, &held) {
+        (Ok(f), Ok(h)) => {
+            // As printed, so that a NaN reading (equal to nothing) compares.
+            assert_eq!(format!("{:?}", f.samples), format!("{:?}", h.samples));
+            assert_eq!(f.skipped_lines, h.skipped_lines);
+        }
+        (Err(f), Err(h)) => assert_eq!(f.to_string(), h.to_string()),
+        _ => {}
+    }
     let text = String::from_utf8_lossy(data);
     if plain_text(data).is_some() {
         let from_text = Series::from_text(&text, "fuzz.series.jsonl");
