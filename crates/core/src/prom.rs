@@ -155,6 +155,14 @@ impl Metrics {
             .map(move |&i| &self.samples[i])
     }
 
+    /// This reading's sample of `sample`'s series (its name and exactly its labels); the last
+    /// one where a text repeats a series, as a later line overwrites an earlier.
+    pub fn same_series(&self, sample: &Sample) -> Option<&Sample> {
+        self.of(&sample.name)
+            .filter(|s| s.labels == sample.labels)
+            .last()
+    }
+
     /// The samples of `name` whose labels include all the given pairs.
     pub fn series(&self, name: &str, labels: &[(&str, &str)]) -> Vec<&Sample> {
         self.positions(name, labels)
@@ -495,6 +503,19 @@ mod tests {
         let nan = Metrics::parse("c{r=\"a\"} NaN\nc{r=\"b\"} 1\n").unwrap();
         assert!(nan.total("c").is_some_and(f64::is_nan));
         assert_eq!(m.total("absent"), None);
+    }
+
+    #[test]
+    fn same_series_matches_the_whole_label_set_and_takes_the_last_repeat() {
+        let before = Metrics::parse("c_created{a=\"1\",b=\"2\"} 5\n").unwrap();
+        let stamp = &before.samples()[0];
+        let after = Metrics::parse(
+            "c_created{a=\"1\"} 6\nc_created{a=\"1\",b=\"2\"} 7\nc_created{b=\"2\",a=\"1\"} 8\n",
+        )
+        .unwrap();
+        assert_eq!(after.same_series(stamp).map(|s| s.value), Some(8.0));
+        let fewer = Metrics::parse("c_created{a=\"1\"} 6\nd_created{a=\"1\",b=\"2\"} 7\n").unwrap();
+        assert_eq!(fewer.same_series(stamp), None);
     }
 
     #[test]
