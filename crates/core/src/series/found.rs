@@ -213,13 +213,9 @@ struct DistinctBusy {
 impl DistinctBusy {
     #[inline]
     fn see(&mut self, s: &SeriesSample, row: usize) {
-        let (Some(usage), Some(running)) = (s.kv_usage(), s.running()) else {
+        let Some((usage, running)) = s.busy_readings() else {
             return;
         };
-        // `SeriesSample::is_busy`: NaN is neither.
-        if !(running > 0.0 && usage > 0.0) {
-            return;
-        }
         let pair = BusyReadings {
             usage,
             running,

@@ -272,7 +272,15 @@ impl SeriesSample {
     /// Whether the server was working: running > 0 and the usage gauge > 0.
     #[inline]
     pub fn is_busy(&self) -> bool {
-        self.running().is_some_and(|r| r > 0.0) && self.kv_usage().is_some_and(|u| u > 0.0)
+        self.busy_readings().is_some()
+    }
+
+    /// The usage and running readings of a busy row ([`SeriesSample::is_busy`]); None for any
+    /// other (a NaN reading is neither busy nor idle).
+    #[inline]
+    pub fn busy_readings(&self) -> Option<(f64, f64)> {
+        let (usage, running) = (self.kv_usage()?, self.running()?);
+        (running > 0.0 && usage > 0.0).then_some((usage, running))
     }
 }
 

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use super::chunk::{self, chunk_count, Window, CHUNK};
-use super::{finish, Tally};
+use super::{finish, reserve_for_file, Tally};
 use crate::series::{Held, Series, SeriesSample};
 use crate::snapshot::ReadError;
 
@@ -279,10 +279,8 @@ impl InOrder<'_> {
         let mut any = false;
         while let Some((part, mut out)) = self.waiting.remove(&self.merged) {
             if let Some(size) = self.size_hint.take() {
-                // As many samples as the first chunk's rows say the file holds, and a quarter
-                // more: the unused rest is never touched, so it costs no memory.
-                let guess = size as usize / CHUNK * out.len() * 5 / 4 + 16;
-                self.samples.reserve(guess.min(1 << 26));
+                // As many samples as the first chunk's rows say the file holds.
+                reserve_for_file(self.samples, size, out.len(), CHUNK);
             }
             self.tally.merge(part);
             self.samples.append(&mut out);
